@@ -1,0 +1,87 @@
+"""Parameter documentation shared by every estimator, written once.
+
+Estimator docstrings write ``%(partition_vertical)s`` and the like; the
+:func:`fill_doc` decorator substitutes the entries below (plain text
+replacement, so other ``%`` signs in a docstring are safe).
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import textwrap
+
+__all__ = ["SHARED_PARAMETERS", "fill_doc"]
+
+SHARED_PARAMETERS = {
+    "partition_vertical": """
+partition : None, int, list of column groups or VerticalPartition, default=None
+    Which party holds which columns. ``None`` splits the columns evenly over
+    two parties (one if ``X`` has a single column); an int ``k`` over ``k``
+    parties; a list such as ``[[0, 1], [2, 3]]`` or, for a DataFrame,
+    ``[["age", "income"], ["balance"]]`` gives each party's columns (disjoint,
+    covering every column). A :class:`~skfed.partition.VerticalPartition`
+    also says which parties hold the labels (party 0 by default). The
+    resolved partition is stored in ``partition_``.""",
+    "partition_horizontal": """
+partition : None, int or HorizontalPartition, default=None
+    Which party (user) holds which rows. ``None`` means two parties, an int
+    ``k`` means ``k``; rows go to parties by the partition's rule (``"even"``
+    contiguous blocks or a seeded ``"random"`` split). To give the owner of
+    every row yourself, pass ``sample_party`` to ``fit``: it is split with
+    ``X`` by cross-validation (with metadata routing enabled, request it with
+    ``set_fit_request(sample_party=True)``).""",
+    "partition_hybrid": """
+partition : None, HybridPartition, VerticalPartition, HorizontalPartition or \
+list of column groups, default=None
+    Which client holds which block of rows and columns. ``None`` is a 2 x 2
+    grid (two row groups times two column groups); a
+    :class:`~skfed.partition.HybridPartition` sets the grid; a vertical spec
+    (or list of column groups) means one row group, a horizontal one means
+    one column group. Row groups may come from ``fit(..., sample_party=...)``.""",
+    "random_state": """
+random_state : int, RandomState instance or None, default=None
+    Seeds every random choice of the protocol (per-party seeds are drawn
+    from it in a fixed order), so two fits with the same seed agree.
+    Cryptographic keys and encryption randomness never come from it.""",
+    "encryption": """
+encryption : {"paillier"} or None, default="paillier"
+    ``"paillier"`` runs the protocol with Paillier encryption where the paper
+    encrypts. ``None`` runs the same protocol in plaintext: for teaching and
+    for checking losslessness, never for real private data.""",
+    "key_size": """
+key_size : int, default=2048
+    Paillier modulus size in bits. 2048 is the secure default; small keys
+    (e.g. 512) only make tests and demonstrations fast.""",
+    "n_jobs": """
+n_jobs : int or None, default=None
+    Worker threads for encryption and decryption. ``None`` means 1, ``-1``
+    all cores. Every party always has exactly one thread of its own,
+    whatever ``n_jobs`` says.""",
+    "verbose": """
+verbose : int, default=0
+    Print progress (one line per iteration or round) when positive.""",
+}
+
+
+def fill_doc(obj):
+    """Substitute ``%(name)s`` markers of :data:`SHARED_PARAMETERS` in a docstring.
+
+    The marker must stand alone on its line; the entry is indented to match.
+    """
+    doc = obj.__doc__
+    if not doc:
+        return obj
+    lines = []
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("%(") and stripped.endswith(")s"):
+            key = stripped[2:-2]
+            if key not in SHARED_PARAMETERS:
+                raise KeyError(f"No shared documentation for {key!r}.")
+            indent = line[: len(line) - len(line.lstrip())]
+            entry = SHARED_PARAMETERS[key].strip("\n")
+            lines.append(textwrap.indent(entry, indent))
+        else:
+            lines.append(line)
+    obj.__doc__ = "\n".join(lines)
+    return obj

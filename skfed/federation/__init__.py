@@ -1,0 +1,58 @@
+"""The simulated network: parties as actors, message accounting, tree sums."""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from .aggregation import (
+    are_totally_different,
+    balanced_tree,
+    choose_excluded,
+    masked_tree_sum,
+    subtree_leaf_sets,
+    totally_different_trees,
+    tree_broadcast,
+    tree_leader,
+    tree_leaves,
+    tree_sum,
+)
+from .network import (
+    CommunicationSummary,
+    Federation,
+    Message,
+    MessageRecorder,
+    measure,
+    record_messages,
+)
+from .party import (
+    FederationTimeoutError,
+    Local,
+    Party,
+    PartyError,
+    PartyFuture,
+    PartyState,
+)
+
+__all__ = [
+    "Party",
+    "PartyState",
+    "PartyFuture",
+    "PartyError",
+    "FederationTimeoutError",
+    "Local",
+    "Federation",
+    "Message",
+    "MessageRecorder",
+    "CommunicationSummary",
+    "measure",
+    "record_messages",
+    "balanced_tree",
+    "tree_leaves",
+    "tree_leader",
+    "subtree_leaf_sets",
+    "are_totally_different",
+    "totally_different_trees",
+    "tree_sum",
+    "tree_broadcast",
+    "masked_tree_sum",
+    "choose_excluded",
+]

@@ -1,0 +1,370 @@
+"""Message accounting: what crossed between which parties, in which phase.
+
+Every call made with a ``sender`` (see :class:`~skfed.federation.Party`) is a
+message; its arguments are measured here as a count of plain scalars, a count
+of ciphertexts and a number of bytes. The :class:`CommunicationSummary` built
+from these counts is what fitted estimators expose as ``communication_``, and
+:func:`record_messages` collects the messages themselves (with their payloads)
+for teaching and for the privacy tests.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numbers
+import threading
+from collections import namedtuple
+from contextlib import contextmanager
+
+import numpy as np
+
+__all__ = ["Message", "CommunicationSummary", "measure", "record_messages"]
+
+Message = namedtuple(
+    "Message",
+    ["sender", "receiver", "phase", "n_scalars", "n_ciphertexts", "n_bytes",
+     "payload"],
+)
+Message.__doc__ = """One message between two parties.
+
+``payload`` is the tuple of call arguments as the receiver got them; it is
+kept only by a :func:`record_messages` recorder, never by estimators.
+"""
+
+_SCALAR_BYTES = 8
+
+
+def _int_bytes(value):
+    return max(1, (int(value).bit_length() + 7) // 8)
+
+
+def measure(payload):
+    """Size of a message: ``(n_scalars, n_ciphertexts, n_bytes)``.
+
+    Objects may describe themselves with a ``__message_size__()`` method
+    returning the same triple (encrypted arrays do). Numbers count as one
+    scalar of 8 bytes (big integers by their length), numeric arrays by their
+    size and ``nbytes``, and containers by their contents. Anything else is
+    refused, so protocol code can only send well-defined messages.
+    """
+    if payload is None:
+        return 0, 0, 0
+    size = getattr(payload, "__message_size__", None)
+    if size is not None and not isinstance(payload, type):
+        return tuple(int(v) for v in size())
+    if isinstance(payload, np.ndarray):
+        if payload.dtype == object:
+            return _sum_sizes(payload.ravel().tolist())
+        return int(payload.size), 0, int(payload.nbytes)
+    if isinstance(payload, (bool, np.bool_, float, complex, np.floating,
+                            np.complexfloating)):
+        return 1, 0, _SCALAR_BYTES
+    if isinstance(payload, numbers.Integral):
+        value = int(payload)
+        return 1, 0, _SCALAR_BYTES if -2**63 <= value < 2**63 else _int_bytes(value)
+    if isinstance(payload, (str, bytes)):
+        return 0, 0, len(payload)
+    if isinstance(payload, (list, tuple)):
+        return _sum_sizes(payload)
+    if isinstance(payload, dict):
+        return _sum_sizes(list(payload.keys()) + list(payload.values()))
+    if isinstance(payload, (slice, range)):
+        return 3, 0, 3 * _SCALAR_BYTES
+    raise TypeError(
+        f"Cannot measure a message of type {type(payload).__name__}; protocol "
+        "messages must be numbers, numpy arrays, encrypted arrays or "
+        "containers of these."
+    )
+
+
+def _sum_sizes(items):
+    scalars = ciphertexts = nbytes = 0
+    for item in items:
+        s, c, b = measure(item)
+        scalars += s
+        ciphertexts += c
+        nbytes += b
+    return scalars, ciphertexts, nbytes
+
+
+_FIELDS = ("messages", "scalars", "ciphertexts", "bytes")
+
+
+class CommunicationSummary:
+    """Counts of the messages exchanged during one protocol run.
+
+    Attributes
+    ----------
+    total_messages, total_scalars, total_ciphertexts, total_bytes : int
+        Totals over every message.
+
+    by_link : dict
+        ``{(sender, receiver): {"messages", "scalars", "ciphertexts", "bytes"}}``.
+
+    by_phase : dict
+        ``{phase: {...}}`` with the same counts.
+
+    by_party : dict
+        ``{party: {"sent_messages", "sent_bytes", "received_messages",
+        "received_bytes"}}``.
+
+    records : list of tuple
+        ``(sender, receiver, phase, messages, scalars, ciphertexts, bytes)``
+        rows, the finest grain; every other view is a sum of these.
+    """
+
+    def __init__(self, records=()):
+        self.records = sorted(tuple(r) for r in records)
+        self.by_link = self._group(lambda r: (r[0], r[1]))
+        self.by_phase = self._group(lambda r: r[2])
+        self.by_party = {}
+        for sender, receiver, _, n_msg, _, _, n_bytes in self.records:
+            for party, role in ((sender, "sent"), (receiver, "received")):
+                entry = self.by_party.setdefault(party, {
+                    "sent_messages": 0, "sent_bytes": 0,
+                    "received_messages": 0, "received_bytes": 0})
+                entry[f"{role}_messages"] += n_msg
+                entry[f"{role}_bytes"] += n_bytes
+        totals = [sum(r[3 + i] for r in self.records) for i in range(4)]
+        (self.total_messages, self.total_scalars, self.total_ciphertexts,
+         self.total_bytes) = totals
+
+    def _group(self, key):
+        out = {}
+        for r in self.records:
+            entry = out.setdefault(key(r), dict.fromkeys(_FIELDS, 0))
+            for i, field in enumerate(_FIELDS):
+                entry[field] += r[3 + i]
+        return out
+
+    def __add__(self, other):
+        if not isinstance(other, CommunicationSummary):
+            return NotImplemented
+        merged = {}
+        for r in self.records + other.records:
+            counts = merged.setdefault(r[:3], [0, 0, 0, 0])
+            for i in range(4):
+                counts[i] += r[3 + i]
+        return CommunicationSummary(k + tuple(v) for k, v in merged.items())
+
+    def __eq__(self, other):
+        return (isinstance(other, CommunicationSummary)
+                and self.records == other.records)
+
+    def __repr__(self):
+        return (f"CommunicationSummary(total_messages={self.total_messages}, "
+                f"total_bytes={self.total_bytes}, "
+                f"total_ciphertexts={self.total_ciphertexts}, "
+                f"phases={sorted(self.by_phase)})")
+
+    def to_frame(self):
+        """The records as a pandas DataFrame (requires pandas)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            self.records,
+            columns=["sender", "receiver", "phase", "messages", "scalars",
+                     "ciphertexts", "bytes"],
+        )
+
+    def table(self, by="phase"):
+        """A plain-text table of the counts grouped ``by`` phase or link."""
+        groups = {"phase": self.by_phase, "link": self.by_link}[by]
+        rows = [(" -> ".join(k) if isinstance(k, tuple) else str(k),
+                 *(v[f] for f in _FIELDS)) for k, v in sorted(groups.items())]
+        rows.append(("total", self.total_messages, self.total_scalars,
+                     self.total_ciphertexts, self.total_bytes))
+        header = (by, *_FIELDS)
+        widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+        lines = ["  ".join(str(x).rjust(w) if i else str(x).ljust(w)
+                           for i, (x, w) in enumerate(zip(row, widths)))
+                 for row in (header, *rows)]
+        return "\n".join(lines)
+
+
+class MessageRecorder:
+    """Collects every message of every federation run while it is active.
+
+    Made by :func:`record_messages`; ``messages`` is a list of
+    :class:`Message` with payloads, in the order they were sent.
+    """
+
+    def __init__(self):
+        self.messages = []
+        self._lock = threading.Lock()
+
+    def _add(self, message):
+        with self._lock:
+            self.messages.append(message)
+
+    def summary(self):
+        """A :class:`CommunicationSummary` of the recorded messages."""
+        return CommunicationSummary(
+            (m.sender, m.receiver, m.phase, 1, m.n_scalars, m.n_ciphertexts,
+             m.n_bytes) for m in self.messages)
+
+    def received_by(self, party):
+        """The messages ``party`` received."""
+        return [m for m in self.messages if m.receiver == party]
+
+
+_active_recorders = []
+_recorders_lock = threading.Lock()
+
+
+@contextmanager
+def record_messages():
+    """Record every message sent by any federated fit or predict inside.
+
+    Estimators only keep the counts of their ``fit`` (``communication_``);
+    this context manager keeps the messages themselves, payloads included,
+    which is how a student sees what crosses between parties and how the
+    test suite checks the privacy rules. ``predict`` traffic is reported
+    this way too, since ``predict`` must not change the estimator.
+
+    Examples
+    --------
+    >>> from skfed.federation import Federation, record_messages
+    >>> with record_messages() as rec:
+    ...     with Federation({"alice": {}, "bob": {}}) as fed:
+    ...         fed["bob"].call(lambda state, x: x + 1, 41, sender="alice",
+    ...                         phase="demo").result()
+    42
+    >>> [(m.sender, m.receiver, m.payload) for m in rec.messages]
+    [('alice', 'bob', (41,))]
+    """
+    recorder = MessageRecorder()
+    with _recorders_lock:
+        _active_recorders.append(recorder)
+    try:
+        yield recorder
+    finally:
+        with _recorders_lock:
+            _active_recorders.remove(recorder)
+
+
+def _deliver_to_recorders(message):
+    with _recorders_lock:
+        recorders = list(_active_recorders)
+    for recorder in recorders:
+        recorder._add(message)
+
+
+class MessageLog:
+    """Thread-safe counters of one federation's messages."""
+
+    def __init__(self):
+        self._counts = {}
+        self._lock = threading.Lock()
+
+    def record(self, sender, receiver, phase, payload):
+        n_scalars, n_ciphertexts, n_bytes = measure(payload)
+        key = (str(sender), str(receiver), str(phase))
+        with self._lock:
+            counts = self._counts.setdefault(key, [0, 0, 0, 0])
+            counts[0] += 1
+            counts[1] += n_scalars
+            counts[2] += n_ciphertexts
+            counts[3] += n_bytes
+        if _active_recorders:
+            _deliver_to_recorders(Message(*key, n_scalars, n_ciphertexts,
+                                          n_bytes, payload))
+
+    def summary(self):
+        with self._lock:
+            return CommunicationSummary(k + tuple(v) for k, v in self._counts.items())
+
+
+class Federation:
+    """The simulated network: a set of parties and the log of their messages.
+
+    Used as a context manager, it starts one thread per party on entry and
+    stops them all on exit, whether the protocol succeeded, failed or was
+    interrupted; the parties' private states are dropped at that point.
+
+    Parameters
+    ----------
+    states : mapping of str to PartyState or dict
+        The private state of each party, by party name (dicts become
+        :class:`~skfed.federation.PartyState`, read by attribute).
+
+    timeout : float or None, default=600.0
+        Seconds a caller waits for any single party call before
+        :class:`~skfed.federation.FederationTimeoutError` is raised.
+
+    Examples
+    --------
+    >>> from skfed.federation import Federation
+    >>> with Federation({"a": {"x": 1}, "b": {"x": 2}}) as fed:
+    ...     fed.gather(fed[p].call(lambda s: s.x) for p in fed.party_names)
+    [1, 2]
+    """
+
+    def __init__(self, states, timeout=600.0):
+        from .party import Party
+
+        self.log = MessageLog()
+        self.timeout = timeout
+        self._parties = {
+            str(name): Party(name, state, log=self.log, timeout=timeout)
+            for name, state in states.items()
+        }
+        self._running = False
+
+    @property
+    def party_names(self):
+        return list(self._parties)
+
+    def __getitem__(self, name):
+        return self._parties[str(name)]
+
+    def __contains__(self, name):
+        return str(name) in self._parties
+
+    def start(self):
+        for party in self._parties.values():
+            party.start()
+        self._running = True
+        return self
+
+    def stop(self):
+        for party in self._parties.values():
+            party.stop()
+        self._running = False
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb):
+        self.stop()
+        return False
+
+    def gather(self, futures):
+        """Wait for every future, then return their results in order.
+
+        All futures are waited for before the first failure is re-raised, so
+        no party is still working on a failed step when the caller moves on.
+        """
+        futures = list(futures)
+        results, first_error = [], None
+        for future in futures:
+            try:
+                results.append(future.result())
+            except BaseException as exc:
+                results.append(None)
+                if first_error is None:
+                    first_error = exc
+        if first_error is not None:
+            raise first_error
+        return results
+
+    def send(self, sender, receiver, payload, phase=None):
+        """Count ``payload`` as a message and return it (for protocol steps
+        whose receiver needs no computation, e.g. a final result handed to a
+        party for storage)."""
+        self.log.record(sender, receiver, phase, (payload,))
+        return payload
+
+    def summary(self):
+        """The :class:`CommunicationSummary` of everything sent so far."""
+        return self.log.summary()

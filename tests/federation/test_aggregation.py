@@ -1,0 +1,136 @@
+import numpy as np
+import pytest
+
+from skfed.federation import (
+    Federation,
+    are_totally_different,
+    balanced_tree,
+    choose_excluded,
+    masked_tree_sum,
+    record_messages,
+    subtree_leaf_sets,
+    totally_different_trees,
+    tree_broadcast,
+    tree_leader,
+    tree_leaves,
+    tree_sum,
+)
+
+
+def _names(q):
+    return [f"p{i}" for i in range(q)]
+
+
+def test_balanced_tree_has_log_depth_and_all_leaves():
+    for q in range(1, 17):
+        tree = balanced_tree(_names(q))
+        assert tree_leaves(tree) == _names(q)
+        assert tree_leader(tree) == "p0"
+
+        def depth(t):
+            return 1 + max(map(depth, t)) if isinstance(t, tuple) else 0
+        assert depth(tree) == int(np.ceil(np.log2(q))) if q > 1 else depth(tree) == 0
+
+
+@pytest.mark.parametrize("q", [1, 2, 3, 5, 8])
+def test_tree_sum_is_exact_and_takes_q_minus_1_messages(q):
+    rng = np.random.RandomState(q)
+    values = {p: rng.normal(size=4) for p in _names(q)}
+    with Federation({p: {"v": v} for p, v in values.items()}) as fed:
+        local = {p: fed[p].call(lambda s: s.v) for p in _names(q)}
+        total = tree_sum(fed, balanced_tree(_names(q)), local, phase="sum")
+        total = total.result() if hasattr(total, "result") else total
+        summary = fed.summary()
+    np.testing.assert_allclose(total, sum(values.values()))
+    assert summary.total_messages == q - 1
+
+
+def test_tree_broadcast_reaches_every_party_once():
+    names = _names(6)
+    with record_messages() as rec:
+        with Federation({p: {} for p in names}) as fed:
+            def store(state, value):
+                state.seed = value
+                return value
+            out = tree_broadcast(fed, balanced_tree(names), 1234, store,
+                                 phase="seed")
+            assert fed.gather(out[p] for p in names) == [1234] * 6
+            assert fed.gather(fed[p].call(lambda s: s.seed) for p in names) == \
+                [1234] * 6
+    received = sorted(m.receiver for m in rec.messages)
+    assert received == names[1:]
+
+
+@pytest.mark.parametrize("q", [2, 3, 4, 5, 6, 7, 9])
+def test_totally_different_trees(q):
+    names = _names(q)
+    for excluded in names[1:]:
+        t1, t2 = totally_different_trees(names, "p0", excluded, random_state=0)
+        assert sorted(tree_leaves(t1)) == sorted(names)
+        assert sorted(tree_leaves(t2)) == sorted(set(names) - {excluded})
+        assert tree_leader(t1) == tree_leader(t2) == "p0"
+        assert are_totally_different(t1, t2)
+
+
+def test_totally_different_definition():
+    assert not are_totally_different((("a", "b"), "c"), ("a", "b"))
+    assert are_totally_different((("a", "c"), "b"), ("a", "b"))
+    assert subtree_leaf_sets((("a", "b"), "c")) == {
+        frozenset("ab"), frozenset("abc")}
+
+
+@pytest.mark.parametrize("q", [2, 3, 4, 6])
+def test_masked_sum_is_exact_and_leaks_no_partial_sum(q):
+    names = _names(q)
+    rng = np.random.RandomState(q)
+    values = {p: rng.normal(size=3) for p in names}
+    offsets = {p: rng.uniform(0, 2 * np.pi, size=3) for p in names}
+    excluded = choose_excluded(names, "p0", 0)
+    trees = totally_different_trees(names, "p0", excluded, random_state=0)
+    states = {p: {"v": values[p], "b": offsets[p]} for p in names}
+    with record_messages() as rec:
+        with Federation(states) as fed:
+            result = masked_tree_sum(fed, trees, lambda s: (s.v, s.b)).result()
+    # exact: sum of values plus the excluded party's offset (FDSKL Lemma 1)
+    np.testing.assert_allclose(result, sum(values.values()) + offsets[excluded])
+
+    # No party's raw value ever crosses: every T1 message is a masked sum.
+    t1_msgs = [m for m in rec.messages if m.phase.endswith("/T1")]
+    t2_msgs = [m for m in rec.messages if m.phase.endswith("/T2")]
+    assert len(t1_msgs) == q - 1 and len(t2_msgs) == max(q - 2, 0)
+    for m in rec.messages:
+        for p in names:
+            assert not np.allclose(m.payload[0], values[p])
+    # Whatever a receiver gets over T1 (a masked partial sum of some leaf set
+    # S) can never be unmasked with what it gets over T2 (offset sums of
+    # other leaf sets): no T2 message carries the offset sum of a T1 set.
+    def leafsets_of(tree):
+        return [s for s in subtree_leaf_sets(tree)] + [frozenset([x])
+                                                      for x in tree_leaves(tree)]
+    t1_sets = leafsets_of(trees[0])
+    for m in t2_msgs:
+        for s in t1_sets:
+            if len(s) > 1:
+                assert not np.allclose(m.payload[0], sum(offsets[p] for p in s))
+
+
+def test_masked_sum_needs_receiver_led_trees():
+    with Federation({"a": {}, "b": {}, "c": {}}) as fed:
+        with pytest.raises(ValueError, match="led by the receiving party"):
+            masked_tree_sum(fed, (("a", "b"), ("b", "c")), lambda s: (0, 0))
+
+
+def test_totally_different_trees_bad_arguments():
+    with pytest.raises(ValueError):
+        totally_different_trees(["a", "b"], "a", "a")
+    with pytest.raises(ValueError, match="at least two parties"):
+        choose_excluded(["a"], "a", 0)
+
+
+def test_all_small_orders_are_searched():
+    # For q <= 7 every order of T1 is tried, so a pair always exists.
+    for q in range(3, 7):
+        names = _names(q)
+        for excluded in names[1:]:
+            t1, t2 = totally_different_trees(names, "p0", excluded, 1)
+            assert are_totally_different(t1, t2)

@@ -1,0 +1,36 @@
+"""sklearn's common estimator checks over every public skfed estimator."""
+
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skfed.utils import all_estimators
+
+from ._instances import CHECK_PARAMS, EXPECTED_FAILED_CHECKS
+
+
+def _instances():
+    for name, cls in all_estimators():
+        yield cls(**CHECK_PARAMS.get(name, {}))
+
+
+def _expected_failed(estimator):
+    return EXPECTED_FAILED_CHECKS.get(type(estimator).__name__, {})
+
+
+def test_instance_settings_name_real_estimators():
+    names = {name for name, _ in all_estimators()}
+    unknown = (set(CHECK_PARAMS) | set(EXPECTED_FAILED_CHECKS)) - names
+    assert not unknown, f"settings for estimators that do not exist: {unknown}"
+    for name, failures in EXPECTED_FAILED_CHECKS.items():
+        for check, reason in failures.items():
+            assert len(reason) > 20, f"{name}.{check} needs a real justification"
+
+
+ESTIMATORS = list(_instances())
+
+
+@pytest.mark.skipif(not ESTIMATORS, reason="no estimators yet")
+@parametrize_with_checks(ESTIMATORS,
+                         expected_failed_checks=_expected_failed)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
