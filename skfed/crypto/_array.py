@@ -1,0 +1,569 @@
+"""EncryptedArray: a numpy object array of raw Paillier ciphertexts.
+
+All elements share one fixed-point exponent, so homomorphic operations are
+elementwise big-integer arithmetic modulo ``n**2``:
+
+==========================  =============================================
+plaintext operation         ciphertext operation (mod ``n**2``)
+==========================  =============================================
+``a + b``                   ``E(a) * E(b)``
+``-a``                      ``E(a)**-1``
+``a + m`` (plaintext m)     ``E(a) * (1 + m n)``
+``k a`` (plaintext int k)   ``E(a)**k``
+``a * 2**d`` (rescale)      ``E(a)**(2**d)``
+==========================  =============================================
+"""
+
+import numbers
+
+import gmpy2
+import numpy as np
+
+from ._parallel import effective_n_jobs, parallel_map, parallel_tasks
+from .encoding import choose_exponent, encode
+
+__all__ = ["EncryptedArray", "concatenate", "object_array"]
+
+_ONE = gmpy2.mpz(1)  # the raw encryption of 0 with obfuscator 1
+
+
+def object_array(items, shape):
+    """Object ndarray of ``shape`` holding ``items`` as they are.
+
+    (``np.array`` would turn mpz into int64 or Python ints.)
+    """
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out.reshape(shape)
+
+
+def _as_object(result, shape):
+    if isinstance(result, np.ndarray):
+        return result
+    return object_array([result], shape)
+
+
+def _map(func, *arrays):
+    """``func`` applied elementwise to broadcast object arrays (numpy rules).
+
+    A plain list comprehension: the moduli stay bound in ``func`` as mpz
+    (numpy would turn a scalar mpz operand into a Python int, converted back
+    on every call).
+    """
+    arrays = np.broadcast_arrays(*[np.asarray(a, dtype=object) if not isinstance(a, np.ndarray) else a
+                                   for a in arrays])
+    lists = [a.ravel().tolist() for a in arrays]
+    return object_array([func(*xs) for xs in zip(*lists)], arrays[0].shape)
+
+
+def _mulmod(a, b, m):
+    return _map(lambda x, y: x * y % m, a, b)
+
+
+def _powmod(a, k, m):
+    # gmpy2.powmod inverts modulo m for negative k.
+    return _map(lambda x, e: gmpy2.powmod(x, e, m), a, k)
+
+
+def _add_plain(c, mantissas, n, nsquare):
+    # E(a) * g**m with g**m = 1 + m n: (1 + m n) c = c + n (m c mod n) mod n**2.
+    return _map(lambda x, m: (x + n * (m * x % n)) % nsquare, c, mantissas)
+
+
+def _plain_operand(other):
+    other = np.asarray(other)
+    if other.dtype.kind == "b":
+        other = other.astype(np.int64)
+    if other.dtype.kind not in "iuf":
+        raise TypeError(
+            "EncryptedArray operands must be EncryptedArrays or numeric arrays, "
+            f"got dtype {other.dtype}."
+        )
+    return other
+
+
+class EncryptedArray:
+    """Array of Paillier ciphertexts sharing one fixed-point exponent.
+
+    Created by :meth:`PaillierPublicKey.encrypt` or
+    :meth:`PaillierPublicKey.encrypt_packed`, not directly.
+
+    Parameters
+    ----------
+    public_key : PaillierPublicKey
+    ciphertexts : ndarray of object
+        Raw ciphertexts (mpz) modulo ``n**2``.
+    exponent : int
+        Element ``i`` encrypts ``m_i`` standing for ``m_i * 2**exponent``.
+    is_integer : bool, default=False
+        Encrypted from integers and only combined with integers since; such
+        arrays decrypt to int64.
+    encoder : PackedEncoder or None
+        Set for packed arrays (whose plaintexts hold several slots).
+    counts : ndarray of int64 or None
+        For packed arrays: number of packed values summed into each element.
+
+    Notes
+    -----
+    Supported: ``+``/``-`` with another EncryptedArray of the same key
+    (exponents aligned to the smaller one, at the cost of ``d`` modular
+    squarings per element for a difference ``d``), ``+``/``-`` with a plaintext
+    array or scalar, ``*`` by a plaintext int or float array or scalar
+    (broadcast as numpy does), :meth:`sum`, :meth:`group_sum`, indexing, and
+    :func:`concatenate`.
+
+    Multiplying by plaintext floats encodes them with 53 significant bits and
+    exponent ``f``, so the result's exponent is ``self.exponent + f``; products
+    of large values may overflow the plaintext range, which decryption then
+    reports (the overflow cannot be detected before).
+
+    Results of homomorphic operations are deterministic functions of their
+    inputs (an empty group sum is even the constant ``1``): call
+    :meth:`rerandomize` on anything that leaves a party.
+    """
+
+    # Make numpy defer to our reflected operators: ndarray + EncryptedArray.
+    __array_ufunc__ = None
+
+    def __init__(self, public_key, ciphertexts, exponent=0, *, is_integer=False,
+                 encoder=None, counts=None):
+        self.public_key = public_key
+        self.ciphertexts = ciphertexts
+        self.exponent = int(exponent)
+        self.is_integer = bool(is_integer)
+        self.encoder = encoder
+        self.counts = counts
+
+    # -- array protocol --------------------------------------------------
+
+    @property
+    def shape(self):
+        return self.ciphertexts.shape
+
+    @property
+    def ndim(self):
+        return self.ciphertexts.ndim
+
+    @property
+    def size(self):
+        return self.ciphertexts.size
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d EncryptedArray")
+        return self.shape[0]
+
+    def __repr__(self):
+        kind = f"packed x{self.encoder.n_slots}" if self.encoder else f"exponent={self.exponent}"
+        return f"EncryptedArray(shape={self.shape}, {kind}, key={self.public_key!r})"
+
+    def _new(self, ciphertexts, exponent=None, *, is_integer=None, counts=None):
+        return EncryptedArray(
+            self.public_key,
+            _as_object(ciphertexts, np.shape(ciphertexts)),
+            self.exponent if exponent is None else exponent,
+            is_integer=self.is_integer if is_integer is None else is_integer,
+            encoder=self.encoder,
+            counts=counts,
+        )
+
+    def __getitem__(self, key):
+        if isinstance(key, EncryptedArray):
+            raise TypeError("Cannot index with an EncryptedArray.")
+        selected = self.ciphertexts[key]
+        counts = None if self.counts is None else np.asarray(self.counts[key])
+        if not isinstance(selected, np.ndarray):
+            selected = object_array([selected], ())
+        return self._new(selected, counts=counts)
+
+    def reshape(self, *shape):
+        """Same ciphertexts with a new shape (as :meth:`numpy.ndarray.reshape`)."""
+        counts = None if self.counts is None else self.counts.reshape(*shape)
+        return self._new(self.ciphertexts.reshape(*shape), counts=counts)
+
+    def ravel(self):
+        return self.reshape(-1)
+
+    # -- serialisation ---------------------------------------------------
+
+    def __message_size__(self):
+        """``(n_scalars, n_ciphertexts, n_bytes)`` of this array as a message.
+
+        ``n_bytes`` is the serialised size: ``ceil(bitlen(n**2) / 8)`` bytes per
+        ciphertext, plus 8 bytes per plaintext scalar (the summand counts of a
+        packed array, which travel with it; ``n_scalars`` counts those).
+        """
+        n_scalars = 0 if self.counts is None else int(self.counts.size)
+        n_bytes = self.size * self.public_key.ciphertext_bytes + 8 * n_scalars
+        return (n_scalars, int(self.size), int(n_bytes))
+
+    def __reduce__(self):
+        # Raw fixed-width integers + exponent + n; never phe objects or the key.
+        width = self.public_key.ciphertext_bytes
+        blob = b"".join(
+            gmpy2.mpz(c).to_bytes(width, "little") for c in self.ciphertexts.ravel().tolist()
+        )
+        return (
+            _rebuild_encrypted_array,
+            (int(self.public_key.n), blob, self.shape, self.exponent,
+             self.is_integer, self.encoder, self.counts),
+        )
+
+    # -- homomorphic operations -----------------------------------------
+
+    def _check_same_key(self, other):
+        if other.public_key != self.public_key:
+            raise ValueError(
+                "EncryptedArrays were encrypted under different public keys."
+            )
+        if (self.encoder is None) != (other.encoder is None) or (
+            self.encoder is not None and self.encoder != other.encoder
+        ):
+            raise ValueError(
+                "Cannot combine packed and unpacked EncryptedArrays, or packed "
+                "arrays with different PackedEncoders."
+            )
+
+    def decrease_exponent_to(self, new_exponent):
+        """Same values encoded with the smaller exponent ``new_exponent``.
+
+        Multiplies every plaintext by ``2**(exponent - new_exponent)``, i.e.
+        raises each ciphertext to that power (that many modular squarings).
+        """
+        if new_exponent > self.exponent:
+            raise ValueError(
+                f"New exponent {new_exponent} must not exceed {self.exponent}."
+            )
+        if new_exponent == self.exponent:
+            return self
+        factor = gmpy2.mpz(1) << (self.exponent - new_exponent)
+        return self._new(
+            _powmod(self.ciphertexts, factor, self.public_key.nsquare),
+            new_exponent,
+            counts=self.counts,
+        )
+
+    def __add__(self, other):
+        nsquare = self.public_key.nsquare
+        if isinstance(other, EncryptedArray):
+            self._check_same_key(other)
+            exponent = min(self.exponent, other.exponent)
+            a = self.decrease_exponent_to(exponent)
+            b = other.decrease_exponent_to(exponent)
+            counts = None if self.counts is None else self.counts + other.counts
+            return self._new(
+                _mulmod(a.ciphertexts, b.ciphertexts, nsquare),
+                exponent,
+                is_integer=self.is_integer and other.is_integer,
+                counts=counts,
+            )
+        if self.encoder is not None:
+            raise TypeError(
+                "Cannot add a plaintext to a packed EncryptedArray; encrypt it "
+                "with encrypt_packed first."
+            )
+        if _is_plaintext_array(other):
+            raise TypeError("Cannot combine an EncryptedArray with a PlaintextArray.")
+        other = _plain_operand(other)
+        exponent = min(self.exponent, choose_exponent(other))
+        a = self.decrease_exponent_to(exponent)
+        mantissas = encode(other, exponent, self.public_key.max_int)
+        return self._new(
+            _add_plain(a.ciphertexts, mantissas, self.public_key.n, nsquare),
+            exponent,
+            is_integer=self.is_integer and other.dtype.kind in "iu",
+        )
+
+    __radd__ = __add__
+
+    def __neg__(self):
+        if self.encoder is not None:
+            raise TypeError("Cannot negate a packed EncryptedArray (slots must stay >= 0).")
+        return self._new(_powmod(self.ciphertexts, -1, self.public_key.nsquare))
+
+    def __sub__(self, other):
+        if isinstance(other, EncryptedArray) and self.encoder is not None:
+            self._check_same_key(other)
+            counts = self.counts - other.counts
+            if np.any(counts < 0):
+                raise ValueError(
+                    "Packed subtraction a - b needs b's summands to be a subset "
+                    "of a's; some element of b has more summands than a."
+                )
+            inverse = _powmod(other.ciphertexts, -1, self.public_key.nsquare)
+            return self._new(
+                _mulmod(self.ciphertexts, inverse, self.public_key.nsquare),
+                counts=counts,
+            )
+        if isinstance(other, EncryptedArray):
+            return self + (-other)
+        return self + (-_plain_operand(other))
+
+    def __rsub__(self, other):
+        return (-self) + other
+
+    def __mul__(self, other):
+        if isinstance(other, EncryptedArray):
+            raise TypeError(
+                "Paillier cannot multiply two ciphertexts; multiply by a plaintext."
+            )
+        if _is_plaintext_array(other):
+            raise TypeError("Cannot combine an EncryptedArray with a PlaintextArray.")
+        other = _plain_operand(other)
+        nsquare = self.public_key.nsquare
+        if other.dtype.kind in "iu":
+            factors = encode(other, 0, self.public_key.max_int)
+            counts = None
+            if self.encoder is not None:
+                if np.any(other < 0):
+                    raise ValueError(
+                        "Packed arrays can only be multiplied by non-negative integers."
+                    )
+                counts = self.counts * other.astype(np.int64)
+            return self._new(_powmod(self.ciphertexts, factors, nsquare), counts=counts)
+        if self.encoder is not None:
+            raise TypeError(
+                "Packed arrays can only be multiplied by non-negative integers "
+                "(each slot has its own fixed exponent)."
+            )
+        factor_exponent = choose_exponent(other)
+        factors = encode(other, factor_exponent, self.public_key.max_int)
+        return self._new(
+            _powmod(self.ciphertexts, factors, nsquare),
+            self.exponent + factor_exponent,
+            is_integer=False,
+        )
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        """Multiply by ``1 / other`` (rounded to 53 significant bits)."""
+        other = _plain_operand(other).astype(np.float64)
+        return self * (1.0 / other)
+
+    def sum(self, axis=None, n_jobs=None):
+        """Homomorphic sum over ``axis`` (all elements if None).
+
+        Parameters
+        ----------
+        axis : int or None, default=None
+        n_jobs : int or None, default=None
+            Worker threads (used for ``axis=None``).
+
+        Returns
+        -------
+        EncryptedArray
+            0-d for ``axis=None``, otherwise the shape without ``axis``.
+        """
+        nsquare = self.public_key.nsquare
+        if axis is None:
+            def product(chunk):
+                acc = _ONE
+                for c in chunk:
+                    acc = acc * c % nsquare
+                return [acc]
+
+            partials = parallel_map(product, self.ciphertexts.ravel().tolist(), n_jobs)
+            total = product(partials)[0]
+            counts = None if self.counts is None else np.asarray(self.counts.sum())
+            return self._new(object_array([total], ()), counts=counts)
+        moved = np.moveaxis(self.ciphertexts, axis, 0)
+        if moved.shape[0] == 0:
+            acc = object_array([_ONE] * int(np.prod(moved.shape[1:])), moved.shape[1:])
+        else:
+            acc = moved[0]
+            for row in moved[1:]:
+                acc = _mulmod(acc, row, nsquare)
+        counts = None if self.counts is None else self.counts.sum(axis=axis)
+        return self._new(_as_object(acc, moved.shape[1:]), counts=counts)
+
+    def group_sum(self, group_ids, n_groups, n_jobs=None):
+        """Sum the elements of each group: the encrypted histogram primitive.
+
+        Parameters
+        ----------
+        group_ids : array-like of int, shape (n,) or (n, n_features)
+            Group of each row (row = element along axis 0). Negative ids
+            are skipped (e.g. rows outside a tree node, or missing values).
+        n_groups : int
+            Number of groups; ids must be < n_groups.
+        n_jobs : int or None, default=None
+            Worker threads; work is split over features and row blocks.
+
+        Returns
+        -------
+        EncryptedArray
+            With 1-D ``group_ids``: shape ``(n_groups,) + self.shape[1:]``,
+            ``out[g] = sum(self[i] for i with group_ids[i] == g)`` (like
+            ``np.add.at(out, group_ids, x)``).
+            With 2-D ``group_ids`` (``self`` must be 1-D): shape
+            ``(n_features, n_groups)``, ``out[f, g] = sum(self[i] for i with
+            group_ids[i, f] == g)``: one histogram per feature, e.g. the
+            gradient histograms of SecureBoost from the bin indices of all
+            features in one call.
+
+        Notes
+        -----
+        Each row costs one modular multiplication per feature. Rows are
+        sorted by group id (numpy), then each group is a running product over
+        a contiguous block. An empty group gets the constant ``1`` (an
+        encryption of 0 without randomness): rerandomize before sending.
+        """
+        ids = np.asarray(group_ids)
+        if ids.dtype.kind not in "iu":
+            raise TypeError(f"group_ids must be integers, got dtype {ids.dtype}.")
+        n_groups = int(n_groups)
+        if self.ndim == 0 or ids.ndim not in (1, 2) or ids.shape[0] != self.shape[0]:
+            raise ValueError(
+                f"group_ids of shape {ids.shape} do not match an EncryptedArray of "
+                f"shape {self.shape}: expected ({self.shape[0] if self.ndim else 0},) "
+                "or (n_rows, n_features)."
+            )
+        if ids.size and ids.max() >= n_groups:
+            raise ValueError(f"group id {int(ids.max())} >= n_groups={n_groups}.")
+        if ids.ndim == 2 and self.ndim != 1:
+            raise ValueError("2-D group_ids need a 1-D EncryptedArray.")
+        n_rows = self.shape[0]
+        if ids.ndim == 1:
+            columns = self.ciphertexts.reshape(n_rows, -1).T
+            tasks = [(column, ids) for column in columns]
+            out_shape = (n_groups,) + self.shape[1:]
+        else:
+            tasks = [(self.ciphertexts, column) for column in ids.T]
+            out_shape = (ids.shape[1], n_groups)
+        # Split rows too when there are fewer tasks than workers, so that one
+        # big histogram still uses every thread; partial sums are combined.
+        n_workers = effective_n_jobs(n_jobs)
+        n_blocks = 1 if n_workers == 1 else max(1, -(-2 * n_workers // max(len(tasks), 1)))
+        n_blocks = min(n_blocks, max(1, n_rows // 64))
+        edges = [n_rows * i // n_blocks for i in range(n_blocks + 1)]
+        nsquare = self.public_key.nsquare
+
+        def grouped_product(task):
+            ciphertexts, ids_column, start, stop = task
+            ids_block = ids_column[start:stop]
+            order = np.argsort(ids_block, kind="stable")
+            bounds = np.searchsorted(ids_block[order], np.arange(n_groups + 1)).tolist()
+            sorted_ciphertexts = ciphertexts[start:stop][order].tolist()
+            out = []
+            for g in range(n_groups):
+                acc = _ONE
+                for c in sorted_ciphertexts[bounds[g]:bounds[g + 1]]:
+                    acc = acc * c % nsquare
+                out.append(acc)
+            return out
+
+        block_tasks = [
+            (cts, col, a, b) for cts, col in tasks for a, b in zip(edges[:-1], edges[1:])
+        ]
+        partials = parallel_tasks(grouped_product, block_tasks, n_jobs)
+        results = []
+        for t in range(len(tasks)):
+            acc = partials[t * n_blocks]
+            for partial in partials[t * n_blocks + 1:(t + 1) * n_blocks]:
+                acc = [x * y % nsquare for x, y in zip(acc, partial)]
+            results.append(acc)
+        if ids.ndim == 1:
+            flat = [results[j][g] for g in range(n_groups) for j in range(len(tasks))]
+        else:
+            flat = [c for result in results for c in result]
+        counts = None
+        if self.counts is not None:
+            counts = _group_counts(self.counts, ids, n_groups)
+        return self._new(object_array(flat, out_shape), counts=counts)
+
+    def rerandomize(self, obfuscation="djn", n_jobs=None):
+        """Fresh obfuscation of every element: same plaintexts, new ciphertexts.
+
+        Multiplies each ciphertext by a new random n-th residue drawn from
+        :mod:`secrets` (never reused), so what leaves a party cannot be linked
+        to the ciphertexts it was computed from.
+
+        Parameters
+        ----------
+        obfuscation : {"djn", "standard"}, default="djn"
+            See :meth:`PaillierPublicKey.raw_obfuscators`.
+        n_jobs : int or None, default=None
+
+        Returns
+        -------
+        EncryptedArray
+        """
+        key = self.public_key
+        obfuscators = key.raw_obfuscators(self.size, obfuscation, n_jobs)
+        nsquare = key.nsquare
+        fresh = [c * s % nsquare for c, s in zip(self.ciphertexts.ravel().tolist(), obfuscators)]
+        return self._new(object_array(fresh, self.shape), counts=self.counts)
+
+
+def _group_counts(counts, ids, n_groups):
+    valid = ids >= 0
+    if ids.ndim == 2:
+        return np.stack([
+            np.bincount(ids[valid[:, f], f], weights=counts[valid[:, f]],
+                        minlength=n_groups).astype(np.int64)
+            for f in range(ids.shape[1])
+        ])
+    out = np.zeros((n_groups,) + counts.shape[1:], dtype=np.int64)
+    np.add.at(out, ids[valid], counts[valid])
+    return out
+
+
+def _is_plaintext_array(obj):
+    from ._plaintext import PlaintextArray
+
+    return isinstance(obj, PlaintextArray)
+
+
+def _rebuild_encrypted_array(n, blob, shape, exponent, is_integer, encoder, counts):
+    from .paillier import public_key_from_n
+
+    public_key = public_key_from_n(n)
+    width = public_key.ciphertext_bytes
+    ciphertexts = [
+        gmpy2.mpz.from_bytes(blob[i:i + width], "little")
+        for i in range(0, len(blob), width)
+    ]
+    return EncryptedArray(
+        public_key, object_array(ciphertexts, shape), exponent,
+        is_integer=is_integer, encoder=encoder, counts=counts,
+    )
+
+
+def concatenate(arrays, axis=0):
+    """Join EncryptedArrays (or PlaintextArrays) along an existing axis.
+
+    Parameters
+    ----------
+    arrays : sequence of EncryptedArray or of PlaintextArray
+        Same key (and same PackedEncoder if packed); exponents are aligned to
+        the smallest.
+    axis : int, default=0
+
+    Returns
+    -------
+    EncryptedArray or PlaintextArray
+    """
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    if all(_is_plaintext_array(a) for a in arrays):
+        from ._plaintext import concatenate_plaintext
+
+        return concatenate_plaintext(arrays, axis)
+    if not all(isinstance(a, EncryptedArray) for a in arrays):
+        raise TypeError("concatenate needs all EncryptedArrays or all PlaintextArrays.")
+    first = arrays[0]
+    for other in arrays[1:]:
+        first._check_same_key(other)
+    exponent = min(a.exponent for a in arrays)
+    aligned = [a.decrease_exponent_to(exponent) for a in arrays]
+    ciphertexts = np.concatenate([a.ciphertexts for a in aligned], axis=axis)
+    counts = None
+    if first.counts is not None:
+        counts = np.concatenate([a.counts for a in arrays], axis=axis)
+    return EncryptedArray(
+        first.public_key, ciphertexts, exponent,
+        is_integer=all(a.is_integer for a in arrays), encoder=first.encoder,
+        counts=counts,
+    )

@@ -1,0 +1,83 @@
+"""Spread big-integer work over worker threads.
+
+gmpy2 releases the GIL during arithmetic on large ``mpz`` only when the calling
+thread's context has ``allow_release_gil = True``; without it threads give no
+speed-up at all. Each worker sets it for itself (contexts are thread-local).
+
+Threads rather than processes: the ciphertexts, the fixed-base tables and the
+keys are shared without copying or pickling, and on this 2-core machine a
+modular exponentiation runs at ~1.95x with two threads (see
+``benchmarks/bench_crypto.py``), leaving nothing for processes to gain.
+A pool is created per call and shut down before returning, so no thread
+outlives the call that needed it (party runtimes check for leaked threads).
+"""
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import gmpy2
+
+__all__ = ["effective_n_jobs", "parallel_map"]
+
+# Below this many items per worker, starting threads costs more than it saves.
+_MIN_ITEMS_PER_JOB = 16
+
+
+def effective_n_jobs(n_jobs):
+    """Number of workers for ``n_jobs``: None -> 1, -1 -> all cores, -2 -> all but one."""
+    if n_jobs is None:
+        return 1
+    n_jobs = int(n_jobs)
+    if n_jobs == 0:
+        raise ValueError("n_jobs == 0 has no meaning; use None, a positive int or -1.")
+    if n_jobs < 0:
+        return max(1, (os.cpu_count() or 1) + 1 + n_jobs)
+    return n_jobs
+
+
+def _release_gil():
+    gmpy2.get_context().allow_release_gil = True
+
+
+def _run_releasing_gil(func, chunk):
+    with gmpy2.context(gmpy2.get_context(), allow_release_gil=True):
+        return func(chunk)
+
+
+def parallel_map(func, items, n_jobs=None):
+    """``func`` applied to contiguous chunks of ``items``, results concatenated.
+
+    Parameters
+    ----------
+    func : callable
+        Maps a list to a list of the same length (order preserved).
+    items : list
+        Work items.
+    n_jobs : int or None
+        Worker threads (None means 1, negative counts back from all cores).
+
+    Returns
+    -------
+    results : list
+        ``func(items[a:b])`` for consecutive chunks, concatenated.
+    """
+    n_workers = min(effective_n_jobs(n_jobs), max(1, len(items) // _MIN_ITEMS_PER_JOB))
+    if n_workers <= 1:
+        return list(_run_releasing_gil(func, items))
+    # A few chunks per worker balance uneven chunk costs (e.g. group sizes).
+    n_chunks = min(len(items), 4 * n_workers)
+    bounds = [len(items) * i // n_chunks for i in range(n_chunks + 1)]
+    chunks = [items[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    with ThreadPoolExecutor(max_workers=n_workers, initializer=_release_gil) as pool:
+        results = list(pool.map(func, chunks))
+    return [r for chunk_result in results for r in chunk_result]
+
+
+def parallel_tasks(func, tasks, n_jobs=None):
+    """``[func(task) for task in tasks]`` over worker threads, order preserved."""
+    n_workers = min(effective_n_jobs(n_jobs), len(tasks))
+    if n_workers <= 1:
+        with gmpy2.context(gmpy2.get_context(), allow_release_gil=True):
+            return [func(task) for task in tasks]
+    with ThreadPoolExecutor(max_workers=n_workers, initializer=_release_gil) as pool:
+        return list(pool.map(func, tasks))
