@@ -70,8 +70,12 @@ def _add_plain(c, mantissas, n, nsquare):
     return _map(lambda x, m: (x + n * (m * x % n)) % nsquare, c, mantissas)
 
 
-def _plain_operand(other):
+def _plain_operand(other, allow_big_ints=False):
     other = np.asarray(other)
+    if allow_big_ints and other.dtype == object and all(
+        isinstance(v, numbers.Integral) for v in other.ravel().tolist()
+    ):
+        return other  # Python ints beyond int64, kept exact
     if other.dtype.kind == "b":
         other = other.astype(np.int64)
     if other.dtype.kind not in "iuf":
@@ -309,10 +313,10 @@ class EncryptedArray:
             )
         if _is_plaintext_array(other):
             raise TypeError("Cannot combine an EncryptedArray with a PlaintextArray.")
-        other = _plain_operand(other)
+        other = _plain_operand(other, allow_big_ints=True)
         nsquare = self.public_key.nsquare
-        if other.dtype.kind in "iu":
-            factors = encode(other, 0, self.public_key.max_int)
+        if other.dtype.kind in "iuO":
+            factors = other if other.dtype == object else encode(other, 0, self.public_key.max_int)
             counts = None
             if self.encoder is not None:
                 if np.any(other < 0):

@@ -40,6 +40,10 @@ class PlaintextPublicKey:
     def __hash__(self):
         return hash(("plaintext", self.key_size))
 
+    def __message_size__(self):
+        """Nothing to send: there is no key material in plaintext mode."""
+        return (0, 0, 0)
+
     def encrypt(self, values, *, precision=None, obfuscation="djn", n_jobs=None):
         """Wrap a copy of ``values`` (float64, or int64 for integer input)."""
         values = _numeric(values)

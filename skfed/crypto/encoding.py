@@ -156,7 +156,8 @@ def encode(values, exponent, max_int):
         mantissas.ravel()[:] = ints
         largest = max(abs(v) for v in ints) if ints else 0
     else:
-        scaled = np.rint(np.ldexp(values.astype(np.float64), -exponent))
+        with np.errstate(over="ignore"):  # inf is reported as overflow below
+            scaled = np.rint(np.ldexp(values.astype(np.float64), -exponent))
         largest_float = float(np.max(np.abs(scaled))) if values.size else 0.0
         if not math.isfinite(largest_float) or largest_float > max_int:
             _raise_overflow(values, exponent, max_int)
@@ -379,6 +380,10 @@ class PackedEncoder:
 
     def __hash__(self):
         return hash((tuple(self.bounds), self.max_summands, self.precision_bits))
+
+    def __message_size__(self):
+        """The layout travels as ``n_slots`` bounds plus two integers."""
+        return (self.n_slots + 2, 0, 8 * (self.n_slots + 2))
 
     @staticmethod
     def max_slots(key_size, max_summands, precision_bits=48):

@@ -148,6 +148,10 @@ class PaillierPublicKey:
         # Only n travels; the receiver rebuilds (and caches) everything else.
         return (public_key_from_n, (int(self.n),))
 
+    def __message_size__(self):
+        """A public key travels as ``n``: one scalar of ``ceil(key_size / 8)`` bytes."""
+        return (1, 0, (self.key_size + 7) // 8)
+
     @property
     def phe_public_key(self):
         """The same key as a :class:`phe.PaillierPublicKey`."""
