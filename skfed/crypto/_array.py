@@ -19,7 +19,8 @@ import numbers
 import gmpy2
 import numpy as np
 
-from ._parallel import effective_n_jobs, parallel_map, parallel_tasks
+from ._group_sum import group_counts, raw_group_sum
+from ._parallel import parallel_map
 from .encoding import choose_exponent, encode
 
 __all__ = ["EncryptedArray", "concatenate", "object_array"]
@@ -205,7 +206,7 @@ class EncryptedArray:
         # Raw fixed-width integers + exponent + n; never phe objects or the key.
         width = self.public_key.ciphertext_bytes
         blob = b"".join(
-            gmpy2.mpz(c).to_bytes(width, "little") for c in self.ciphertexts.ravel().tolist()
+            int(c).to_bytes(width, "little") for c in self.ciphertexts.ravel().tolist()
         )
         return (
             _rebuild_encrypted_array,
@@ -408,9 +409,8 @@ class EncryptedArray:
 
         Notes
         -----
-        Each row costs one modular multiplication per feature. Rows are
-        sorted by group id (numpy), then each group is a running product over
-        a contiguous block. An empty group gets the constant ``1`` (an
+        Each row costs one modular multiplication per feature (see
+        :func:`skfed.crypto._group_sum.raw_group_sum`). An empty group gets the constant ``1`` (an
         encryption of 0 without randomness): rerandomize before sending.
         """
         ids = np.asarray(group_ids)
@@ -427,54 +427,13 @@ class EncryptedArray:
             raise ValueError(f"group id {int(ids.max())} >= n_groups={n_groups}.")
         if ids.ndim == 2 and self.ndim != 1:
             raise ValueError("2-D group_ids need a 1-D EncryptedArray.")
-        n_rows = self.shape[0]
-        if ids.ndim == 1:
-            columns = self.ciphertexts.reshape(n_rows, -1).T
-            tasks = [(column, ids) for column in columns]
-            out_shape = (n_groups,) + self.shape[1:]
-        else:
-            tasks = [(self.ciphertexts, column) for column in ids.T]
-            out_shape = (ids.shape[1], n_groups)
-        # Split rows too when there are fewer tasks than workers, so that one
-        # big histogram still uses every thread; partial sums are combined.
-        n_workers = effective_n_jobs(n_jobs)
-        n_blocks = 1 if n_workers == 1 else max(1, -(-2 * n_workers // max(len(tasks), 1)))
-        n_blocks = min(n_blocks, max(1, n_rows // 64))
-        edges = [n_rows * i // n_blocks for i in range(n_blocks + 1)]
-        nsquare = self.public_key.nsquare
-
-        def grouped_product(task):
-            ciphertexts, ids_column, start, stop = task
-            ids_block = ids_column[start:stop]
-            order = np.argsort(ids_block, kind="stable")
-            bounds = np.searchsorted(ids_block[order], np.arange(n_groups + 1)).tolist()
-            sorted_ciphertexts = ciphertexts[start:stop][order].tolist()
-            out = []
-            for g in range(n_groups):
-                acc = _ONE
-                for c in sorted_ciphertexts[bounds[g]:bounds[g + 1]]:
-                    acc = acc * c % nsquare
-                out.append(acc)
-            return out
-
-        block_tasks = [
-            (cts, col, a, b) for cts, col in tasks for a, b in zip(edges[:-1], edges[1:])
-        ]
-        partials = parallel_tasks(grouped_product, block_tasks, n_jobs)
-        results = []
-        for t in range(len(tasks)):
-            acc = partials[t * n_blocks]
-            for partial in partials[t * n_blocks + 1:(t + 1) * n_blocks]:
-                acc = [x * y % nsquare for x, y in zip(acc, partial)]
-            results.append(acc)
-        if ids.ndim == 1:
-            flat = [results[j][g] for g in range(n_groups) for j in range(len(tasks))]
-        else:
-            flat = [c for result in results for c in result]
+        ciphertexts = raw_group_sum(
+            self.ciphertexts, ids, n_groups, self.public_key.nsquare, n_jobs
+        )
         counts = None
         if self.counts is not None:
-            counts = _group_counts(self.counts, ids, n_groups)
-        return self._new(object_array(flat, out_shape), counts=counts)
+            counts = group_counts(self.counts, ids, n_groups)
+        return self._new(ciphertexts, counts=counts)
 
     def rerandomize(self, obfuscation="djn", n_jobs=None):
         """Fresh obfuscation of every element: same plaintexts, new ciphertexts.
@@ -500,19 +459,6 @@ class EncryptedArray:
         return self._new(object_array(fresh, self.shape), counts=self.counts)
 
 
-def _group_counts(counts, ids, n_groups):
-    valid = ids >= 0
-    if ids.ndim == 2:
-        return np.stack([
-            np.bincount(ids[valid[:, f], f], weights=counts[valid[:, f]],
-                        minlength=n_groups).astype(np.int64)
-            for f in range(ids.shape[1])
-        ])
-    out = np.zeros((n_groups,) + counts.shape[1:], dtype=np.int64)
-    np.add.at(out, ids[valid], counts[valid])
-    return out
-
-
 def _is_plaintext_array(obj):
     from ._plaintext import PlaintextArray
 
@@ -525,7 +471,7 @@ def _rebuild_encrypted_array(n, blob, shape, exponent, is_integer, encoder, coun
     public_key = public_key_from_n(n)
     width = public_key.ciphertext_bytes
     ciphertexts = [
-        gmpy2.mpz.from_bytes(blob[i:i + width], "little")
+        gmpy2.mpz(int.from_bytes(blob[i:i + width], "little"))
         for i in range(0, len(blob), width)
     ]
     return EncryptedArray(

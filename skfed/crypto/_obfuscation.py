@@ -43,6 +43,8 @@ import threading
 
 import gmpy2
 
+from ._parallel import releasing_gil
+
 __all__ = ["DJNObfuscator", "standard_obfuscators", "OBFUSCATIONS"]
 
 OBFUSCATIONS = ("djn", "standard")
@@ -116,7 +118,7 @@ class DJNObfuscator:
         if self._table is None:
             with self._lock:
                 if self._table is None:
-                    with gmpy2.context(gmpy2.get_context(), allow_release_gil=True):
+                    with releasing_gil():
                         self._table = self._build_table()
         return self._table
 

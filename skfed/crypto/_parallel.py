@@ -12,12 +12,13 @@ A pool is created per call and shut down before returning, so no thread
 outlives the call that needed it (party runtimes check for leaked threads).
 """
 
+import contextlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import gmpy2
 
-__all__ = ["effective_n_jobs", "parallel_map"]
+__all__ = ["effective_n_jobs", "parallel_map", "parallel_tasks", "releasing_gil"]
 
 # Below this many items per worker, starting threads costs more than it saves.
 _MIN_ITEMS_PER_JOB = 16
@@ -39,8 +40,20 @@ def _release_gil():
     gmpy2.get_context().allow_release_gil = True
 
 
+@contextlib.contextmanager
+def releasing_gil():
+    """Let gmpy2 release the GIL in this thread for the duration of the block."""
+    context = gmpy2.get_context()
+    previous = context.allow_release_gil
+    context.allow_release_gil = True
+    try:
+        yield
+    finally:
+        context.allow_release_gil = previous
+
+
 def _run_releasing_gil(func, chunk):
-    with gmpy2.context(gmpy2.get_context(), allow_release_gil=True):
+    with releasing_gil():
         return func(chunk)
 
 
@@ -77,7 +90,7 @@ def parallel_tasks(func, tasks, n_jobs=None):
     """``[func(task) for task in tasks]`` over worker threads, order preserved."""
     n_workers = min(effective_n_jobs(n_jobs), len(tasks))
     if n_workers <= 1:
-        with gmpy2.context(gmpy2.get_context(), allow_release_gil=True):
+        with releasing_gil():
             return [func(task) for task in tasks]
     with ThreadPoolExecutor(max_workers=n_workers, initializer=_release_gil) as pool:
         return list(pool.map(func, tasks))

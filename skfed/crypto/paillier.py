@@ -26,8 +26,8 @@ public-key system with applications to electronic voting. International
 Journal of Information Security 9(6), 371-385.
 """
 
-import functools
 import threading
+import weakref
 
 import gmpy2
 import numpy as np
@@ -94,15 +94,22 @@ def generate_keypair(key_size=2048, plaintext=False):
     return public_key, PaillierPrivateKey(public_key, phe_private.p, phe_private.q)
 
 
-@functools.lru_cache(maxsize=32)
-def _cached_public_key(n):
-    return PaillierPublicKey(n)
+# One live PaillierPublicKey per modulus, so that arrays unpickled by a party
+# share its key object (and its DJN table, 16 MB at 2048 bits). Weak values: a
+# key is dropped, table included, once no array or party refers to it.
+_public_keys = weakref.WeakValueDictionary()
+_public_keys_lock = threading.Lock()
 
 
 def public_key_from_n(n):
-    """The :class:`PaillierPublicKey` of modulus ``n`` (one shared instance
-    per modulus, so unpickled arrays reuse its obfuscation table)."""
-    return _cached_public_key(int(n))
+    """The :class:`PaillierPublicKey` of modulus ``n``, shared while alive."""
+    n = int(n)
+    with _public_keys_lock:
+        key = _public_keys.get(n)
+        if key is None:
+            key = PaillierPublicKey(n)
+            _public_keys[n] = key
+        return key
 
 
 class PaillierPublicKey:
