@@ -26,6 +26,11 @@ from .encoding import choose_exponent, encode
 __all__ = ["EncryptedArray", "concatenate", "object_array"]
 
 _ONE = gmpy2.mpz(1)  # the raw encryption of 0 with obfuscator 1
+_KEEP = object()
+
+
+def _max_abs(mantissas):
+    return max((abs(int(m)) for m in np.asarray(mantissas).ravel().tolist()), default=0)
 
 
 def object_array(items, shape):
@@ -107,6 +112,11 @@ class EncryptedArray:
         Set for packed arrays (whose plaintexts hold several slots).
     counts : ndarray of int64 or None
         For packed arrays: number of packed values summed into each element.
+    mantissa_bound : int or None
+        Upper bound on ``|m_i|`` for every element, tracked through every
+        operation so that one that *could* leave ``[-max_int, max_int]``
+        raises OverflowError at once, instead of decrypting to a wrapped,
+        wrong value. None (packed arrays, which use ``counts``) means unchecked.
 
     Notes
     -----
@@ -131,7 +141,17 @@ class EncryptedArray:
     __array_ufunc__ = None
 
     def __init__(self, public_key, ciphertexts, exponent=0, *, is_integer=False,
-                 encoder=None, counts=None):
+                 encoder=None, counts=None, mantissa_bound=None):
+        if mantissa_bound is not None and mantissa_bound > public_key.max_int:
+            raise OverflowError(
+                "This homomorphic operation could overflow the plaintext range: "
+                f"results up to 2**{int(mantissa_bound).bit_length()} * "
+                f"2**{int(exponent)} in magnitude, but the key encodes at most "
+                f"max_int ~ 2**{int(public_key.max_int).bit_length()} mantissas. "
+                "Use a larger key, or align fewer exponents (e.g. encrypt with a "
+                "coarser precision)."
+            )
+        self.mantissa_bound = mantissa_bound
         self.public_key = public_key
         self.ciphertexts = ciphertexts
         self.exponent = int(exponent)
@@ -162,7 +182,8 @@ class EncryptedArray:
         kind = f"packed x{self.encoder.n_slots}" if self.encoder else f"exponent={self.exponent}"
         return f"EncryptedArray(shape={self.shape}, {kind}, key={self.public_key!r})"
 
-    def _new(self, ciphertexts, exponent=None, *, is_integer=None, counts=None):
+    def _new(self, ciphertexts, exponent=None, *, is_integer=None, counts=None,
+             bound=_KEEP):
         return EncryptedArray(
             self.public_key,
             _as_object(ciphertexts, np.shape(ciphertexts)),
@@ -170,7 +191,11 @@ class EncryptedArray:
             is_integer=self.is_integer if is_integer is None else is_integer,
             encoder=self.encoder,
             counts=counts,
+            mantissa_bound=self.mantissa_bound if bound is _KEEP else bound,
         )
+
+    def _scaled_bound(self, factor):
+        return None if self.mantissa_bound is None else self.mantissa_bound * int(factor)
 
     def __getitem__(self, key):
         if isinstance(key, EncryptedArray):
@@ -211,7 +236,7 @@ class EncryptedArray:
         return (
             _rebuild_encrypted_array,
             (int(self.public_key.n), blob, self.shape, self.exponent,
-             self.is_integer, self.encoder, self.counts),
+             self.is_integer, self.encoder, self.counts, self.mantissa_bound),
         )
 
     # -- homomorphic operations -----------------------------------------
@@ -246,6 +271,7 @@ class EncryptedArray:
             _powmod(self.ciphertexts, factor, self.public_key.nsquare),
             new_exponent,
             counts=self.counts,
+            bound=self._scaled_bound(factor),
         )
 
     def __add__(self, other):
@@ -256,11 +282,15 @@ class EncryptedArray:
             a = self.decrease_exponent_to(exponent)
             b = other.decrease_exponent_to(exponent)
             counts = None if self.counts is None else self.counts + other.counts
+            bound = None
+            if a.mantissa_bound is not None and b.mantissa_bound is not None:
+                bound = a.mantissa_bound + b.mantissa_bound
             return self._new(
                 _mulmod(a.ciphertexts, b.ciphertexts, nsquare),
                 exponent,
                 is_integer=self.is_integer and other.is_integer,
                 counts=counts,
+                bound=bound,
             )
         if self.encoder is not None:
             raise TypeError(
@@ -277,6 +307,7 @@ class EncryptedArray:
             _add_plain(a.ciphertexts, mantissas, self.public_key.n, nsquare),
             exponent,
             is_integer=self.is_integer and other.dtype.kind in "iu",
+            bound=None if a.mantissa_bound is None else a.mantissa_bound + _max_abs(mantissas),
         )
 
     __radd__ = __add__
@@ -325,7 +356,11 @@ class EncryptedArray:
                         "Packed arrays can only be multiplied by non-negative integers."
                     )
                 counts = self.counts * other.astype(np.int64)
-            return self._new(_powmod(self.ciphertexts, factors, nsquare), counts=counts)
+            return self._new(
+                _powmod(self.ciphertexts, factors, nsquare),
+                counts=counts,
+                bound=self._scaled_bound(_max_abs(factors)),
+            )
         if self.encoder is not None:
             raise TypeError(
                 "Packed arrays can only be multiplied by non-negative integers "
@@ -337,6 +372,7 @@ class EncryptedArray:
             _powmod(self.ciphertexts, factors, nsquare),
             self.exponent + factor_exponent,
             is_integer=False,
+            bound=self._scaled_bound(_max_abs(factors)),
         )
 
     __rmul__ = __mul__
@@ -371,7 +407,10 @@ class EncryptedArray:
             partials = parallel_map(product, self.ciphertexts.ravel().tolist(), n_jobs)
             total = product(partials)[0]
             counts = None if self.counts is None else np.asarray(self.counts.sum())
-            return self._new(object_array([total], ()), counts=counts)
+            return self._new(
+                object_array([total], ()), counts=counts,
+                bound=self._scaled_bound(self.size),
+            )
         moved = np.moveaxis(self.ciphertexts, axis, 0)
         if moved.shape[0] == 0:
             acc = object_array([_ONE] * int(np.prod(moved.shape[1:])), moved.shape[1:])
@@ -380,7 +419,10 @@ class EncryptedArray:
             for row in moved[1:]:
                 acc = _mulmod(acc, row, nsquare)
         counts = None if self.counts is None else self.counts.sum(axis=axis)
-        return self._new(_as_object(acc, moved.shape[1:]), counts=counts)
+        return self._new(
+            _as_object(acc, moved.shape[1:]), counts=counts,
+            bound=self._scaled_bound(moved.shape[0]),
+        )
 
     def group_sum(self, group_ids, n_groups, n_jobs=None):
         """Sum the elements of each group: the encrypted histogram primitive.
@@ -433,7 +475,14 @@ class EncryptedArray:
         counts = None
         if self.counts is not None:
             counts = group_counts(self.counts, ids, n_groups)
-        return self._new(ciphertexts, counts=counts)
+        largest_group = max(
+            (int(np.bincount(column[column >= 0]).max(initial=0))
+             for column in ids.reshape(ids.shape[0], -1).T),
+            default=0,
+        )
+        return self._new(
+            ciphertexts, counts=counts, bound=self._scaled_bound(largest_group)
+        )
 
     def rerandomize(self, obfuscation="djn", n_jobs=None):
         """Fresh obfuscation of every element: same plaintexts, new ciphertexts.
@@ -465,7 +514,8 @@ def _is_plaintext_array(obj):
     return isinstance(obj, PlaintextArray)
 
 
-def _rebuild_encrypted_array(n, blob, shape, exponent, is_integer, encoder, counts):
+def _rebuild_encrypted_array(n, blob, shape, exponent, is_integer, encoder, counts,
+                             mantissa_bound):
     from .paillier import public_key_from_n
 
     public_key = public_key_from_n(n)
@@ -477,6 +527,7 @@ def _rebuild_encrypted_array(n, blob, shape, exponent, is_integer, encoder, coun
     return EncryptedArray(
         public_key, object_array(ciphertexts, shape), exponent,
         is_integer=is_integer, encoder=encoder, counts=counts,
+        mantissa_bound=mantissa_bound,
     )
 
 
@@ -512,8 +563,9 @@ def concatenate(arrays, axis=0):
     counts = None
     if first.counts is not None:
         counts = np.concatenate([a.counts for a in arrays], axis=axis)
+    bounds = [a.mantissa_bound for a in aligned]
     return EncryptedArray(
         first.public_key, ciphertexts, exponent,
         is_integer=all(a.is_integer for a in arrays), encoder=first.encoder,
-        counts=counts,
+        counts=counts, mantissa_bound=None if None in bounds else max(bounds),
     )

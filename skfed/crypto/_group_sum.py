@@ -55,7 +55,8 @@ def raw_group_sum(ciphertexts, ids, n_groups, nsquare, n_jobs=None):
     """
     n_rows = ciphertexts.shape[0]
     if ids.ndim == 1:
-        tasks = [(column, ids) for column in ciphertexts.reshape(n_rows, -1).T]
+        n_columns = int(np.prod(ciphertexts.shape[1:]))
+        tasks = [(column, ids) for column in ciphertexts.reshape(n_rows, n_columns).T]
         out_shape = (n_groups,) + ciphertexts.shape[1:]
     else:
         tasks = [(ciphertexts, column) for column in ids.T]

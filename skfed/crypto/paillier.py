@@ -287,8 +287,10 @@ class PaillierPublicKey:
         exponent = choose_exponent(values, precision)
         mantissas = encode(values, exponent, self.max_int)
         ciphertexts = self.raw_encrypt(mantissas, obfuscation, n_jobs)
+        bound = max((abs(m) for m in mantissas.ravel().tolist()), default=0)
         return EncryptedArray(
-            self, ciphertexts, exponent, is_integer=values.dtype.kind in "iub"
+            self, ciphertexts, exponent, is_integer=values.dtype.kind in "iub",
+            mantissa_bound=bound,
         )
 
     def encrypt_packed(self, values, encoder, *, obfuscation="djn", n_jobs=None):

@@ -196,9 +196,15 @@ def test_errors(keypair, other_keypair):
         a * a
     with pytest.raises(TypeError):
         public_key.encrypt(np.array(["a"]))
-    big = public_key.encrypt(np.array([3])) * (public_key.max_int // 2)
-    with pytest.raises(OverflowError):
-        private_key.decrypt(big)
+    # Operations that could leave the plaintext range fail at once...
+    with pytest.raises(OverflowError, match="could overflow"):
+        public_key.encrypt(np.array([3])) * (public_key.max_int // 2)
+    with pytest.raises(OverflowError, match="could overflow"):
+        public_key.encrypt(np.array([1e-150])) + public_key.encrypt(np.array([1e150]))
+    # ...and a plaintext in the overflow gap is refused on decryption.
+    gap = public_key.raw_encrypt(np.array([public_key.max_int + 5], dtype=object))
+    with pytest.raises(OverflowError, match="overflowed"):
+        private_key.decrypt(EncryptedArray(public_key, gap))
     with pytest.raises(ValueError, match="n_groups"):
         a.group_sum(np.array([0, 5]), 3)
 
