@@ -9,6 +9,7 @@ counted), and behaves as an ordinary scikit-learn estimator.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+from ._config import config_context, get_config, set_config
 from .federation import record_messages
 from .partition import HorizontalPartition, HybridPartition, VerticalPartition
 
@@ -19,5 +20,8 @@ __all__ = [
     "HorizontalPartition",
     "HybridPartition",
     "record_messages",
+    "get_config",
+    "set_config",
+    "config_context",
     "__version__",
 ]

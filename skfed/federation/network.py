@@ -292,6 +292,9 @@ class Federation:
         Seconds a caller waits for any single party call before
         :class:`~skfed.federation.FederationTimeoutError` is raised.
 
+    backend : {"threads", "ray"} or None, default=None
+        How the parties run; ``None`` reads :func:`skfed.get_config`.
+
     Examples
     --------
     >>> from skfed.federation import Federation
@@ -300,15 +303,33 @@ class Federation:
     [1, 2]
     """
 
-    def __init__(self, states, timeout=600.0):
+    def __init__(self, states, timeout=600.0, backend=None):
+        from .._config import get_config
         from .party import Party
 
+        config = get_config()
+        self.backend = backend or config["backend"]
         self.log = MessageLog()
         self.timeout = timeout
-        self._parties = {
-            str(name): Party(name, state, log=self.log, timeout=timeout)
-            for name, state in states.items()
-        }
+        if self.backend == "threads":
+            self._parties = {
+                str(name): Party(name, state, log=self.log, timeout=timeout)
+                for name, state in states.items()
+            }
+        elif self.backend == "ray":
+            from ._ray import RayParty
+
+            options = config["ray_actor_options"] or {}
+            self._parties = {
+                str(name): RayParty(
+                    name, state, log=self.log, timeout=timeout,
+                    actor_options=(options(str(name)) if callable(options) else
+                                   options.get(str(name), options.get("*"))),
+                    init_kwargs=config["ray_init_kwargs"])
+                for name, state in states.items()
+            }
+        else:
+            raise ValueError(f"Unknown backend {self.backend!r}.")
         self._running = False
 
     @property
@@ -322,8 +343,12 @@ class Federation:
         return str(name) in self._parties
 
     def start(self):
-        for party in self._parties.values():
-            party.start()
+        try:
+            for party in self._parties.values():
+                party.start()
+        except BaseException:
+            self.stop()
+            raise
         self._running = True
         return self
 

@@ -1,0 +1,137 @@
+"""The Ray backend: every party is a Ray actor holding its private state.
+
+Protocol code does not change: ``call`` submits the function to the party's
+actor and returns a future over the Ray object reference; messages are
+counted in the caller exactly as with threads, so ``communication_`` is the
+same for both backends. An actor runs one call at a time, like a party
+thread. Actors are killed when the federation stops.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import sklearn
+
+from .party import (
+    FederationTimeoutError,
+    Local,
+    PartyError,
+    PartyState,
+    _name_of,
+)
+
+__all__ = ["RayParty", "import_ray"]
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError(
+            "The 'ray' backend needs Ray: pip install 'skfed[ray]'.") from exc
+    return ray
+
+
+class _PartyActor:
+    """The body of a party's Ray actor."""
+
+    def __init__(self, state, sklearn_config):
+        sklearn.set_config(**sklearn_config)
+        try:
+            import gmpy2
+
+            gmpy2.get_context().allow_release_gil = True
+        except ImportError:  # pragma: no cover
+            pass
+        self._state = PartyState(**state) if isinstance(state, dict) else state
+
+    def run(self, fn, args, kwargs):
+        return fn(self._state, *args, **kwargs)
+
+
+_actor_classes = {}
+
+
+def _actor_class(ray):
+    if "cls" not in _actor_classes:
+        _actor_classes["cls"] = ray.remote(_PartyActor)
+    return _actor_classes["cls"]
+
+
+class RayFuture:
+    """Future over a Ray object reference, with the thread backend's errors."""
+
+    def __init__(self, ref, party, phase, function, timeout):
+        self._ref = ref
+        self.party = party
+        self.phase = phase
+        self._function = function
+        self._timeout = timeout
+
+    def done(self):
+        ray = import_ray()
+        ready, _ = ray.wait([self._ref], timeout=0)
+        return bool(ready)
+
+    def result(self, timeout=None):
+        ray = import_ray()
+        timeout = self._timeout if timeout is None else timeout
+        try:
+            return ray.get(self._ref, timeout=timeout)
+        except ray.exceptions.GetTimeoutError:
+            raise FederationTimeoutError(
+                f"Party '{self.party}' did not answer within {timeout} s "
+                f"(phase '{self.phase}', {self._function}). Raise the timeout "
+                "if the work is legitimately long."
+            ) from None
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+            raise PartyError(self.party, self.phase, self._function, cause) from exc
+        except ray.exceptions.RayActorError as exc:
+            raise PartyError(self.party, self.phase, self._function, exc) from exc
+
+
+class RayParty:
+    """A party run as a Ray actor; same interface as :class:`Party`."""
+
+    def __init__(self, name, state, log=None, timeout=None, actor_options=None,
+                 init_kwargs=None):
+        self.name = str(name)
+        self._state = state
+        self._log = log
+        self._timeout = timeout
+        self._options = {"num_cpus": 0, **(actor_options or {})}
+        self._init_kwargs = init_kwargs or {}
+        self._actor = None
+
+    def start(self):
+        ray = import_ray()
+        if not ray.is_initialized():
+            ray.init(**{"include_dashboard": False, "log_to_driver": False,
+                        "configure_logging": False, **self._init_kwargs})
+        cls = _actor_class(ray).options(**self._options)
+        self._actor = cls.remote(self._state, sklearn.get_config())
+        self._state = None  # the state now lives in the actor only
+        return self
+
+    def call(self, fn, *args, sender=None, phase=None, **kwargs):
+        if self._actor is None:
+            raise RuntimeError(f"Party '{self.name}' is not running.")
+        message = tuple(a for a in args if not isinstance(a, Local))
+        args = tuple(a.value if isinstance(a, Local) else a for a in args)
+        if sender is not None and str(sender) != self.name and self._log is not None:
+            self._log.record(sender, self.name, phase,
+                             message + ((kwargs,) if kwargs else ()))
+        ref = self._actor.run.remote(fn, args, kwargs)
+        return RayFuture(ref, self.name, phase, _name_of(fn), self._timeout)
+
+    def stop(self, wait=1.0):
+        if self._actor is None:
+            return
+        ray = import_ray()
+        ray.kill(self._actor, no_restart=True)
+        self._actor = None
+
+    @property
+    def is_alive(self):
+        return self._actor is not None

@@ -1,0 +1,109 @@
+"""The Ray backend runs the same protocols with the same messages."""
+
+import numpy as np
+import pytest
+
+import skfed
+from skfed.federation import (
+    Federation,
+    FederationTimeoutError,
+    PartyError,
+    balanced_tree,
+    masked_tree_sum,
+    totally_different_trees,
+    tree_sum,
+)
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.xdist_group("ray")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_instance():
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, resources={"bank_b": 1}, include_dashboard=False,
+             log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def _values(state):
+    return state.v
+
+
+def _masked(state):
+    return state.v, state.b
+
+
+def _protocol(backend):
+    names = [f"p{i}" for i in range(5)]
+    rng = np.random.RandomState(0)
+    states = {p: {"v": rng.normal(size=4), "b": rng.uniform(size=4)} for p in names}
+    with skfed.config_context(backend=backend):
+        with Federation(states) as fed:
+            assert fed.backend == backend
+            local = {p: fed[p].call(_values) for p in names}
+            total = tree_sum(fed, balanced_tree(names), local, phase="sum").result()
+            trees = totally_different_trees(names, "p0", "p3", 0)
+            masked = masked_tree_sum(fed, trees, _masked).result()
+            summary = fed.summary()
+    return total, masked, summary
+
+
+def test_same_results_and_same_messages_as_threads():
+    t_total, t_masked, t_summary = _protocol("threads")
+    r_total, r_masked, r_summary = _protocol("ray")
+    np.testing.assert_array_equal(t_total, r_total)
+    np.testing.assert_array_equal(t_masked, r_masked)
+    assert t_summary == r_summary
+    assert r_summary.total_messages > 0
+
+
+def _fail(state):
+    raise KeyError("no such column")
+
+
+def _sleep(state):
+    import time
+
+    time.sleep(2)
+
+
+def test_errors_name_the_party_and_actors_are_killed():
+    with skfed.config_context(backend="ray"):
+        fed = Federation({"alice": {}, "bob": {}})
+        with pytest.raises(PartyError, match="Party 'bob' failed during phase "
+                           "'split'.*no such column"):
+            with fed:
+                handle = fed["bob"]._actor
+                fed["bob"].call(_fail, phase="split").result()
+    assert fed["bob"]._actor is None
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(handle.run.remote(_values, (), {}), timeout=30)
+
+
+def test_timeouts():
+    with skfed.config_context(backend="ray"):
+        with pytest.raises(FederationTimeoutError, match="'slow' did not answer"):
+            with Federation({"slow": {}}, timeout=0.2) as fed:
+                fed["slow"].call(_sleep, phase="wait").result()
+
+
+def _resources(state):
+    return ray.get_runtime_context().get_assigned_resources()
+
+
+def test_parties_can_be_pinned_with_resources():
+    options = {"party1": {"resources": {"bank_b": 0.5}}}
+    with skfed.config_context(backend="ray", ray_actor_options=options):
+        with Federation({"party0": {}, "party1": {}}) as fed:
+            pinned = fed["party1"].call(_resources).result()
+            free = fed["party0"].call(_resources).result()
+    assert pinned.get("bank_b") == 0.5
+    assert "bank_b" not in free
+
+
+def test_unknown_backend():
+    with pytest.raises(ValueError, match="backend must be one of"):
+        skfed.set_config(backend="mpi")
