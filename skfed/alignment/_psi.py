@@ -1,0 +1,457 @@
+"""Diffie-Hellman private set intersection between two or more parties.
+
+Every party holds a set of ids. The parties learn which ids all of them hold
+(the intersection) and nothing else beyond set sizes, under the semi-honest
+model, by commutative exponentiation of hashed ids in a prime-order group:
+raising ``H(x)`` to every party's secret key, in any order, gives the same
+group element ``H(x)^(a_0 a_1 ... a_{n-1})``, and two ids meet only if they
+are equal, while a partially exponentiated id looks random to anyone missing
+a key (decisional Diffie-Hellman).
+
+The protocol, with one party acting as the *hub* (the label holder in
+:func:`~skfed.alignment.align`) and ``L`` the last non-hub party:
+
+1. Every party hashes its ids into the group, raises them to its secret key
+   and sends them, in a secret random order, to the first party of its route.
+2. The blinded ids travel along a route through every other party, each
+   raising them to its own key without reordering. Every non-hub party's
+   route ends at the hub; the hub's own route ends at ``L``, which also
+   shuffles them with a permutation it keeps secret.
+3. The hub now holds every party's fully exponentiated ids: the other
+   parties' in their owners' secret orders and its own in ``L``'s secret
+   order, so it can link none of them to an id. It intersects them.
+4. The hub tells every non-hub party the positions (in that party's own
+   order) of its ids in the intersection; it sends the positions of its own
+   ids to ``L``, who undoes its permutation and answers with the positions
+   in the hub's order.
+
+Why no one learns more: a value is only ever compared by a party that cannot
+map it back to an id. The party that completes the exponentiation of a set
+is the hub (for the non-hub sets; it never learns the map of its own fully
+exponentiated ids) or ``L`` (for the hub's set; ``L`` never sees its own ids
+fully exponentiated). Every party sees the sizes of the sets passing through
+it; the hub also sees how many ids every subset of parties has in common
+(the sizes of all the sub-intersections, never which ids). Parties are
+assumed not to collude.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import hashlib
+import numbers
+import secrets
+
+import gmpy2
+import numpy as np
+
+from ..crypto._parallel import parallel_map
+from ..federation import Federation, Local
+
+__all__ = ["DHGroup", "GROUPS", "private_set_intersection"]
+
+# RFC 3526, group 14: the 2048-bit MODP group, a safe prime p = 2q + 1
+# (p = 2^2048 - 2^1984 - 1 + 2^64 * (floor(2^1918 pi) + 124476)).
+_MODP_2048 = int(
+    "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74"
+    "020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F1437"
+    "4FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED"
+    "EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE45B3DC2007CB8A163BF05"
+    "98DA48361C55D39A69163FA8FD24CF5F83655D23DCA3AD961C62F356208552BB"
+    "9ED529077096966D670C354E4ABC9804F1746C08CA18217C32905E462E36CE3B"
+    "E39E772C180E86039B2783A2EC07A28FB5C55DF06F4C52C9DE2BCBF695581718"
+    "3995497CEA956AE515D2261898FA051015728E5A8AACAA68FFFFFFFFFFFFFFFF",
+    16)
+
+# RFC 3526, group 15: the 3072-bit MODP group (same construction).
+_MODP_3072 = int(
+    "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74"
+    "020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F1437"
+    "4FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED"
+    "EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE45B3DC2007CB8A163BF05"
+    "98DA48361C55D39A69163FA8FD24CF5F83655D23DCA3AD961C62F356208552BB"
+    "9ED529077096966D670C354E4ABC9804F1746C08CA18217C32905E462E36CE3B"
+    "E39E772C180E86039B2783A2EC07A28FB5C55DF06F4C52C9DE2BCBF695581718"
+    "3995497CEA956AE515D2261898FA051015728E5A8AAAC42DAD33170D04507A33"
+    "A85521ABDF1CBA64ECFB850458DBEF0A8AEA71575D060C7DB3970F85A6E1E4C7"
+    "ABF5AE8CDB0933D71E8C94E04A25619DCEE3D2261AD2EE6BF12FFA06D98A0864"
+    "D87602733EC86A64521F2B18177B200CBBE117577A615D6C770988C0BAD946E2"
+    "08E24FA074E5AB3143DB5BFCE0FD108E4B82D120A93AD2CAFFFFFFFFFFFFFFFF",
+    16)
+
+
+class DHGroup:
+    """The quadratic residues modulo a safe prime ``p = 2q + 1``.
+
+    This subgroup has prime order ``q``, so every element but 1 generates it
+    and the decisional Diffie-Hellman problem is believed hard in it.
+
+    Parameters
+    ----------
+    p : int
+        A safe prime (checked: ``p`` and ``(p - 1) / 2`` must be prime).
+
+    name : str, optional
+        A label, also used to separate the hashes of different groups.
+
+    Attributes
+    ----------
+    p, q : gmpy2.mpz
+        The modulus and the order of the subgroup.
+
+    bits : int
+        The bit length of ``p``.
+
+    Examples
+    --------
+    >>> from skfed.alignment import GROUPS
+    >>> group = GROUPS["modp2048"]
+    >>> group.bits
+    2048
+    >>> h = group.hash_ids(["alice"])[0]
+    >>> pow(h, group.q, group.p) == 1  # in the order-q subgroup
+    True
+    """
+
+    def __init__(self, p, name=None):
+        p = gmpy2.mpz(p)
+        if p < 7 or not gmpy2.is_prime(p, 40) or not gmpy2.is_prime((p - 1) // 2, 40):
+            raise ValueError(
+                "A DHGroup needs a safe prime p (p and (p - 1) / 2 both prime); "
+                f"got a {p.bit_length()}-bit number that is not one.")
+        self.p = p
+        self.q = (p - 1) // 2
+        self.bits = p.bit_length()
+        self.name = name or f"safe-prime-{self.bits}"
+        # Hash to more bits than p so that the reduction mod p is within
+        # 2^-128 of uniform; squaring then lands uniformly in the subgroup.
+        self._n_hash_bytes = (self.bits + 128 + 7) // 8
+        self._domain = f"skfed-psi-v1|{self.name}|".encode()
+
+    def __repr__(self):
+        return f"DHGroup(name={self.name!r}, bits={self.bits})"
+
+    def hash_ids(self, ids):
+        """``H(x) = (SHAKE-256(domain || x) mod p)^2``: ids into the subgroup."""
+        p, out = self.p, []
+        for x in ids:
+            data = self._domain + _encode_id(x)
+            counter = 0
+            while True:
+                digest = hashlib.shake_256(data + counter.to_bytes(4, "big"))
+                h = gmpy2.powmod(gmpy2.mpz(int.from_bytes(
+                    digest.digest(self._n_hash_bytes), "big")), 2, p)
+                if h != 1 and h != 0:  # the identity would hide x; p. ~2^-2000
+                    break
+                counter += 1
+            out.append(h)
+        return out
+
+    def random_exponent(self, bits=256):
+        """A secret key in ``[1, q)``: ``bits`` random bits, or full-length
+        if ``bits`` is None or at least the size of ``q``."""
+        if bits is None or bits >= self.q.bit_length():
+            return gmpy2.mpz(secrets.randbelow(int(self.q) - 1) + 1)
+        # The top bit is set so the key has exactly ``bits`` bits.
+        return gmpy2.mpz(secrets.randbits(bits - 1) | (1 << (bits - 1)))
+
+
+GROUPS = {
+    "modp2048": DHGroup(_MODP_2048, "modp2048"),
+    "modp3072": DHGroup(_MODP_3072, "modp3072"),
+}
+
+
+def _resolve_group(group):
+    if isinstance(group, DHGroup):
+        return group
+    if isinstance(group, str) and group in GROUPS:
+        return GROUPS[group]
+    raise ValueError(
+        f"group={group!r} is not a known group; use one of {sorted(GROUPS)} "
+        "or a DHGroup(p) built from your own safe prime.")
+
+
+def _encode_id(x):
+    """Canonical bytes of an id: equal ids of the same kind give equal bytes
+    at every party (``5``, ``np.int64(5)`` alike); 5 and "5" differ."""
+    if isinstance(x, str):
+        return b"s" + x.encode("utf-8")
+    if isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)):
+        return b"i" + str(int(x)).encode()
+    if isinstance(x, bytes):
+        return b"b" + x
+    raise TypeError(f"ids must be integers or strings, got {type(x).__name__}")
+
+
+def id_kind(x):
+    """``"integer"``, ``"string"`` or ``"bytes"`` (None for anything else)."""
+    if isinstance(x, str):
+        return "string"
+    if isinstance(x, bytes):
+        return "bytes"
+    if isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)):
+        return "integer"
+    return None
+
+
+def _secret_permutation(n):
+    # Sorting by independent 64-bit keys from the OS's CSPRNG gives a uniform
+    # permutation (up to ties, probability < n^2 / 2^65), so the order of a
+    # message reveals nothing about the order of a party's table.
+    keys = np.frombuffer(secrets.token_bytes(8 * n), dtype=np.uint64)
+    return np.argsort(keys, kind="stable")
+
+
+def _as_message(values):
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _raise_to(values, key, state):
+    """Every value to the power ``key`` modulo p, over the party's threads."""
+    p = state.group.p
+    return parallel_map(lambda chunk: gmpy2.powmod_base_list(chunk, key, p),
+                        list(values), state.n_jobs)
+
+
+# ----------------------------------------------------------------- party steps
+# Each function runs on one party's thread, sees only that party's state and
+# the message it received, and returns the message it sends (or its output).
+
+def _blind_own_ids(state):
+    """Any party: ``H(x)^a`` of its own ids, in a secret random order."""
+    state.stash["key"] = state.group.random_exponent(state.exponent_bits)
+    order = _secret_permutation(len(state.ids))
+    state.stash["order"] = order
+    hashed = parallel_map(state.group.hash_ids,
+                          [state.ids[i] for i in order], state.n_jobs)
+    return _as_message(_raise_to(hashed, state.stash["key"], state))
+
+
+def _add_key(state, values, permute):
+    """A party on a route: raise the values to its key, keep their order
+    (unless it is the last stop of the hub's route: then shuffle, secretly)."""
+    out = _raise_to(values, state.stash["key"], state)
+    if permute:
+        permutation = _secret_permutation(len(out))
+        state.stash["hub_permutation"] = permutation
+        out = [out[i] for i in permutation]
+    return _as_message(out)
+
+
+def _add_key_and_keep(state, values, owner):
+    """Hub, last stop of a non-hub route: finish the exponentiation and keep
+    the result for the comparison, in the owner's (secret) order."""
+    state.stash.setdefault("finished", {})[owner] = _raise_to(
+        values, state.stash["key"], state)
+
+
+def _keep_own(state, values):
+    """Hub: its own ids, fully exponentiated and shuffled by L."""
+    state.stash.setdefault("finished", {})["own"] = list(values)
+
+
+def _intersect(state):
+    """Hub: the values every party holds, as positions in each list."""
+    finished = state.stash.pop("finished")
+    common = set(finished["own"])
+    for values in finished.values():
+        common.intersection_update(values)
+    return {owner: np.array([i for i, v in enumerate(values) if v in common],
+                            dtype=np.int64)
+            for owner, values in finished.items()}
+
+
+def _undo_permutation(state, positions):
+    """L: positions in its secret shuffle of the hub's list -> positions in
+    the hub's own order (sorted, so their order says nothing)."""
+    return np.sort(state.stash.pop("hub_permutation")[positions])
+
+
+def _learn_intersection(state, positions):
+    """Any party: positions in the order it sent -> rows of its own ids."""
+    return np.sort(state.stash["order"][positions])
+
+
+# --------------------------------------------------------------------- driver
+
+def _routes(n_parties, hub):
+    """The parties each set visits after its owner, in order."""
+    others = [k for k in range(n_parties) if k != hub]
+    m = len(others)
+    routes = {hub: others}
+    for i, owner in enumerate(others):
+        routes[owner] = [others[(i + s) % m] for s in range(1, m)] + [hub]
+    return routes
+
+
+def run_psi(id_lists, hub=0, group="modp2048", exponent_bits=256, n_jobs=None,
+            party_names=None, timeout=None):
+    """Run the protocol; return each party's rows in the intersection and the
+    :class:`~skfed.federation.CommunicationSummary`.
+
+    ``rows[k]`` holds the sorted positions, in ``id_lists[k]``, of the ids
+    that party ``k`` learned to be in the intersection.
+    """
+    group = _resolve_group(group)
+    n = len(id_lists)
+    names = ([f"party{k}" for k in range(n)] if party_names is None
+             else [str(name) for name in party_names])
+    states = {names[k]: {"ids": list(ids), "group": group,
+                         "exponent_bits": exponent_bits, "n_jobs": n_jobs}
+              for k, ids in enumerate(id_lists)}
+    routes = _routes(n, hub)
+    last = routes[hub][-1]  # L, who shuffles the hub's set
+
+    with Federation(states, timeout=timeout) as fed:
+        def party(k):
+            return fed[names[k]]
+
+        # Step 1: every party blinds its own ids with its key.
+        blinded = {k: party(k).call(_blind_own_ids, phase="blind own ids")
+                   for k in range(n)}
+        holder = {k: k for k in range(n)}
+        # Step 2: the sets travel their routes, one hop at a time for all
+        # sets at once (a party's worker serves the sets reaching it in turn).
+        for hop in range(n - 1):
+            for k in range(n):
+                receiver, sender = routes[k][hop], holder[k]
+                if receiver == hub:
+                    blinded[k] = party(hub).call(
+                        _add_key_and_keep, blinded[k].result(), Local(k),
+                        sender=names[sender], phase="exponentiate ids")
+                else:
+                    blinded[k] = party(receiver).call(
+                        _add_key, blinded[k].result(),
+                        Local(k == hub and receiver == last),
+                        sender=names[sender], phase="exponentiate ids")
+                holder[k] = receiver
+        fed.gather([blinded[k] for k in range(n) if k != hub])
+        # L hands the hub its own set, shuffled.
+        party(hub).call(_keep_own, blinded[hub].result(), sender=names[last],
+                        phase="exponentiate ids").result()
+        # Step 3: the hub compares.
+        positions = party(hub).call(_intersect, phase="intersect").result()
+        # Step 4: everyone learns its rows of the intersection.
+        outputs = {k: party(k).call(_learn_intersection, positions[k],
+                                    sender=names[hub], phase="reveal positions")
+                   for k in range(n) if k != hub}
+        hub_positions = party(last).call(
+            _undo_permutation, positions["own"], sender=names[hub],
+            phase="reveal positions").result()
+        outputs[hub] = party(hub).call(
+            _learn_intersection, hub_positions, sender=names[last],
+            phase="reveal positions")
+        rows = fed.gather([outputs[k] for k in range(n)])
+    return rows, fed.summary()
+
+
+def check_id_lists(id_lists, what="set"):
+    """Clear errors for sets that cannot enter the protocol; returns lists."""
+    id_lists = [list(ids) for ids in id_lists]
+    if len(id_lists) < 2:
+        raise ValueError(
+            f"A private set intersection needs at least two parties; got "
+            f"{len(id_lists)} {what}(s).")
+    kinds = []
+    for k, ids in enumerate(id_lists):
+        if len(ids) == 0:
+            raise ValueError(f"The id {what} of party {k} is empty.")
+        found = {id_kind(x) for x in ids}
+        if None in found:
+            bad = next(x for x in ids if id_kind(x) is None)
+            raise TypeError(
+                f"Party {k} has an id {bad!r} of type {type(bad).__name__}; ids "
+                "must be integers or strings (convert e.g. float ids with "
+                ".astype('int64'), and drop or fill missing ids).")
+        if len(found) > 1:
+            raise TypeError(
+                f"Party {k} mixes id types {sorted(found)}; convert its ids to "
+                "one type (e.g. all strings with .astype(str)).")
+        kinds.append(found.pop())
+        encoded = [_encode_id(x) for x in ids]
+        if len(set(encoded)) != len(encoded):
+            seen, repeated = set(), []
+            for x, e in zip(ids, encoded):
+                if e in seen and x not in repeated:
+                    repeated.append(x)
+                seen.add(e)
+            shown = ", ".join(repr(x) for x in repeated[:5])
+            raise ValueError(
+                f"Party {k} has duplicate ids ({len(repeated)} repeated, e.g. "
+                f"{shown}); every id must appear once per party. Deduplicate "
+                "first (e.g. df.drop_duplicates(subset=<id column>)) or "
+                "aggregate the repeated rows.")
+    if len(set(kinds)) > 1:
+        described = ", ".join(f"party {k}: {kind}" for k, kind in enumerate(kinds))
+        raise TypeError(
+            f"The parties' ids are of different types ({described}); an integer "
+            "id never matches a string id. Convert them to one type at every "
+            "party (e.g. .astype(str) or .astype('int64')).")
+    return id_lists
+
+
+def private_set_intersection(sets, *, hub=0, group="modp2048", exponent_bits=256,
+                             n_jobs=None, party_names=None,
+                             return_communication=False):
+    """The ids every party holds, found without revealing the others.
+
+    Runs the Diffie-Hellman protocol described in the module docstring
+    through :class:`~skfed.federation.Federation`, one simulated party per
+    set, so every message is counted and can be recorded with
+    :func:`~skfed.federation.record_messages`.
+
+    Parameters
+    ----------
+    sets : sequence of sequences of int or str
+        One collection of distinct ids per party (at least two parties).
+
+    hub : int, default=0
+        The party that compares the fully exponentiated ids. It learns the
+        sizes of all sub-intersections (never their ids); pick the party
+        trusted to learn that, usually the label holder.
+
+    group : {"modp2048", "modp3072"} or DHGroup, default="modp2048"
+        The group (RFC 3526 MODP groups, 2048 bits by default).
+
+    exponent_bits : int or None, default=256
+        Bits of every party's secret key. 256-bit keys in the prime-order
+        subgroup of a 2048-bit safe prime keep the group's ~112-bit security
+        (RFC 7919, section 5.2) and make each exponentiation about 7x
+        cheaper than a full-length key; None draws full-length keys.
+
+    n_jobs : int or None, default=None
+        Worker threads per party for the exponentiations (-1: all cores).
+
+    party_names : sequence of str, optional
+        Names of the parties in the message log (default ``party0``, ...).
+
+    return_communication : bool, default=False
+        Also return the :class:`~skfed.federation.CommunicationSummary`.
+
+    Returns
+    -------
+    intersection : list
+        The common ids, sorted.
+
+    communication : CommunicationSummary
+        Only with ``return_communication=True``.
+
+    Examples
+    --------
+    >>> from skfed.alignment import private_set_intersection
+    >>> private_set_intersection([["ann", "bob", "eve"], ["bob", "eve", "joe"]])
+    ['bob', 'eve']
+    """
+    id_lists = check_id_lists(sets)
+    if not 0 <= hub < len(id_lists):
+        raise ValueError(f"hub={hub} must be a party index in 0..{len(id_lists) - 1}.")
+    rows, communication = run_psi(id_lists, hub=hub, group=group,
+                                  exponent_bits=exponent_bits, n_jobs=n_jobs,
+                                  party_names=party_names)
+    learned = [sorted(id_lists[k][i] for i in r) for k, r in enumerate(rows)]
+    if any(other != learned[0] for other in learned[1:]):  # pragma: no cover
+        raise RuntimeError("The parties disagree on the intersection; this is a bug.")
+    return (learned[0], communication) if return_communication else learned[0]
