@@ -3,4 +3,6 @@
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-__all__ = []
+from ._avfkam import AVFKAMRanker
+
+__all__ = ["AVFKAMRanker"]

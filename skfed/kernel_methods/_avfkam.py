@@ -1,0 +1,490 @@
+"""AVFKAM: asynchronous vertical federated kernelised AUC maximisation."""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.metrics import roc_auc_score
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._docstrings import fill_doc
+from ..base import FederatedMixin, check_labels_not_single_class, party_seeds
+from ..federation import Local, balanced_tree, tree_sum
+from ..kernel_approximation import KERNELS
+from ..losses import get_loss
+from ..partition import VerticalPartition
+from . import _avfkam_protocol as protocol
+from ._vertical_features import (
+    CoefficientStore,
+    federated_decision,
+    make_party_states,
+    masked_features,
+    party_name,
+)
+
+__all__ = ["AVFKAMRanker"]
+
+
+@fill_doc
+class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
+    """Asynchronous vertical federated kernel AUC maximisation (AVFKAM).
+
+    A kernel model ``f(x) = sum_i alpha_i phi_i(x)`` on random Fourier
+    features, trained on columns split over parties to rank positive rows
+    above negative rows (a pairwise surrogate of ROC AUC), for imbalanced
+    binary problems. Every active party (label holder) runs its own loop of
+    triply stochastic updates (a positive row, a negative row, a feature
+    seed) without waiting for the others; the random features of the
+    training rows are computed once, beforehand, by masked tree sums. See
+    :ref:`the user guide <avfkam>`.
+
+    Parameters
+    ----------
+    %(partition_vertical)s
+        Give ``VerticalPartition(groups, active_parties=(0, 1))`` for several
+        active parties; each runs its own training loop.
+
+    gamma : "scale" or float, default="scale"
+        Kernel bandwidth, as in :class:`~sklearn.svm.SVC`: ``"scale"`` is
+        ``1 / (n_features * X.var())``, computed from per-party sums.
+
+    kernel : {"rbf", "laplacian"}, default="rbf"
+        Shift-invariant kernel approximated by the random features (the paper
+        uses the Gaussian kernel).
+
+    alpha : float, default=1e-4
+        Regularisation ``lambda`` of ``lambda / 2 ||f||^2``: every update
+        multiplies the earlier coefficients by ``1 - learning_rate * alpha``.
+
+    learning_rate : float, default=0.5
+        Constant step size ``gamma`` of Algorithm 1.
+
+    max_iter : int, default=2000
+        Total number of updates over all active parties (the paper's global
+        counter ``t``). A fast party takes a larger share of them in the
+        asynchronous mode.
+
+    n_random_features : int, default=1000
+        Size of the pool of feature seeds whose features of the training
+        rows are precomputed (appendix C); every step draws its seeds from it.
+
+    batch_size : int, default=16
+        (positive, negative) pairs per update. ``1`` with
+        ``features_per_step=1`` is the paper's loop exactly.
+
+    features_per_step : int, default=32
+        Feature seeds per update (capped at ``n_random_features``).
+
+    loss : {"squared", "logistic"}, default="squared"
+        Pairwise loss of ``d = f(x+) - f(x-)``: ``(1 - d)^2`` (smooth, the
+        paper's choice and its convergence setting) or ``log(1 + exp(-d))``.
+
+    asynchronous : bool, default=True
+        ``True``: each active party updates as fast as it can, reading the
+        others' possibly stale coefficients (AVFKAM). ``False``: rounds in
+        which every active party updates once and waits for all others
+        (VFKAM, the paper's comparison point); deterministic.
+
+    party_delays : None, array-like of shape (n_parties,) or dict, default=None
+        Straggler simulation: a slowdown factor per party (``dict`` maps a
+        party index to its factor, others get 1). When given, one training
+        iteration of a party with factor ``s`` costs ``s`` milliseconds of
+        simulated work on top of the real computation. Passive parties run
+        no training iterations, so their factor has no effect.
+
+    %(random_state)s
+    %(verbose)s
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The labels; ``classes_[1]`` is the positive class (ranked first).
+
+    n_iter_ : int
+        Updates made over all active parties.
+
+    n_iter_per_party_ : dict
+        Updates made by each active party (party name -> count).
+
+    coefficient_stores_ : list of CoefficientStore
+        Each party's coefficients, in party order (empty for passive parties).
+        In a deployment each stays with its party; here the estimator keeps
+        them to predict.
+
+    gamma_ : float
+        The kernel bandwidth used.
+
+    threshold_ : float
+        Score subtracted in :meth:`decision_function`: the midpoint of the
+        two classes' mean training scores, so ``predict`` thresholds at 0.
+
+    checkpoint_times_ : ndarray
+        Seconds since the training loops started, at each checkpoint.
+
+    checkpoint_iters_ : ndarray
+        Updates made by each checkpoint; the last one is the final model.
+        :meth:`staged_decision_function` gives the scores at checkpoints.
+
+    training_time_ : float
+        Wall time of the training loops (preprocessing excluded).
+
+    partition_ : VerticalPartition
+        The resolved partition.
+
+    communication_ : CommunicationSummary
+        Messages exchanged during ``fit``.
+
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit``.
+
+    feature_names_in_ : ndarray of str
+        Column names of ``X``, when it has them.
+
+    See Also
+    --------
+    FDSKLClassifier : Synchronous vertical federated kernel classifier with
+        a pointwise loss.
+    sklearn.svm.SVC : Centralized kernel classifier.
+
+    Notes
+    -----
+    The protocol (Algorithms 1-3 of the paper):
+
+    1. Preprocessing (Algorithm 3): for every seed of the pool and every
+       training row, each active party obtains ``phi(x) = sqrt(2) cos(omega^T
+       x + b)`` by a masked sum over a tree ``T1`` whose offsets are removed
+       over a totally different tree ``T2``; no party sees another's
+       ``omega_G^T x_G``. Each active party keeps its own features.
+    2. Each active party, in its own thread, repeats: sample positive rows,
+       negative rows and feature seeds; collect ``f(x+)`` and ``f(x-)`` as the
+       tree sum of every coefficient holder's local ``f^l`` (Algorithm 2);
+       compute the new coefficients from the pairwise loss derivative (eq.
+       5-6); decay its own earlier coefficients by ``1 - learning_rate *
+       alpha`` and send the decay to the other holders without waiting.
+
+    Choices where the paper is silent or that we made:
+
+    - Only active parties create coefficients (Algorithm 1 runs on active
+      workers), so passive parties hold none and are not asked for ``f^l``
+      during training: the sampled row ids never reach them (an ordered
+      pair of rows would reveal labels).
+    - A step may use several pairs and several seeds (``batch_size``,
+      ``features_per_step``); the coefficient of seed ``j`` is the pair
+      average divided by the number of seeds (an average of unbiased kernel
+      gradient estimates). The paper's loop is ``1``/``1``; larger blocks
+      amortise the messages of a step and converge in far fewer steps.
+    - Coefficients of the same pool seed are summed (one entry per seed).
+    - ``max_iter`` is a global budget shared by the active parties.
+    - The synchronous mode runs rounds: all read, all decay (one factor per
+      update of the round), all add their coefficients.
+    - ``predict`` thresholds ``f`` at the midpoint of the class means of the
+      training scores, since a pairwise loss leaves ``f``'s level free.
+    - ``party_delays`` sleeps in the party's driver thread, so a slow party
+      still answers the others' requests for ``f^l`` (a slow training worker
+      next to a responsive server); the paper's delay fraction ``d x`` is a
+      factor ``1 + d`` here.
+
+    Determinism: the synchronous mode, and the asynchronous mode with a
+    single active party (its own calls run in order on its thread), give the
+    same model for the same ``random_state``. With several active parties
+    the asynchronous mode depends on thread timing (which stale values each
+    party reads), so the estimator is tagged non-deterministic then; the AUC
+    varies little between runs.
+
+    The model's privacy: each party's coefficients stay with it; its
+    ``f^l`` values at sampled rows reach the other active parties.
+
+    References
+    ----------
+    .. [1] K. Zhang, Z. Dang, B. Gu et al., "Asynchronous Vertical Federated
+       Learning for Kernelized AUC Maximization", KDD 2024.
+    .. [2] Z. Dang, X. Li, B. Gu, C. Deng, H. Huang, "Large-Scale Nonlinear
+       AUC Maximization via Triply Stochastic Gradients", IEEE TPAMI 2020.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_classification
+    >>> from skfed.kernel_methods import AVFKAMRanker
+    >>> X, y = make_classification(n_samples=200, weights=[0.9], random_state=0)
+    >>> ranker = AVFKAMRanker(partition=2, max_iter=300, random_state=0)
+    >>> ranker.fit(X, y).score(X, y) > 0.9
+    True
+    """
+
+    _parameter_constraints = {
+        "partition": [None, numbers.Integral, list, tuple, VerticalPartition],
+        "gamma": [StrOptions({"scale"}), Interval(numbers.Real, 0, None,
+                                                  closed="neither")],
+        "kernel": [StrOptions(set(KERNELS))],
+        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "n_random_features": [Interval(numbers.Integral, 1, None, closed="left")],
+        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
+        "features_per_step": [Interval(numbers.Integral, 1, None, closed="left")],
+        "loss": [StrOptions({"squared", "logistic"})],
+        "asynchronous": ["boolean"],
+        "party_delays": [None, "array-like", dict],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    #: seconds of simulated work per unit of ``party_delays``
+    _delay_unit = 1e-3
+    #: checkpoints recorded during training (for staged scores)
+    _n_checkpoints = 20
+
+    def __init__(self, partition=None, *, gamma="scale", kernel="rbf",
+                 alpha=1e-4, learning_rate=0.5, max_iter=2000,
+                 n_random_features=1000, batch_size=16, features_per_step=32,
+                 loss="squared", asynchronous=True, party_delays=None,
+                 random_state=None, verbose=0):
+        self.partition = partition
+        self.gamma = gamma
+        self.kernel = kernel
+        self.alpha = alpha
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.n_random_features = n_random_features
+        self.batch_size = batch_size
+        self.features_per_step = features_per_step
+        self.loss = loss
+        self.asynchronous = asynchronous
+        self.party_delays = party_delays
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.non_deterministic = self._timing_dependent()
+        return tags
+
+    def _timing_dependent(self):
+        # Only several concurrent loops make the result depend on timing.
+        active = getattr(self.partition, "active_parties", (0,))
+        n_active = 1 if isinstance(active, numbers.Integral) else len(active)
+        return bool(self.asynchronous) and n_active > 1
+
+    # ------------------------------------------------------------------ fit
+
+    def _check_delays(self, n_parties):
+        if self.party_delays is None:
+            return None
+        if isinstance(self.party_delays, dict):
+            factors = np.ones(n_parties)
+            for k, v in self.party_delays.items():
+                if not (isinstance(k, numbers.Integral) and 0 <= k < n_parties):
+                    raise ValueError(
+                        f"party_delays names party {k!r}, but the partition has "
+                        f"parties 0..{n_parties - 1}.")
+                factors[k] = v
+        else:
+            factors = np.asarray(self.party_delays, dtype=float).ravel()
+            if factors.shape != (n_parties,):
+                raise ValueError(
+                    f"party_delays has {factors.size} factor(s) but the "
+                    f"partition has {n_parties} parties; give one per party "
+                    "or a dict {party index: factor}.")
+        if not np.all(np.isfinite(factors)) or np.any(factors < 0):
+            raise ValueError(
+                "party_delays must be non-negative slowdown factors (1 = normal "
+                f"speed), got {factors.tolist()}.")
+        return {party_name(k): float(f) for k, f in enumerate(factors)}
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Run the AVFKAM protocol on the parties' column blocks.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            The whole table; each party only ever sees its own columns.
+
+        y : array-like of shape (n_samples,)
+            Binary labels, held by the active parties.
+
+        Returns
+        -------
+        self : AVFKAMRanker
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        check_labels_not_single_class(self.classes_)
+        if len(self.classes_) > 2:
+            raise ValueError(
+                f"AVFKAMRanker ranks two classes, but y has "
+                f"{len(self.classes_)} ({self.classes_.tolist()[:10]}). Use "
+                "sklearn.multiclass.OneVsRestClassifier for one ranking per "
+                "class, or binarise y.")
+        y_signed = np.where(y == self.classes_[1], 1.0, -1.0)
+        partition = self._resolve_partition(X)
+        q = partition.n_parties
+        names = [party_name(k) for k in range(q)]
+        active = [party_name(k) for k in partition.active_parties]
+        delays = self._check_delays(q)
+
+        seeds = party_seeds(self.random_state, 2 + 2 * q)
+        basis_seed, self._offset_seeds = seeds[0], seeds[2:2 + q]
+        loop_seeds = seeds[2 + q:]
+        D = self.n_random_features
+        stores = [protocol.PooledCoefficientStore(D) if n in active
+                  else CoefficientStore() for n in names]
+        gamma = None if self.gamma == "scale" else float(self.gamma)
+        states = make_party_states(partition, X, y_signed, basis_seed,
+                                   self._offset_seeds, self.kernel, gamma,
+                                   stores=stores)
+        hyper = {"loss": get_loss(self.loss, pairwise=True),
+                 "learning_rate": float(self.learning_rate)}
+        lead = active[0]
+
+        with self._federation(states) as fed:
+            self.gamma_ = self._agree_on_gamma(fed, names, lead, gamma)
+            # Preprocessing (appendix C, Algorithm 3): each active party
+            # obtains phi of all training rows for the whole pool, masked.
+            pool = np.arange(D)
+            for k, p in enumerate(active):
+                phi = masked_features(fed, names, p, None, pool, basis_seed,
+                                      phase="preprocess").result()
+                fed[p].call(protocol.keep_features, Local(phi),
+                            Local(loop_seeds[names.index(p)]),
+                            Local(self.batch_size), Local(self.features_per_step),
+                            Local(hyper)).result()
+            # Training (Algorithm 1 in every active party's own thread).
+            plan = protocol.TrainingPlan(
+                fed, names, active, self.max_iter,
+                1.0 - self.learning_rate * self.alpha, delays, self._delay_unit,
+                max(1, self.max_iter // self._n_checkpoints), self.verbose)
+            run = (protocol.run_asynchronous if self.asynchronous
+                   else protocol.run_synchronous)
+            self.training_time_ = run(plan)
+            self.threshold_ = self._training_threshold(fed, active, lead)
+            checkpoints = [(s, n, dict(zip(f, fed.gather(f.values()))))
+                           for s, n, f in plan.checkpoints]
+            self.coefficient_stores_ = fed.gather(
+                fed[p].call(protocol.final_store) for p in names)
+
+        self._basis_seed = basis_seed
+        self.n_iter_ = int(plan.done)
+        self.n_iter_per_party_ = dict(plan.per_party)
+        self.checkpoint_times_ = np.array([c[0] for c in checkpoints])
+        self.checkpoint_iters_ = np.array([c[1] for c in checkpoints])
+        self._checkpoint_stores = [
+            [c[2].get(n, CoefficientStore()) for n in names] for c in checkpoints]
+        return self
+
+    def _agree_on_gamma(self, fed, names, lead, gamma):
+        if gamma is None:
+            # 'scale': every party sends the sum, sum of squares and size of
+            # its block to the lead active party, which sends gamma back.
+            moments = {p: fed[p].call(protocol.column_moments) for p in names}
+            received = [fed.send(p, lead, moments[p].result(), phase="gamma")
+                        for p in names if p != lead]
+            gamma = fed[lead].call(protocol.resolve_scale_gamma,
+                                   Local(moments[lead].result()),
+                                   *map(Local, received)).result()
+        fed.gather(fed[p].call(protocol.set_gamma, gamma,
+                               sender=None if p == lead else lead, phase="gamma")
+                   for p in names)
+        return float(gamma)
+
+    def _training_threshold(self, fed, active, lead):
+        # The active parties tree-sum their f^l at every training row to the
+        # lead, who holds the labels and sets the threshold.
+        every_row = slice(None)
+        parts = {p: fed[p].call(protocol.local_scores, Local(every_row))
+                 for p in active}
+        total = tree_sum(fed, balanced_tree(active), parts, phase="threshold")
+        total = total.result() if hasattr(total, "result") else total
+        return float(fed[lead].call(protocol.training_threshold,
+                                    Local(total)).result())
+
+    # -------------------------------------------------------------- predict
+
+    def _scores(self, X, stores_list):
+        """``f(x)`` of the models in ``stores_list``, by federated decision."""
+        partition = self.partition_
+        names = [party_name(k) for k in range(partition.n_parties)]
+        lead = party_name(partition.active_parties[0])
+        out = []
+        for stores in stores_list:
+            states = make_party_states(partition, X, None, self._basis_seed,
+                                       self._offset_seeds, self.kernel,
+                                       self.gamma_, stores=stores)
+            with self._federation(states, record=False) as fed:
+                out.append(federated_decision(fed, names, lead, X.shape[0], 1,
+                                              self._basis_seed)[:, 0])
+        return out
+
+    def decision_function(self, X):
+        """Ranking scores: higher means more likely ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+            ``f(x) - threshold_``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._scores(X, [self.coefficient_stores_])[0] - self.threshold_
+
+    def staged_decision_function(self, X):
+        """Scores of the model at every checkpoint of training.
+
+        Useful to plot AUC against ``checkpoint_times_`` (wall time) or
+        ``checkpoint_iters_``. The last stage is :meth:`decision_function`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Yields
+        ------
+        scores : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        for scores in self._scores(X, self._checkpoint_stores):
+            yield scores - self.threshold_
+
+    def predict(self, X):
+        """``classes_[1]`` where the score is positive, else ``classes_[0]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+    def score(self, X, y, sample_weight=None):
+        """ROC AUC of :meth:`decision_function` (what AVFKAM maximises).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        y : array-like of shape (n_samples,)
+
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        auc : float
+        """
+        y = np.asarray(y)
+        return roc_auc_score(y == self.classes_[1], self.decision_function(X),
+                             sample_weight=sample_weight)

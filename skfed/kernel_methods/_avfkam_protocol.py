@@ -1,0 +1,394 @@
+"""AVFKAM's protocol: what each party runs, and the active parties' loops.
+
+Zhang et al. (KDD 2024), Algorithms 1-3. Party functions are plain functions
+of the party's private state and the message it received; the training loops
+(:func:`run_asynchronous`, :func:`run_synchronous`) run in one *driver*
+thread per active party and act only through ``fed[...].call``, so every
+party's own thread stays free to answer the other parties while its loop is
+busy (a party thread that waited on another party could deadlock).
+
+Model. Only an active party creates coefficients (Algorithm 1 runs on active
+workers; the dominator saves the new ``alpha_i``), so a passive party's
+``f^l`` is zero: it takes part in the preprocessing (Algorithm 3) and in
+prediction, never in a training step.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import threading
+import time
+from collections import deque
+
+import numpy as np
+
+from ..federation import Local, balanced_tree, tree_sum
+from ._vertical_features import CoefficientStore
+
+__all__ = [
+    "PooledCoefficientStore",
+    "TrainingPlan",
+    "run_asynchronous",
+    "run_synchronous",
+]
+
+
+class PooledCoefficientStore(CoefficientStore):
+    """A party's coefficients over a finite pool of random features.
+
+    AVFKAM draws every feature seed from a pool of ``n_random_features``
+    seeds (the features of the training rows are precomputed for this pool,
+    appendix C), so the coefficients a party creates for one seed over many
+    iterations add up. Keeping one running sum per seed makes ``f^l(x)`` a
+    single dot product and bounds the store by the pool size; the lazy
+    ``(1 - gamma lambda)`` decay of :class:`CoefficientStore` is kept.
+    ``feature_ids`` and ``coef`` list only the seeds used so far, so the
+    store works with :func:`~._vertical_features.federated_decision`.
+    """
+
+    def __init__(self, n_pool):
+        # Not CoefficientStore.__init__: feature_ids is derived here.
+        self.n_outputs = 1
+        self._dense = np.zeros(int(n_pool))
+        self._used = np.zeros(int(n_pool), dtype=bool)
+        self._scale = 1.0
+        self.n_created = 0
+
+    def __len__(self):
+        return int(self._used.sum())
+
+    def add(self, feature_ids, coef):
+        feature_ids = np.asarray(feature_ids, dtype=np.int64)
+        np.add.at(self._dense, feature_ids,
+                  np.asarray(coef, dtype=float).ravel() / self._scale)
+        self._used[feature_ids] = True
+        self.n_created += len(feature_ids)
+
+    def decay(self, factor):
+        self._scale *= factor
+        if self._scale < 1e-150:  # fold the scale in before it underflows
+            self._dense *= self._scale
+            self._scale = 1.0
+
+    @property
+    def dense_coef(self):
+        """One coefficient per pool seed (zeros for unused seeds)."""
+        return self._dense * self._scale
+
+    @property
+    def feature_ids(self):
+        return np.flatnonzero(self._used).astype(np.int64)
+
+    @property
+    def coef(self):
+        return self.dense_coef[self._used].reshape(-1, 1)
+
+    def copy(self):
+        out = PooledCoefficientStore(len(self._dense))
+        out._dense, out._used = self.dense_coef, self._used.copy()
+        out.n_created = self.n_created
+        return out
+
+
+# --------------------------------------------------------------------------
+# Party functions (run on the party's own thread).
+
+def set_gamma(state, gamma):
+    state.gamma = float(gamma)
+
+
+def column_moments(state):
+    """Sum, sum of squares and count of this party's block (for 'scale')."""
+    X = state.X
+    return np.array([X.sum(), np.square(X).sum(), X.size], dtype=float)
+
+
+def resolve_scale_gamma(state, own, *others):
+    from ..kernel_approximation import resolve_gamma, variance_from_moments
+
+    total = own + sum(others)
+    n_features = total[2] / state.X.shape[0]
+    return resolve_gamma("scale", int(round(n_features)),
+                         variance_from_moments(*total))
+
+
+def keep_features(state, features, rng_seed, batch_size, features_per_step,
+                  hyper):
+    """Appendix C: an active party keeps phi of every training row, locally."""
+    state.Z = features
+    state.rng = np.random.RandomState(rng_seed)
+    state.positives = np.flatnonzero(state.y > 0)
+    state.negatives = np.flatnonzero(state.y < 0)
+    state.batch_size = batch_size
+    state.features_per_step = min(features_per_step, features.shape[1])
+    state.hyper = hyper  # public hyper-parameters: loss, learning rate, lambda
+
+
+def sample_step(state):
+    """Algorithm 1, line 2: positive rows, negative rows, feature seeds."""
+    rng, B = state.rng, state.batch_size
+    pos = state.positives[rng.randint(len(state.positives), size=B)]
+    neg = state.negatives[rng.randint(len(state.negatives), size=B)]
+    seeds = rng.choice(state.Z.shape[1], size=state.features_per_step,
+                       replace=False)
+    return pos, neg, seeds
+
+
+def local_scores(state, rows):
+    """Algorithm 2: ``f^l`` at training rows, from the kept features."""
+    return state.Z[rows] @ state.store.dense_coef
+
+
+def prepare_update(state, f_rows, sample):
+    """Algorithm 1, line 4 (eq. 5-6): the new coefficients, kept aside.
+
+    With ``d = f(x+) - f(x-)``, ``l'_1 = dl/dd`` and ``l'_2 = -dl/dd``, so
+    ``alpha_j = -gamma dl/dd (phi_j(x+) - phi_j(x-))``, averaged over the
+    pairs of the step and divided by the number of seeds (an average of
+    ``features_per_step`` unbiased estimates of the kernel gradient).
+    """
+    pos, neg, seeds = sample
+    B = len(pos)
+    d = f_rows[:B] - f_rows[B:]
+    slope = state.hyper["loss"].derivative(d)
+    diff = state.Z[np.ix_(pos, seeds)] - state.Z[np.ix_(neg, seeds)]
+    alpha = -state.hyper["learning_rate"] * (slope @ diff) / (B * len(seeds))
+    state.stash["pending"] = (seeds, alpha)
+    return float(np.mean(state.hyper["loss"](d)))
+
+
+def decay(state, factor):
+    """Algorithm 1, line 5: every earlier coefficient times (1 - gamma lambda)."""
+    state.store.decay(factor)
+
+
+def commit_update(state):
+    seeds, alpha = state.stash.pop("pending")
+    state.store.add(seeds, alpha)
+
+
+def update(state, f_rows, sample, factor):
+    """Lines 4-5 at once (asynchronous mode): new alpha, own decay, save."""
+    loss = prepare_update(state, f_rows, sample)
+    decay(state, factor)
+    commit_update(state)
+    return loss
+
+
+def snapshot(state):
+    return state.store.copy()
+
+
+def final_store(state):
+    return state.store
+
+
+def training_threshold(state, f_all):
+    """Midpoint of the class means of the training scores (for ``predict``).
+
+    The pairwise loss only sees differences of scores, so ``f`` has no
+    natural zero; this threshold balances the two classes' means.
+    """
+    return 0.5 * (f_all[state.y > 0].mean() + f_all[state.y < 0].mean())
+
+
+# --------------------------------------------------------------------------
+# Driver side.
+
+class TrainingPlan:
+    """What the active parties' loops share: the coordinator's bookkeeping.
+
+    The iteration budget (the paper's global counter ``t``), the checkpoints
+    and the first failure are coordinator state, not party data: no party
+    reads another's model through it.
+    """
+
+    def __init__(self, fed, names, active, max_iter, decay_factor, delays,
+                 delay_unit, checkpoint_every, verbose=0):
+        self.fed = fed
+        self.names = names
+        self.active = active  # the parties that hold coefficients
+        self.max_iter = max_iter
+        self.decay_factor = decay_factor
+        self.delays = delays  # party name -> slowdown factor (or None)
+        self.delay_unit = delay_unit
+        self.checkpoint_every = checkpoint_every
+        self.verbose = verbose
+        self.done = 0
+        self.per_party = dict.fromkeys(active, 0)
+        self.checkpoints = []  # (seconds, iterations, {party: future})
+        self.losses = deque(maxlen=200)
+        self.failure = None
+        self.stop = threading.Event()
+        self._lock = threading.Lock()
+        self.start = None
+
+    def claim(self, party):
+        """One more global iteration for ``party``, or ``False`` when done."""
+        with self._lock:
+            if self.done >= self.max_iter or self.stop.is_set():
+                return False
+            self.done += 1
+            self.per_party[party] += 1
+            checkpoint = self.done % self.checkpoint_every == 0
+        if checkpoint:
+            self.take_checkpoint(self.done)
+        return True
+
+    def take_checkpoint(self, n_iter):
+        seconds = time.perf_counter() - self.start
+        futures = {p: self.fed[p].call(snapshot, phase="checkpoint")
+                   for p in self.active}
+        with self._lock:
+            self.checkpoints.append((seconds, n_iter, futures))
+        if self.verbose:
+            recent = np.mean(self.losses) if self.losses else float("nan")
+            print(f"[AVFKAM] iteration {n_iter}/{self.max_iter}, "
+                  f"{seconds:.2f} s, recent pairwise loss {recent:.4f}")
+
+    def simulate_work(self, party):
+        # party_delays: the party's own iteration costs factor x unit seconds
+        # (a sleep in its driver, so its thread still answers the others).
+        factor = self.delays.get(party) if self.delays else None
+        if factor:
+            time.sleep(factor * self.delay_unit)
+
+    def fail(self, party, exc):
+        with self._lock:
+            if self.failure is None:
+                self.failure = (party, exc)
+        self.stop.set()
+
+
+def aggregate_scores(plan, party, rows):
+    """Algorithm 1, line 3: ``f(x)`` at ``rows`` as the tree sum of ``f^l``.
+
+    The row ids go to the other coefficient holders (active parties, who hold
+    the labels anyway); each answers with its ``f^l`` read from its current,
+    possibly stale, coefficients, summed up a tree led by ``party``.
+    """
+    fed = plan.fed
+    contributions = {party: fed[party].call(local_scores, Local(rows))}
+    for other in plan.active:
+        if other != party:
+            contributions[other] = fed[other].call(
+                local_scores, rows, sender=party, phase="train/scores")
+    if len(contributions) == 1:
+        return contributions[party].result()
+    tree = balanced_tree([party] + [p for p in plan.active if p != party])
+    total = tree_sum(fed, tree, contributions, phase="train/scores-sum")
+    return total.result() if hasattr(total, "result") else total
+
+
+def _asynchronous_loop(plan, party):
+    fed = plan.fed
+    pending_decays = deque()
+    while plan.claim(party):
+        # 2: sample a positive row, a negative row and a feature seed.
+        sample = fed[party].call(sample_step, phase="train/sample").result()
+        rows = np.concatenate(sample[:2])
+        # 3: f(x+), f(x-) from every holder's (possibly stale) f^l.
+        f_rows = aggregate_scores(plan, party, rows)
+        plan.simulate_work(party)
+        # 4-5: new coefficient and own decay, saved locally ...
+        loss = fed[party].call(update, Local(f_rows), Local(sample),
+                               Local(plan.decay_factor),
+                               phase="train/update").result()
+        plan.losses.append(loss)
+        # ... and only *inform* the others: nobody waits for their decay.
+        for other in plan.active:
+            if other != party:
+                pending_decays.append(fed[other].call(
+                    decay, plan.decay_factor, sender=party,
+                    phase="train/decay"))
+        while pending_decays and pending_decays[0].done():
+            pending_decays.popleft().result()  # surfaces a failed decay
+    fed.gather(pending_decays)
+
+
+def _synchronous_loop(plan, party, rank, barrier):
+    # VFKAM, the paper's synchronous counterpart (Figure 2a): in round r all
+    # active parties read the same model, then every update is applied, then
+    # the next round starts. The decays of one round commute, so the result
+    # does not depend on thread timing.
+    fed = plan.fed
+    m = len(plan.active)
+    n_rounds = -(-plan.max_iter // m)
+    for r in range(n_rounds):
+        works = r * m + rank < plan.max_iter and not plan.stop.is_set()
+        if works:
+            sample = fed[party].call(sample_step, phase="train/sample").result()
+            f_rows = aggregate_scores(plan, party, np.concatenate(sample[:2]))
+            plan.simulate_work(party)
+            loss = fed[party].call(prepare_update, Local(f_rows), Local(sample),
+                                   phase="train/update").result()
+            plan.losses.append(loss)
+        barrier.wait()  # every read of round r is done
+        if works:
+            futures = [fed[party].call(decay, Local(plan.decay_factor))]
+            futures += [fed[other].call(decay, plan.decay_factor, sender=party,
+                                        phase="train/decay")
+                        for other in plan.active if other != party]
+            fed.gather(futures)
+        barrier.wait()  # every decay of round r is done
+        if works:
+            fed[party].call(commit_update, phase="train/update").result()
+            with plan._lock:
+                plan.per_party[party] += 1
+                plan.done += 1
+        barrier.wait()  # round r is complete
+
+
+def _run_drivers(plan, targets):
+    plan.start = time.perf_counter()
+    threads = []
+    for party, target in targets.items():
+        def body(party=party, target=target):
+            try:
+                target()
+            except BaseException as exc:  # reported by the caller
+                plan.fail(party, exc)
+        threads.append(threading.Thread(target=body, name=f"skfed-avfkam-{party}",
+                                        daemon=True))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if plan.failure is not None:
+        party, exc = plan.failure
+        raise RuntimeError(
+            f"The training loop of active party '{party}' failed: "
+            f"{type(exc).__name__}: {exc}") from exc
+    # The last checkpoint is the final model.
+    if not plan.checkpoints or plan.checkpoints[-1][1] != plan.done:
+        plan.take_checkpoint(plan.done)
+    return time.perf_counter() - plan.start
+
+
+def run_asynchronous(plan):
+    """Algorithm 1: each active party loops on its own, without waiting."""
+    return _run_drivers(plan, {p: (lambda p=p: _asynchronous_loop(plan, p))
+                               for p in plan.active})
+
+
+def run_synchronous(plan):
+    """The synchronous counterpart: every round waits for every party."""
+    m = len(plan.active)
+    every = plan.checkpoint_every
+
+    def after_round():  # run by one driver when all have finished a round
+        if plan.done and (plan.done % every < m or plan.done == plan.max_iter):
+            if not plan.checkpoints or plan.checkpoints[-1][1] != plan.done:
+                plan.take_checkpoint(plan.done)
+
+    barrier = threading.Barrier(m, action=after_round)
+    original_fail = plan.fail
+
+    def fail(party, exc):
+        original_fail(party, exc)
+        barrier.abort()  # release the other drivers
+
+    plan.fail = fail
+    return _run_drivers(plan, {
+        p: (lambda p=p, k=k: _synchronous_loop(plan, p, k, barrier))
+        for k, p in enumerate(plan.active)})
