@@ -13,6 +13,7 @@ Run::
 """
 
 import argparse
+import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 
@@ -21,10 +22,18 @@ import numpy as np
 from skfed.crypto import concatenate, generate_keypair
 
 
-def rate(func, count, repeat=1):
-    """Operations per second of ``func()`` doing ``count`` operations (best of repeat)."""
-    best = min(_timed(func) for _ in range(repeat))
-    return count / best, best
+def best_rates(cases, repeat):
+    """Operations per second of each case, best of ``repeat`` interleaved rounds.
+
+    ``cases`` maps a name to ``(func, count)``. Rounds run every case in turn,
+    so a burst of load from other processes on the machine hits all cases
+    alike, and the best round of each is kept.
+    """
+    best = {name: 0.0 for name in cases}
+    for _ in range(repeat):
+        for name, (func, count) in cases.items():
+            best[name] = max(best[name], count / _timed(func))
+    return best
 
 
 def _timed(func):
@@ -46,12 +55,13 @@ def process_rate(public_key, values, n_workers):
     chunks = np.array_split(values, 4 * n_workers)
     with ProcessPoolExecutor(n_workers) as pool:
         start = time.perf_counter()
-        parts = list(pool.map(_process_encrypt, [(int(public_key.n), c) for c in chunks]))
+        tasks = [(int(public_key.n), chunk) for chunk in chunks]
+        parts = list(pool.map(_process_encrypt, tasks))
         elapsed = time.perf_counter() - start
     return len(values) / elapsed, concatenate(parts)
 
 
-def bench_key_size(key_size, n_values, n_phe, processes):
+def bench_key_size(key_size, n_values, n_phe, repeat, processes):
     rng = np.random.default_rng(0)
     start = time.perf_counter()
     public_key, private_key = generate_keypair(key_size)
@@ -60,54 +70,66 @@ def bench_key_size(key_size, n_values, n_phe, processes):
     phe_public, phe_private = public_key.phe_public_key, private_key.phe_private_key
 
     values = rng.normal(size=n_values)
-    phe_values = values[:n_phe].tolist()
-    rows = []
-
-    phe_enc, _ = rate(lambda: [phe_public.encrypt(v) for v in phe_values], n_phe)
-    rows.append(("encrypt", "phe encrypt loop", phe_enc, 1.0))
-    for obfuscation, n_jobs in [("standard", 1), ("djn", 1), ("djn", 2)]:
-        r, _ = rate(
-            lambda: public_key.encrypt(values, obfuscation=obfuscation, n_jobs=n_jobs),
-            n_values,
-        )
-        rows.append(("encrypt", f"ours {obfuscation}, n_jobs={n_jobs}", r, r / phe_enc))
-    if processes:
-        r, encrypted = process_rate(public_key, values, 2)
-        assert np.allclose(private_key.decrypt(encrypted), values)
-        rows.append(("encrypt", "ours djn, 2 processes", r, r / phe_enc))
-
-    encrypted = public_key.encrypt(values, n_jobs=2)
-    phe_numbers = [phe_public.encrypt(v) for v in phe_values[: max(1, n_phe // 2)]]
-    phe_dec, _ = rate(lambda: [phe_private.decrypt(c) for c in phe_numbers], len(phe_numbers))
-    rows.append(("decrypt", "phe decrypt loop", phe_dec, 1.0))
-    for n_jobs in (1, 2):
-        r, _ = rate(lambda: private_key.decrypt(encrypted, n_jobs=n_jobs), n_values)
-        rows.append(("decrypt", f"ours CRT, n_jobs={n_jobs}", r, r / phe_dec))
-
+    few = values[:n_phe]
+    encryptions = {
+        "phe encrypt loop": (
+            lambda: [phe_public.encrypt(v) for v in few.tolist()], n_phe),
+        "ours standard, n_jobs=1": (
+            lambda: public_key.encrypt(few, obfuscation="standard"), n_phe),
+        "ours djn, n_jobs=1": (lambda: public_key.encrypt(values), n_values),
+        "ours djn, n_jobs=2": (lambda: public_key.encrypt(values, n_jobs=2), n_values),
+    }
+    encrypted = public_key.encrypt(values[: n_values // 2], n_jobs=2)
+    phe_numbers = [phe_public.encrypt(v) for v in few[: n_phe // 2].tolist()]
+    decryptions = {
+        "phe decrypt loop": (
+            lambda: [phe_private.decrypt(c) for c in phe_numbers], len(phe_numbers)),
+        "ours CRT, n_jobs=1": (lambda: private_key.decrypt(encrypted), encrypted.size),
+        "ours CRT, n_jobs=2": (
+            lambda: private_key.decrypt(encrypted, n_jobs=2), encrypted.size),
+    }
     # 30,000 ciphertexts (tiled: the cost does not depend on the plaintexts).
     block = public_key.encrypt(rng.normal(size=1000), n_jobs=2)
     gradients = concatenate([block] * 30)
     bins = rng.integers(0, 32, size=(30000, 10))
-    group_times = {}
-    for n_jobs in (1, 2):
-        group_times[n_jobs] = _timed(lambda: gradients.group_sum(bins, 32, n_jobs=n_jobs))
+    group_sums = {
+        f"n_jobs={n_jobs}": (
+            lambda n_jobs=n_jobs: gradients.group_sum(bins, 32, n_jobs=n_jobs), 1)
+        for n_jobs in (1, 2)
+    }
+    rows = []
+    for op, cases in (("encrypt", encryptions), ("decrypt", decryptions)):
+        rates = best_rates(cases, repeat)
+        phe_rate = rates[next(iter(cases))]
+        rows += [(op, name, r, r / phe_rate) for name, r in rates.items()]
+    if processes:
+        r, result = process_rate(public_key, values, 2)
+        assert np.allclose(private_key.decrypt(result), values)
+        rows.insert(4, ("encrypt", "ours djn, 2 processes", r, r / rows[0][2]))
+    group_times = {name: 1 / r for name, r in best_rates(group_sums, repeat).items()}
     return keygen, table_time, rows, group_times
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--key-sizes", type=int, nargs="+", default=[1024, 2048])
-    parser.add_argument("--n-values", type=int, default=2000,
-                        help="values encrypted/decrypted by skfed.crypto per measurement")
+    parser.add_argument("--n-values", type=int, default=1000,
+                        help="values encrypted by skfed.crypto's DJN per measurement "
+                        "(half as many decrypted)")
     parser.add_argument("--n-phe", type=int, default=200,
-                        help="values encrypted by phe's loop (it is slow)")
+                        help="values encrypted by phe's loop and by our standard "
+                        "obfuscation (both slow); half as many decrypted by phe")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="interleaved rounds; the best of each is reported")
     parser.add_argument("--processes", action="store_true",
                         help="also measure encryption with a 2-process pool")
     args = parser.parse_args()
 
+    print(f"load average before: {os.getloadavg()[0]:.2f} "
+          f"({os.cpu_count()} cores; other processes slow the 2-thread rows most)")
     for key_size in args.key_sizes:
         keygen, table_time, rows, group_times = bench_key_size(
-            key_size, args.n_values, args.n_phe, args.processes
+            key_size, args.n_values, args.n_phe, args.repeat, args.processes
         )
         print(f"\n== {key_size}-bit key (keygen {keygen:.2f} s, "
               f"DJN table {table_time:.2f} s, once per key) ==")
@@ -115,7 +137,8 @@ def main():
         for op, name, r, ratio in rows:
             print(f"{op:<8} {name:<28} {r:>12.0f} {ratio:>7.1f}x")
         print("group_sum 30,000 ciphertexts x 10 features into 32 bins: "
-              + ", ".join(f"n_jobs={k}: {v:.2f} s" for k, v in group_times.items()))
+              + ", ".join(f"{k}: {v:.2f} s" for k, v in group_times.items()))
+    print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

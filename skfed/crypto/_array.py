@@ -56,8 +56,10 @@ def _map(func, *arrays):
     (numpy would turn a scalar mpz operand into a Python int, converted back
     on every call).
     """
-    arrays = np.broadcast_arrays(*[np.asarray(a, dtype=object) if not isinstance(a, np.ndarray) else a
-                                   for a in arrays])
+    arrays = np.broadcast_arrays(*[
+        a if isinstance(a, np.ndarray) else np.asarray(a, dtype=object)
+        for a in arrays
+    ])
     lists = [a.ravel().tolist() for a in arrays]
     return object_array([func(*xs) for xs in zip(*lists)], arrays[0].shape)
 
@@ -179,7 +181,10 @@ class EncryptedArray:
         return self.shape[0]
 
     def __repr__(self):
-        kind = f"packed x{self.encoder.n_slots}" if self.encoder else f"exponent={self.exponent}"
+        if self.encoder is not None:
+            kind = f"packed x{self.encoder.n_slots}"
+        else:
+            kind = f"exponent={self.exponent}"
         return f"EncryptedArray(shape={self.shape}, {kind}, key={self.public_key!r})"
 
     def _new(self, ciphertexts, exponent=None, *, is_integer=None, counts=None,
@@ -195,7 +200,9 @@ class EncryptedArray:
         )
 
     def _scaled_bound(self, factor):
-        return None if self.mantissa_bound is None else self.mantissa_bound * int(factor)
+        if self.mantissa_bound is None:
+            return None
+        return self.mantissa_bound * int(factor)
 
     def __getitem__(self, key):
         if isinstance(key, EncryptedArray):
@@ -303,18 +310,23 @@ class EncryptedArray:
         exponent = min(self.exponent, choose_exponent(other))
         a = self.decrease_exponent_to(exponent)
         mantissas = encode(other, exponent, self.public_key.max_int)
+        bound = None
+        if a.mantissa_bound is not None:
+            bound = a.mantissa_bound + _max_abs(mantissas)
         return self._new(
             _add_plain(a.ciphertexts, mantissas, self.public_key.n, nsquare),
             exponent,
             is_integer=self.is_integer and other.dtype.kind in "iu",
-            bound=None if a.mantissa_bound is None else a.mantissa_bound + _max_abs(mantissas),
+            bound=bound,
         )
 
     __radd__ = __add__
 
     def __neg__(self):
         if self.encoder is not None:
-            raise TypeError("Cannot negate a packed EncryptedArray (slots must stay >= 0).")
+            raise TypeError(
+                "Cannot negate a packed EncryptedArray (slots must stay >= 0)."
+            )
         return self._new(_powmod(self.ciphertexts, -1, self.public_key.nsquare))
 
     def __sub__(self, other):
@@ -348,7 +360,10 @@ class EncryptedArray:
         other = _plain_operand(other, allow_big_ints=True)
         nsquare = self.public_key.nsquare
         if other.dtype.kind in "iuO":
-            factors = other if other.dtype == object else encode(other, 0, self.public_key.max_int)
+            if other.dtype == object:
+                factors = other
+            else:
+                factors = encode(other, 0, self.public_key.max_int)
             counts = None
             if self.encoder is not None:
                 if np.any(other < 0):
@@ -452,8 +467,9 @@ class EncryptedArray:
         Notes
         -----
         Each row costs one modular multiplication per feature (see
-        :func:`skfed.crypto._group_sum.raw_group_sum`). An empty group gets the constant ``1`` (an
-        encryption of 0 without randomness): rerandomize before sending.
+        :func:`skfed.crypto._group_sum.raw_group_sum`). An empty group gets
+        the constant ``1`` (an encryption of 0 without randomness):
+        rerandomize before sending.
         """
         ids = np.asarray(group_ids)
         if ids.dtype.kind not in "iu":
@@ -504,7 +520,10 @@ class EncryptedArray:
         key = self.public_key
         obfuscators = key.raw_obfuscators(self.size, obfuscation, n_jobs)
         nsquare = key.nsquare
-        fresh = [c * s % nsquare for c, s in zip(self.ciphertexts.ravel().tolist(), obfuscators)]
+        fresh = [
+            c * s % nsquare
+            for c, s in zip(self.ciphertexts.ravel().tolist(), obfuscators)
+        ]
         return self._new(object_array(fresh, self.shape), counts=self.counts)
 
 

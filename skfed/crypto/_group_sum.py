@@ -66,7 +66,9 @@ def raw_group_sum(ciphertexts, ids, n_groups, nsquare, n_jobs=None):
     n_blocks = max(1, min(n_blocks, n_rows // _MIN_BLOCK_ROWS))
     edges = [n_rows * i // n_blocks for i in range(n_blocks + 1)]
     blocks = [
-        (cts[a:b], col[a:b]) for cts, col in tasks for a, b in zip(edges[:-1], edges[1:])
+        (cts[a:b], col[a:b])
+        for cts, col in tasks
+        for a, b in zip(edges[:-1], edges[1:])
     ]
     partials = parallel_tasks(
         lambda block: _grouped_product(block[0], block[1], n_groups, nsquare),

@@ -25,7 +25,7 @@ _MIN_ITEMS_PER_JOB = 16
 
 
 def effective_n_jobs(n_jobs):
-    """Number of workers for ``n_jobs``: None -> 1, -1 -> all cores, -2 -> all but one."""
+    """Workers for ``n_jobs``: None -> 1, -1 -> all cores, -2 -> all but one."""
     if n_jobs is None:
         return 1
     n_jobs = int(n_jobs)

@@ -60,7 +60,8 @@ class PlaintextPublicKey:
             raise TypeError(f"encoder must be a PackedEncoder, got {type(encoder)}.")
         encoder.check_capacity(self.max_int)
         encoder.pack(values)  # validates shape and bounds
-        return PlaintextArray(self, np.asarray(values, dtype=np.float64), n_slots=encoder.n_slots)
+        values = np.asarray(values, dtype=np.float64)
+        return PlaintextArray(self, values, n_slots=encoder.n_slots)
 
 
 class PlaintextPrivateKey:
@@ -74,7 +75,9 @@ class PlaintextPrivateKey:
 
     def decrypt(self, encrypted, n_jobs=None):
         if not isinstance(encrypted, PlaintextArray):
-            raise TypeError(f"Expected a PlaintextArray, got {type(encrypted).__name__}.")
+            raise TypeError(
+                f"Expected a PlaintextArray, got {type(encrypted).__name__}."
+            )
         if encrypted.public_key != self.public_key:
             raise ValueError("This PlaintextArray belongs to a different key.")
         return encrypted.values.copy()
@@ -184,11 +187,15 @@ class PlaintextArray:
 
     def __mul__(self, other):
         if isinstance(other, PlaintextArray) or hasattr(other, "ciphertexts"):
-            raise TypeError("Cannot multiply two (encrypted) arrays; multiply by a plaintext.")
+            raise TypeError(
+                "Cannot multiply two (encrypted) arrays; multiply by a plaintext."
+            )
         other = _numeric(other)
         if self.n_slots:
             if other.dtype.kind not in "iu" or np.any(other < 0):
-                raise ValueError("Packed arrays can only be multiplied by non-negative integers.")
+                raise ValueError(
+                    "Packed arrays can only be multiplied by non-negative integers."
+                )
             other = other[..., np.newaxis]
         return self._new(self.values * other)
 
@@ -211,7 +218,8 @@ class PlaintextArray:
             raise TypeError(f"group_ids must be integers, got dtype {ids.dtype}.")
         if self.ndim == 0 or ids.ndim not in (1, 2) or ids.shape[0] != self.shape[0]:
             raise ValueError(
-                f"group_ids of shape {ids.shape} do not match an array of shape {self.shape}."
+                f"group_ids of shape {ids.shape} do not match an array of "
+                f"shape {self.shape}."
             )
         if ids.size and ids.max() >= n_groups:
             raise ValueError(f"group id {int(ids.max())} >= n_groups={n_groups}.")

@@ -422,7 +422,8 @@ class PackedEncoder:
             )
         too_large = np.abs(values) > self.bounds
         if np.any(too_large):
-            slot = int(np.nonzero(too_large.reshape(-1, self.n_slots).any(axis=0))[0][0])
+            offending = too_large.reshape(-1, self.n_slots).any(axis=0)
+            slot = int(np.nonzero(offending)[0][0])
             raise ValueError(
                 f"Values of slot {slot} exceed its bound: max |x| = "
                 f"{float(np.max(np.abs(values[..., slot]))):.6g} > "

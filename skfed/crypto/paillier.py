@@ -143,7 +143,8 @@ class PaillierPublicKey:
         self._lock = threading.Lock()
 
     def __repr__(self):
-        return f"<PaillierPublicKey {self.key_size} bits {hex(hash(self) & 0xFFFFFFFF)}>"
+        fingerprint = hex(hash(self) & 0xFFFFFFFF)
+        return f"<PaillierPublicKey {self.key_size} bits {fingerprint}>"
 
     def __eq__(self, other):
         return isinstance(other, PaillierPublicKey) and self.n == other.n

@@ -23,7 +23,8 @@ def test_choose_exponent_keeps_float_mantissa():
     assert choose_exponent(np.array([4.0])) == 2
     assert choose_exponent(np.zeros(3)) == 0
     assert choose_exponent(np.array([1, 2, 3])) == 0
-    assert choose_exponent(np.array([1.0]), precision=1e-6) == math.floor(math.log2(1e-6))
+    e = choose_exponent(np.array([1.0]), precision=1e-6)
+    assert e == math.floor(math.log2(1e-6))
 
 
 @settings(max_examples=60, deadline=None)
@@ -98,13 +99,16 @@ def test_pack_sum_unpack(n_slots, max_summands, precision_bits, data):
     )
     enc = PackedEncoder(bounds, max_summands, precision_bits=precision_bits)
     n = data.draw(st.integers(1, 8))
+    size = n * n_slots
     unit = np.array(
-        data.draw(st.lists(st.floats(-1, 1), min_size=n * n_slots, max_size=n * n_slots))
+        data.draw(st.lists(st.floats(-1, 1), min_size=size, max_size=size))
     ).reshape(n, n_slots)
     values = unit * bounds
     packed = enc.pack(values)
     # Emulate many summands: each row repeated k_i times, sum(k) <= max_summands.
-    reps = np.array(data.draw(st.lists(st.integers(0, max_summands // n), min_size=n, max_size=n)))
+    reps = np.array(
+        data.draw(st.lists(st.integers(0, max_summands // n), min_size=n, max_size=n))
+    )
     total = sum(int(p) * int(k) for p, k in zip(packed, reps))
     out = enc.unpack(np.array([total], dtype=object), counts=np.array([reps.sum()]))[0]
     expected = (values * reps[:, None]).sum(axis=0)

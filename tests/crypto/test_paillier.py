@@ -15,7 +15,8 @@ from skfed.crypto import EncryptedArray, PackedEncoder, concatenate, generate_ke
 def _tolerance(encrypted, expected, n_summands=1):
     # Documented precision: each encoded value is within 2**(e-1), a sum of k
     # values within k * 2**(e-1); decoding to float64 adds a relative 2**-53.
-    return n_summands * 2.0 ** (encrypted.exponent - 1) + 2.0**-52 * np.abs(expected) + 1e-300
+    rounding = n_summands * 2.0 ** (encrypted.exponent - 1)
+    return rounding + 2.0**-52 * np.abs(expected) + 1e-300
 
 
 @settings(max_examples=25, deadline=None)
@@ -35,7 +36,8 @@ def test_float_round_trip(keypair, x, precision):
     assert out.dtype == np.float64
     assert np.all(np.abs(out - x) <= _tolerance(a, x))
     total = private_key.decrypt(a.sum())
-    assert abs(total - x.sum()) <= x.size * 2.0 ** (a.exponent - 1) + 1e-12 * np.abs(x).sum() + 1e-300
+    rounding = x.size * 2.0 ** (a.exponent - 1)
+    assert abs(total - x.sum()) <= rounding + 1e-12 * np.abs(x).sum() + 1e-300
 
 
 @settings(max_examples=15, deadline=None)
@@ -58,7 +60,8 @@ def test_homomorphic_operations_match_numpy(keypair):
     a, b = public_key.encrypt(x), public_key.encrypt(y)
 
     def check(encrypted, expected, rtol=1e-12):
-        np.testing.assert_allclose(private_key.decrypt(encrypted), expected, rtol=rtol, atol=1e-9)
+        out = private_key.decrypt(encrypted)
+        np.testing.assert_allclose(out, expected, rtol=rtol, atol=1e-9)
 
     check(a + b, x + y)
     check(a - b, x - y)
@@ -90,7 +93,8 @@ def test_indexing_and_concatenate(keypair):
     assert len(a) == 6 and a.shape == (6, 2) and a.public_key == public_key
     ints = public_key.encrypt(np.array([[1, 2]]))
     both = concatenate([a, ints])
-    np.testing.assert_array_equal(private_key.decrypt(both), np.concatenate([x, [[1, 2]]]))
+    expected = np.concatenate([x, [[1, 2]]])
+    np.testing.assert_array_equal(private_key.decrypt(both), expected)
     np.testing.assert_array_equal(
         private_key.decrypt(concatenate([a, a], axis=1)), np.concatenate([x, x], axis=1)
     )
@@ -107,10 +111,10 @@ def test_group_sum_matches_bincount(keypair, n_jobs):
 
     hist = a.group_sum(ids, n_groups, n_jobs=n_jobs)
     assert hist.shape == (n_features, n_groups)
-    expected = np.stack([
-        np.bincount(ids[ids[:, f] >= 0, f], weights=x[ids[:, f] >= 0], minlength=n_groups)
-        for f in range(n_features)
-    ])
+    expected = np.zeros((n_features, n_groups))
+    for f in range(n_features):
+        valid = ids[:, f] >= 0
+        expected[f] = np.bincount(ids[valid, f], weights=x[valid], minlength=n_groups)
     np.testing.assert_allclose(private_key.decrypt(hist), expected, atol=1e-12)
 
     one = a.group_sum(ids[:, 0], n_groups, n_jobs=n_jobs)
@@ -221,7 +225,8 @@ def test_packed_operations(keypair):
     assert packed.shape == (n,) and isinstance(packed, EncryptedArray)
     tol = n * 2.0**-47
     np.testing.assert_allclose(private_key.decrypt(packed), values, atol=2.0**-48)
-    np.testing.assert_allclose(private_key.decrypt(packed.sum()), values.sum(0), atol=tol)
+    total = private_key.decrypt(packed.sum())
+    np.testing.assert_allclose(total, values.sum(0), atol=tol)
 
     ids = rng.integers(0, 4, size=(n, 3))
     hist = packed.group_sum(ids, 4)
@@ -235,12 +240,14 @@ def test_packed_operations(keypair):
     left = ids[:, 0] < 2
     parent = packed.sum()
     right = parent - packed[left].sum()
-    np.testing.assert_allclose(private_key.decrypt(right), values[~left].sum(0), atol=tol)
+    expected_right = values[~left].sum(0)
+    np.testing.assert_allclose(private_key.decrypt(right), expected_right, atol=tol)
     with pytest.raises(ValueError, match="subset"):
         packed[left].sum() - parent
 
     both = concatenate([packed[:10], packed[10:]]) + packed
-    np.testing.assert_allclose(private_key.decrypt(both.rerandomize()), 2 * values, atol=tol)
+    doubled = private_key.decrypt(both.rerandomize())
+    np.testing.assert_allclose(doubled, 2 * values, atol=tol)
     with pytest.raises(TypeError):
         packed + 1.0
     with pytest.raises(TypeError):
