@@ -1,17 +1,57 @@
 """Paillier encryption of whole numpy arrays.
 
-Keys, vectorised encryption/decryption, homomorphic operations on
-:class:`EncryptedArray` (add, subtract, multiply by plaintexts, sums, grouped
-sums), packing of several values per plaintext, and a plaintext mode with the
-same interface.
+Keys
+    :func:`generate_keypair` ``(key_size=2048, plaintext=False)`` returns
+    ``(public_key, private_key)`` from the operating system's cryptographic
+    generator (never from ``random_state``). ``plaintext=True`` returns keys
+    whose arrays are plain numpy values behind the same interface
+    (:class:`PlaintextArray`), so protocol code runs unchanged without
+    encryption (teaching, lossless comparisons).
 
+Encrypting
+    ``public_key.encrypt(values, precision=None, n_jobs=None)`` returns an
+    :class:`EncryptedArray` of the same shape; floats share one fixed-point
+    exponent (53 significant bits of the largest magnitude by default),
+    integers are exact. ``private_key.decrypt(encrypted, n_jobs=None)``
+    returns float64 (int64 for integer arrays).
+
+Operations
+    ``+``/``-`` (encrypted or plaintext), ``*`` and ``/`` by plaintexts,
+    ``sum(axis)``, ``group_sum(group_ids, n_groups)`` (histograms; 2-D ids give
+    one histogram per feature), indexing, :func:`concatenate`,
+    ``rerandomize()`` (fresh obfuscation for everything that leaves a party).
+
+Packing
+    :class:`PackedEncoder` and ``public_key.encrypt_packed(values, encoder)``
+    put several bounded values (e.g. a gradient and a hessian) in one
+    plaintext with slots that cannot overflow for up to ``max_summands``
+    summands; ``decrypt`` unpacks to shape ``(..., n_slots)``.
+
+Messages
+    Arrays pickle as raw fixed-width integers plus exponent and ``n``, and
+    report ``__message_size__() == (n_scalars, n_ciphertexts, n_bytes)``.
+
+Security and speed
+    Obfuscators use the Damgard-Jurik-Nielsen short-exponent variant with a
+    fixed-base table by default (``obfuscation="djn"``, ~15x cheaper than
+    ``r**n`` at 2048 bits; assumption stated in
+    :mod:`skfed.crypto._obfuscation`), or the standard ``r**n``
+    (``obfuscation="standard"``, DCR only). Work is spread over ``n_jobs``
+    threads with gmpy2 releasing the GIL.
+
+Examples
+--------
 >>> import numpy as np
->>> from skfed.crypto import generate_keypair
+>>> from skfed.crypto import PackedEncoder, generate_keypair
 >>> public_key, private_key = generate_keypair(key_size=512)
 >>> gradients = public_key.encrypt(np.array([0.5, -0.25, 1.0, 2.0]))
 >>> histogram = gradients.group_sum(np.array([0, 1, 0, 1]), n_groups=2)
 >>> private_key.decrypt(histogram.rerandomize())
 array([1.5 , 1.75])
+>>> encoder = PackedEncoder(bounds=[1.0, 0.25], max_summands=4)
+>>> gh = public_key.encrypt_packed(np.array([[0.5, 0.25], [-1.0, 0.125]]), encoder)
+>>> private_key.decrypt(gh.sum())
+array([-0.5  ,  0.375])
 """
 
 from ._array import EncryptedArray, concatenate

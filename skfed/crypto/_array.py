@@ -130,13 +130,31 @@ class EncryptedArray:
     :func:`concatenate`.
 
     Multiplying by plaintext floats encodes them with 53 significant bits and
-    exponent ``f``, so the result's exponent is ``self.exponent + f``; products
-    of large values may overflow the plaintext range, which decryption then
-    reports (the overflow cannot be detected before).
+    exponent ``f``, so the result's exponent is ``self.exponent + f`` (and the
+    product is exact: no rounding beyond that of the float factors).
+
+    Overflow: every operation updates ``mantissa_bound`` (sums add bounds,
+    products multiply them, exponent alignment by ``d`` multiplies by
+    ``2**d``); an operation whose worst case exceeds ``max_int`` raises
+    OverflowError instead of producing ciphertexts that would decrypt to a
+    wrapped value. Decryption also refuses residues in the overflow gap.
 
     Results of homomorphic operations are deterministic functions of their
     inputs (an empty group sum is even the constant ``1``): call
     :meth:`rerandomize` on anything that leaves a party.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfed.crypto import generate_keypair
+    >>> public_key, private_key = generate_keypair(key_size=512)
+    >>> g = public_key.encrypt(np.array([0.5, -1.0, 0.25, 2.0]))
+    >>> bins = np.array([[0, 1], [1, 1], [0, 0], [1, -1]])  # -1: missing
+    >>> private_key.decrypt(g.group_sum(bins, n_groups=2))  # (n_features, n_groups)
+    array([[ 0.75,  1.  ],
+           [ 0.25, -0.5 ]])
+    >>> private_key.decrypt(g * np.array([2, 0, 4, 1]) - 1.0)
+    array([ 0., -1.,  0.,  1.])
     """
 
     # Make numpy defer to our reflected operators: ndarray + EncryptedArray.
