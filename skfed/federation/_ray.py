@@ -12,13 +12,7 @@ thread. Actors are killed when the federation stops.
 
 import sklearn
 
-from .party import (
-    FederationTimeoutError,
-    Local,
-    PartyError,
-    PartyState,
-    _name_of,
-)
+from .party import PartyError, PartyFuture, PartyState, _name_of, deliver
 
 __all__ = ["RayParty", "import_ray"]
 
@@ -58,32 +52,21 @@ def _actor_class(ray):
     return _actor_classes["cls"]
 
 
-class RayFuture:
+class RayFuture(PartyFuture):
     """Future over a Ray object reference, with the thread backend's errors."""
-
-    def __init__(self, ref, party, phase, function, timeout):
-        self._ref = ref
-        self.party = party
-        self.phase = phase
-        self._function = function
-        self._timeout = timeout
 
     def done(self):
         ray = import_ray()
-        ready, _ = ray.wait([self._ref], timeout=0)
+        ready, _ = ray.wait([self._future], timeout=0)
         return bool(ready)
 
     def result(self, timeout=None):
         ray = import_ray()
         timeout = self._timeout if timeout is None else timeout
         try:
-            return ray.get(self._ref, timeout=timeout)
+            return ray.get(self._future, timeout=timeout)
         except ray.exceptions.GetTimeoutError:
-            raise FederationTimeoutError(
-                f"Party '{self.party}' did not answer within {timeout} s "
-                f"(phase '{self.phase}', {self._function}). Raise the timeout "
-                "if the work is legitimately long."
-            ) from None
+            raise self._timeout_error(timeout) from None
         except ray.exceptions.RayTaskError as exc:
             cause = exc.cause if getattr(exc, "cause", None) is not None else exc
             raise PartyError(self.party, self.phase, self._function, cause) from exc
@@ -117,11 +100,7 @@ class RayParty:
     def call(self, fn, *args, sender=None, phase=None, **kwargs):
         if self._actor is None:
             raise RuntimeError(f"Party '{self.name}' is not running.")
-        message = tuple(a for a in args if not isinstance(a, Local))
-        args = tuple(a.value if isinstance(a, Local) else a for a in args)
-        if sender is not None and str(sender) != self.name and self._log is not None:
-            self._log.record(sender, self.name, phase,
-                             message + ((kwargs,) if kwargs else ()))
+        args = deliver(self.name, self._log, args, kwargs, sender, phase)
         ref = self._actor.run.remote(fn, args, kwargs)
         return RayFuture(ref, self.name, phase, _name_of(fn), self._timeout)
 

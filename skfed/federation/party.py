@@ -88,20 +88,34 @@ class PartyFuture:
     def done(self):
         return self._future.done()
 
+    def _timeout_error(self, timeout):
+        return FederationTimeoutError(
+            f"Party '{self.party}' did not answer within {timeout} s "
+            f"(phase '{self.phase}', {self._function}). Raise the timeout "
+            "if the work is legitimately long."
+        )
+
     def result(self, timeout=None):
         timeout = self._timeout if timeout is None else timeout
         try:
             return self._future.result(timeout=timeout)
         except _FutureTimeout:
-            raise FederationTimeoutError(
-                f"Party '{self.party}' did not answer within {timeout} s "
-                f"(phase '{self.phase}', {self._function}). Raise the timeout "
-                "if the work is legitimately long."
-            ) from None
+            raise self._timeout_error(timeout) from None
         except PartyError:
             raise
         except BaseException as exc:  # the exception came from the party thread
             raise PartyError(self.party, self.phase, self._function, exc) from exc
+
+
+def deliver(party, log, args, kwargs, sender, phase):
+    """Count a call's message (if it has a sender) and unwrap :class:`Local`.
+
+    Shared by every backend, so the accounting cannot differ between them.
+    """
+    message = tuple(a for a in args if not isinstance(a, Local))
+    if sender is not None and str(sender) != party and log is not None:
+        log.record(sender, party, phase, message + ((kwargs,) if kwargs else ()))
+    return tuple(a.value if isinstance(a, Local) else a for a in args)
 
 
 _STOP = object()
@@ -196,11 +210,7 @@ class Party:
         """
         if self._thread is None:
             raise RuntimeError(f"Party '{self.name}' is not running.")
-        message = tuple(a for a in args if not isinstance(a, Local))
-        args = tuple(a.value if isinstance(a, Local) else a for a in args)
-        if sender is not None and str(sender) != self.name and self._log is not None:
-            self._log.record(sender, self.name, phase,
-                             message + ((kwargs,) if kwargs else ()))
+        args = deliver(self.name, self._log, args, kwargs, sender, phase)
         future = Future()
         self._queue.put((future, fn, args, kwargs))
         return PartyFuture(future, self.name, phase, _name_of(fn), self._timeout)

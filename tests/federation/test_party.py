@@ -15,8 +15,16 @@ from skfed.federation import (
 )
 
 
-def _skfed_threads():
-    return [t for t in threading.enumerate() if t.name.startswith("skfed-party-")]
+def _skfed_threads(wait=5.0):
+    # Threads end asynchronously after stop(); poll instead of sleeping a
+    # fixed time so a loaded machine does not make the test flaky.
+    deadline = time.monotonic() + wait
+    while True:
+        alive = [t for t in threading.enumerate()
+                 if t.name.startswith("skfed-party-")]
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.02)
 
 
 def test_calls_run_on_the_partys_own_thread_with_its_state():
@@ -58,13 +66,12 @@ def test_timeout_is_clear_and_threads_end():
     with pytest.raises(FederationTimeoutError, match="'slow' did not answer"):
         with Federation({"slow": {}}, timeout=0.05) as fed:
             fed["slow"].call(lambda s: time.sleep(0.5), phase="wait").result()
-    time.sleep(0.6)
     assert not _skfed_threads()
 
 
 def test_threads_stop_on_success_and_keyboard_interrupt():
     with Federation({"a": {}, "b": {}}) as fed:
-        assert len(_skfed_threads()) == 2
+        assert len(_skfed_threads(wait=0)) == 2
         fed["a"].call(lambda s: 1).result()
     assert not _skfed_threads()
     with pytest.raises(KeyboardInterrupt):
