@@ -160,8 +160,7 @@ def test_djn_table_is_fixed_base_powers(keypair):
     nsquare = public_key.nsquare
     for i, d in [(0, 1), (0, 255), (3, 7), (djn.exponent_bytes - 1, 200)]:
         assert djn.table[i][d] == gmpy2.powmod(djn.h_s, d << (8 * i), nsquare)
-    # h_s is an n-th residue: h_s**lambda == 1 would need p, q; instead check
-    # that an obfuscator encrypts zero.
+    # An obfuscator is an n-th residue, i.e. a ciphertext of 0.
     _, private_key = keypair
     s = djn.obfuscators(1)[0]
     assert private_key.raw_decrypt(np.array([s], dtype=object))[0] == 0
@@ -273,3 +272,17 @@ def test_small_keys_refuse_too_many_slots():
     encoder = PackedEncoder(np.ones(4), max_summands=10**6)
     with pytest.raises(ValueError, match="do not fit"):
         public_key.encrypt_packed(np.zeros((1, 4)), encoder)
+
+
+def test_n_jobs_values(keypair):
+    from skfed.crypto._parallel import effective_n_jobs
+
+    public_key, private_key = keypair
+    assert effective_n_jobs(None) == 1
+    assert effective_n_jobs(-1) >= 1
+    with pytest.raises(ValueError, match="n_jobs"):
+        effective_n_jobs(0)
+    x = np.arange(40.0)
+    a = public_key.encrypt(x, n_jobs=-1)
+    np.testing.assert_array_equal(private_key.decrypt(a, n_jobs=-1), x)
+    assert private_key.decrypt(a.sum(n_jobs=2)) == x.sum()
