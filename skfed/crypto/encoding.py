@@ -103,10 +103,11 @@ def choose_exponent(values, precision=None):
     if max_abs == 0.0:
         return 0
     exponent = math.frexp(max_abs)[1] - FLOAT_MANTISSA_BITS
-    # Every float64 with magnitude <= max_abs is a multiple of 2**(exponent -
-    # 1074 - ...); rounding to 2**exponent is exact for the largest ones. Raise
-    # the exponent by the trailing zeros shared by all mantissas: this loses
-    # nothing and keeps later multiplications and exponent alignments cheap.
+    # At this exponent the largest magnitude is exact (a float64 has 53 bits)
+    # and smaller values are rounded to a multiple of 2**exponent, as the
+    # terms of a float64 sum would be. Raising the exponent by the trailing
+    # zero bits shared by all mantissas loses nothing and keeps later
+    # multiplications and exponent alignments cheap.
     mantissas = np.rint(np.ldexp(values, -exponent)).astype(np.int64)
     return exponent + _trailing_zero_bits(mantissas)
 
