@@ -29,7 +29,8 @@ class PlaintextPublicKey:
 
     def __init__(self, key_size=2048):
         self.key_size = int(key_size)
-        self.max_int = (1 << (self.key_size - 2)) // 3 - 1
+        # The smallest max_int of any real key of this size (n >= 2**(k-1)).
+        self.max_int = (1 << (self.key_size - 1)) // 3 - 1
 
     def __repr__(self):
         return f"<PlaintextPublicKey {self.key_size} bits (no encryption)>"
