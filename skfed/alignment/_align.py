@@ -56,6 +56,9 @@ def _check_tables(tables, on, label):
                 f"Table {k} ({names[k]}) has {int(df[on].isna().sum())} missing "
                 f"id(s) in column {on!r}; drop or fill those rows first.")
     holder = None
+    if label is not None and label == on:
+        raise ValueError(f"label and on both name the column {on!r}; the id "
+                         "column is not a label. Pass the label column's name.")
     if label is not None:
         holders = [k for k, df in enumerate(frames) if label in df.columns]
         if not holders:
@@ -69,9 +72,6 @@ def _check_tables(tables, on, label):
                 f"({', '.join(names[k] for k in holders)}); exactly one party "
                 "holds the labels. Drop it from the others or rename it there.")
         holder = holders[0]
-        if label == on:
-            raise ValueError("label and on name the same column; the id is not "
-                             "a label.")
 
     owner = {}
     for k, df in enumerate(frames):
@@ -188,11 +188,8 @@ def align(tables, on="id", label=None, *, group="modp2048", exponent_bits=256,
     ([0, 1], VerticalPartition(groups=[['income'], ['visits']], active_parties=(0,)))
     """
     names, frames, holder = _check_tables(tables, on, label)
-    try:
-        id_lists = check_id_lists([df[on].tolist() for df in frames], what="column")
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{exc} (in the id column {on!r}; parties in order: "
-                        f"{', '.join(names)})") from None
+    id_lists = check_id_lists([df[on].tolist() for df in frames], names,
+                              what=f"the id column {on!r}")
     hub = 0 if holder is None else holder
     rows, communication = run_psi(id_lists, hub=hub, group=group,
                                   exponent_bits=exponent_bits, n_jobs=n_jobs,

@@ -348,28 +348,34 @@ def run_psi(id_lists, hub=0, group="modp2048", exponent_bits=256, n_jobs=None,
     return rows, fed.summary()
 
 
-def check_id_lists(id_lists, what="set"):
-    """Clear errors for sets that cannot enter the protocol; returns lists."""
+def check_id_lists(id_lists, names=None, what="ids"):
+    """Clear errors for id sets that cannot enter the protocol.
+
+    ``names`` label the parties in the messages (default "party 0", ...),
+    ``what`` names the ids (e.g. "the ids in column 'id'"). Returns lists.
+    """
     id_lists = [list(ids) for ids in id_lists]
     if len(id_lists) < 2:
         raise ValueError(
-            f"A private set intersection needs at least two parties; got "
-            f"{len(id_lists)} {what}(s).")
+            "A private set intersection needs at least two parties; got "
+            f"{len(id_lists)}.")
+    names = ([f"party {k}" for k in range(len(id_lists))] if names is None
+             else list(names))
     kinds = []
-    for k, ids in enumerate(id_lists):
+    for name, ids in zip(names, id_lists):
         if len(ids) == 0:
-            raise ValueError(f"The id {what} of party {k} is empty.")
+            raise ValueError(f"{what.capitalize()} of {name} are empty.")
         found = {id_kind(x) for x in ids}
         if None in found:
             bad = next(x for x in ids if id_kind(x) is None)
             raise TypeError(
-                f"Party {k} has an id {bad!r} of type {type(bad).__name__}; ids "
-                "must be integers or strings (convert e.g. float ids with "
-                ".astype('int64'), and drop or fill missing ids).")
+                f"{name} has an id {bad!r} of type {type(bad).__name__} in "
+                f"{what}; ids must be integers or strings (convert float ids "
+                "with .astype('int64'), and drop or fill missing ids).")
         if len(found) > 1:
             raise TypeError(
-                f"Party {k} mixes id types {sorted(found)}; convert its ids to "
-                "one type (e.g. all strings with .astype(str)).")
+                f"{name} mixes id types {sorted(found)} in {what}; convert "
+                "them to one type (e.g. all strings with .astype(str)).")
         kinds.append(found.pop())
         encoded = [_encode_id(x) for x in ids]
         if len(set(encoded)) != len(encoded):
@@ -380,16 +386,16 @@ def check_id_lists(id_lists, what="set"):
                 seen.add(e)
             shown = ", ".join(repr(x) for x in repeated[:5])
             raise ValueError(
-                f"Party {k} has duplicate ids ({len(repeated)} repeated, e.g. "
-                f"{shown}); every id must appear once per party. Deduplicate "
-                "first (e.g. df.drop_duplicates(subset=<id column>)) or "
-                "aggregate the repeated rows.")
+                f"{name} has duplicate ids in {what} ({len(repeated)} "
+                f"repeated, e.g. {shown}); every id must appear once per party. "
+                "Deduplicate first (e.g. df.drop_duplicates(subset=<id column>)) "
+                "or aggregate the repeated rows.")
     if len(set(kinds)) > 1:
-        described = ", ".join(f"party {k}: {kind}" for k, kind in enumerate(kinds))
+        described = ", ".join(f"{name}: {kind}" for name, kind in zip(names, kinds))
         raise TypeError(
-            f"The parties' ids are of different types ({described}); an integer "
-            "id never matches a string id. Convert them to one type at every "
-            "party (e.g. .astype(str) or .astype('int64')).")
+            f"The parties' ids are of different types in {what} ({described}); "
+            "an integer id never matches a string id. Convert them to one type "
+            "at every party (e.g. .astype(str) or .astype('int64')).")
     return id_lists
 
 
@@ -445,7 +451,7 @@ def private_set_intersection(sets, *, hub=0, group="modp2048", exponent_bits=256
     >>> private_set_intersection([["ann", "bob", "eve"], ["bob", "eve", "joe"]])
     ['bob', 'eve']
     """
-    id_lists = check_id_lists(sets)
+    id_lists = check_id_lists(sets, party_names)
     if not 0 <= hub < len(id_lists):
         raise ValueError(f"hub={hub} must be a party index in 0..{len(id_lists) - 1}.")
     rows, communication = run_psi(id_lists, hub=hub, group=group,
