@@ -57,27 +57,27 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
         Shift-invariant kernel approximated by the random features (the paper
         uses the Gaussian kernel).
 
-    alpha : float, default=1e-4
+    alpha : float, default=1e-2
         Regularisation ``lambda`` of ``lambda / 2 ||f||^2``: every update
         multiplies the earlier coefficients by ``1 - learning_rate * alpha``.
 
-    learning_rate : float, default=0.5
+    learning_rate : float, default=0.2
         Constant step size ``gamma`` of Algorithm 1.
 
-    max_iter : int, default=2000
+    max_iter : int, default=1000
         Total number of updates over all active parties (the paper's global
         counter ``t``). A fast party takes a larger share of them in the
         asynchronous mode.
 
-    n_random_features : int, default=1000
+    n_random_features : int, default=2000
         Size of the pool of feature seeds whose features of the training
         rows are precomputed (appendix C); every step draws its seeds from it.
 
-    batch_size : int, default=16
+    batch_size : int, default=64
         (positive, negative) pairs per update. ``1`` with
         ``features_per_step=1`` is the paper's loop exactly.
 
-    features_per_step : int, default=32
+    features_per_step : int, default=128
         Feature seeds per update (capped at ``n_random_features``).
 
     loss : {"squared", "logistic"}, default="squared"
@@ -240,8 +240,8 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
     _n_checkpoints = 20
 
     def __init__(self, partition=None, *, gamma="scale", kernel="rbf",
-                 alpha=1e-4, learning_rate=0.5, max_iter=2000,
-                 n_random_features=1000, batch_size=16, features_per_step=32,
+                 alpha=1e-2, learning_rate=0.2, max_iter=1000,
+                 n_random_features=2000, batch_size=64, features_per_step=128,
                  loss="squared", asynchronous=True, party_delays=None,
                  random_state=None, verbose=0):
         self.partition = partition
@@ -319,8 +319,9 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
         check_labels_not_single_class(self.classes_)
         if len(self.classes_) > 2:
             raise ValueError(
-                f"AVFKAMRanker ranks two classes, but y has "
-                f"{len(self.classes_)} ({self.classes_.tolist()[:10]}). Use "
+                "Only binary classification is supported. AVFKAMRanker ranks "
+                f"two classes, but y has {len(self.classes_)} "
+                f"({self.classes_.tolist()[:10]}). Use "
                 "sklearn.multiclass.OneVsRestClassifier for one ranking per "
                 "class, or binarise y.")
         y_signed = np.where(y == self.classes_[1], 1.0, -1.0)
@@ -468,6 +469,7 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
+        check_is_fitted(self)
         return self.classes_[(self.decision_function(X) > 0).astype(int)]
 
     def score(self, X, y, sample_weight=None):
@@ -485,6 +487,7 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
         -------
         auc : float
         """
+        check_is_fitted(self)
         y = np.asarray(y)
         return roc_auc_score(y == self.classes_[1], self.decision_function(X),
                              sample_weight=sample_weight)
