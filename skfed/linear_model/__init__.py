@@ -1,0 +1,8 @@
+"""Federated linear models."""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from ._hyfdca import HyFDCAClassifier
+
+__all__ = ["HyFDCAClassifier"]
