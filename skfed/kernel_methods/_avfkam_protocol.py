@@ -224,16 +224,19 @@ class TrainingPlan:
         self.start = None
 
     def claim(self, party):
-        """One more global iteration for ``party``, or ``False`` when done."""
+        """The global number of ``party``'s next iteration, or 0 when done."""
         with self._lock:
             if self.done >= self.max_iter or self.stop.is_set():
-                return False
+                return 0
             self.done += 1
             self.per_party[party] += 1
-            checkpoint = self.done % self.checkpoint_every == 0
-        if checkpoint:
-            self.take_checkpoint(self.done)
-        return True
+            return self.done
+
+    def maybe_checkpoint(self, n_iter):
+        # Intermediate checkpoints only; the final model is recorded after
+        # every loop has finished.
+        if n_iter % self.checkpoint_every == 0 and n_iter < self.max_iter:
+            self.take_checkpoint(n_iter)
 
     def take_checkpoint(self, n_iter):
         seconds = time.perf_counter() - self.start
@@ -283,7 +286,7 @@ def aggregate_scores(plan, party, rows):
 def _asynchronous_loop(plan, party):
     fed = plan.fed
     pending_decays = deque()
-    while plan.claim(party):
+    while n_iter := plan.claim(party):
         # 2: sample a positive row, a negative row and a feature seed.
         sample = fed[party].call(sample_step, phase="train/sample").result()
         rows = np.concatenate(sample[:2])
@@ -295,6 +298,7 @@ def _asynchronous_loop(plan, party):
                                Local(plan.decay_factor),
                                phase="train/update").result()
         plan.losses.append(loss)
+        plan.maybe_checkpoint(n_iter)
         # ... and only *inform* the others: nobody waits for their decay.
         for other in plan.active:
             if other != party:
@@ -359,9 +363,7 @@ def _run_drivers(plan, targets):
         raise RuntimeError(
             f"The training loop of active party '{party}' failed: "
             f"{type(exc).__name__}: {exc}") from exc
-    # The last checkpoint is the final model.
-    if not plan.checkpoints or plan.checkpoints[-1][1] != plan.done:
-        plan.take_checkpoint(plan.done)
+    plan.take_checkpoint(plan.done)  # the final model
     return time.perf_counter() - plan.start
 
 
@@ -377,9 +379,8 @@ def run_synchronous(plan):
     every = plan.checkpoint_every
 
     def after_round():  # run by one driver when all have finished a round
-        if plan.done and (plan.done % every < m or plan.done == plan.max_iter):
-            if not plan.checkpoints or plan.checkpoints[-1][1] != plan.done:
-                plan.take_checkpoint(plan.done)
+        if every <= plan.done < plan.max_iter and plan.done % every < m:
+            plan.take_checkpoint(plan.done)
 
     barrier = threading.Barrier(m, action=after_round)
     original_fail = plan.fail

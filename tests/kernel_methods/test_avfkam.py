@@ -1,0 +1,345 @@
+"""AVFKAMRanker: the protocol against a central reference, asynchrony,
+stragglers, privacy, bad input and the sklearn surface."""
+
+import itertools
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import make_classification
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+from skfed.base import party_seeds
+from skfed.federation import record_messages
+from skfed.kernel_approximation import random_offsets, spectral_directions
+from skfed.kernel_methods import AVFKAMRanker
+from skfed.kernel_methods import _avfkam_protocol as protocol
+from skfed.kernel_methods._vertical_features import excluded_parties, party_name
+from skfed.losses import get_loss
+from skfed.partition import VerticalPartition
+
+SMALL = dict(n_random_features=150, batch_size=8, features_per_step=16,
+             max_iter=120)
+
+
+def _data(n=160, d=6, seed=0, weights=(0.85,)):
+    X, y = make_classification(n_samples=n, n_features=d, n_informative=4,
+                               n_redundant=0, weights=list(weights),
+                               random_state=seed)
+    return StandardScaler().fit_transform(X), y
+
+
+def _central_features(X, ids, names, receiver, basis_seed, offset_seeds, gamma):
+    """phi_j(x) as the masked protocol defines it, computed in one place."""
+    z = X @ spectral_directions(basis_seed, range(X.shape[1]), ids, "rbf", gamma)
+    excl = excluded_parties(basis_seed, ids, receiver, names)
+    b = np.array([random_offsets(offset_seeds[names.index(e)], [j])[0]
+                  for e, j in zip(excl, ids)])
+    return np.sqrt(2) * np.cos(z + b)
+
+
+def _reference_synchronous(X, y, est, q, active):
+    """The synchronous algorithm (eq. 5-6, rounds) in plain numpy."""
+    seeds = party_seeds(est.random_state, 2 + 2 * q)
+    basis_seed, offset_seeds, loop_seeds = seeds[0], seeds[2:2 + q], seeds[2 + q:]
+    names = [party_name(k) for k in range(q)]
+    gamma = 1.0 / (X.shape[1] * X.var())
+    D = est.n_random_features
+    Z = {a: _central_features(X, np.arange(D), names, party_name(a), basis_seed,
+                              offset_seeds, gamma) for a in active}
+    w = {a: np.zeros(D) for a in active}
+    rng = {a: np.random.RandomState(loop_seeds[a]) for a in active}
+    ys = np.where(y == 1, 1.0, -1.0)
+    pos, neg = np.flatnonzero(ys > 0), np.flatnonzero(ys < 0)
+    loss = get_loss(est.loss, pairwise=True)
+    factor = 1 - est.learning_rate * est.alpha
+    m, done = len(active), 0
+    while done < est.max_iter:
+        workers = active[:est.max_iter - done]
+        new = {}
+        for a in workers:
+            p = pos[rng[a].randint(len(pos), size=est.batch_size)]
+            n = neg[rng[a].randint(len(neg), size=est.batch_size)]
+            j = rng[a].choice(D, size=est.features_per_step, replace=False)
+            f = sum(Z[b][np.r_[p, n]] @ w[b] for b in active)
+            slope = loss.derivative(f[:len(p)] - f[len(p):])
+            diff = Z[a][np.ix_(p, j)] - Z[a][np.ix_(n, j)]
+            new[a] = (j, -est.learning_rate * (slope @ diff) / (len(p) * len(j)))
+        for b in active:
+            w[b] *= factor ** len(workers)
+        for a, (j, alpha) in new.items():
+            np.add.at(w[a], j, alpha)
+        done += len(workers)
+    return w, Z
+
+
+@pytest.mark.parametrize("q, active", [(2, (0,)), (3, (0, 2))])
+def test_synchronous_fit_equals_central_reference(q, active):
+    X, y = _data()
+    est = AVFKAMRanker(VerticalPartition(q, active_parties=active),
+                       asynchronous=False, random_state=3,
+                       **{**SMALL, "max_iter": 41})
+    est.fit(X, y)
+    w, Z = _reference_synchronous(X, y, est, q, list(active))
+    for a in active:
+        np.testing.assert_allclose(est.coefficient_stores_[a].dense_coef, w[a],
+                                   rtol=1e-9, atol=1e-12)
+    for k in range(q):
+        if k not in active:
+            assert len(est.coefficient_stores_[k]) == 0
+    f = sum(Z[a] @ w[a] for a in active)
+    expected_threshold = 0.5 * (f[y == 1].mean() + f[y == 0].mean())
+    assert est.threshold_ == pytest.approx(expected_threshold)
+    # prediction on the training rows recomputes the same features
+    np.testing.assert_allclose(est.decision_function(X), f - expected_threshold,
+                               atol=1e-9)
+    assert est.n_iter_ == 41
+    assert sum(est.n_iter_per_party_.values()) == 41
+
+
+def test_asynchronous_with_one_active_party_equals_synchronous():
+    X, y = _data()
+    a = AVFKAMRanker(3, random_state=0, **SMALL).fit(X, y)
+    s = AVFKAMRanker(3, random_state=0, asynchronous=False, **SMALL).fit(X, y)
+    np.testing.assert_array_equal(a.coefficient_stores_[0].dense_coef,
+                                  s.coefficient_stores_[0].dense_coef)
+    assert not a.__sklearn_tags__().non_deterministic
+
+
+def test_one_step_is_the_hand_computed_update():
+    # f = 0 before the first step, so d = 0 and l'(0) = -2: every coefficient
+    # is 2 lr (phi_j(x+) - phi_j(x-)) averaged over pairs, over seeds.
+    X, y = _data()
+    est = AVFKAMRanker(2, random_state=1, max_iter=1, n_random_features=50,
+                       batch_size=1, features_per_step=1, learning_rate=0.3,
+                       asynchronous=False).fit(X, y)
+    w, Z = _reference_synchronous(X, y, est, 2, [0])
+    j = np.flatnonzero(w[0])
+    assert len(j) == 1 and est.coefficient_stores_[0].feature_ids.tolist() == j.tolist()
+    coef = est.coefficient_stores_[0].coef[0, 0]
+    ratio = coef / (2 * 0.3)
+    # ratio must be phi_j(x+) - phi_j(x-) for some positive and negative row
+    diffs = Z[0][y == 1, j[0]][:, None] - Z[0][y == 0, j[0]][None, :]
+    assert np.min(np.abs(diffs - ratio)) < 1e-12
+
+
+def test_auc_close_to_centralized_kernel_baseline():
+    X, y = make_classification(n_samples=500, n_features=8, n_informative=5,
+                               weights=[0.9], random_state=2)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.4, stratify=y,
+                                          random_state=0)
+    scaler = StandardScaler().fit(Xtr)
+    Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
+    svc = SVC(gamma="scale", class_weight="balanced").fit(Xtr, ytr)
+    base = roc_auc_score(yte, svc.decision_function(Xte))
+    est = AVFKAMRanker(VerticalPartition(4, active_parties=(0, 1)),
+                       random_state=0, max_iter=400).fit(Xtr, ytr)
+    assert est.gamma_ == pytest.approx(1 / (8 * Xtr.var()))
+    assert est.score(Xte, yte) > base - 0.02
+    assert est.score(Xte, yte) == roc_auc_score(yte, est.decision_function(Xte))
+
+
+def test_asynchronous_runs_are_close():
+    X, y = _data(n=240)
+    part = VerticalPartition(3, active_parties=(0, 1))
+    est = AVFKAMRanker(part, random_state=0, **{**SMALL, "max_iter": 200})
+    assert est.__sklearn_tags__().non_deterministic
+    assert not est.set_params(asynchronous=False).__sklearn_tags__().non_deterministic
+    aucs = []
+    for _ in range(3):
+        fitted = clone(est).set_params(asynchronous=True).fit(X, y)
+        assert fitted.n_iter_ == 200
+        assert all(v > 0 for v in fitted.n_iter_per_party_.values())
+        aucs.append(fitted.score(X, y))
+    assert max(aucs) - min(aucs) < 0.02
+
+
+def test_straggler_does_fewer_updates_only_in_asynchronous_mode():
+    X, y = _data()
+    part = VerticalPartition(3, active_parties=(0, 1))
+    kw = dict(SMALL, max_iter=60, party_delays=[1, 6, 1], random_state=0)
+    fast = AVFKAMRanker(part, **kw).fit(X, y)
+    slow = AVFKAMRanker(part, asynchronous=False, **kw).fit(X, y)
+    assert fast.n_iter_per_party_["party0"] > 2 * fast.n_iter_per_party_["party1"]
+    assert slow.n_iter_per_party_ == {"party0": 30, "party1": 30}
+    # sync pays the straggler's 6 ms in every round: 30 rounds >= 180 ms
+    assert slow.training_time_ > 0.18
+    assert fast.training_time_ < slow.training_time_
+
+
+def test_party_delays_as_dict_and_checkpoints():
+    X, y = _data()
+    est = AVFKAMRanker(2, party_delays={0: 2}, random_state=0, **SMALL).fit(X, y)
+    assert est.checkpoint_iters_[-1] == est.n_iter_
+    assert np.all(np.diff(est.checkpoint_times_) >= 0)
+    assert est.training_time_ >= SMALL["max_iter"] * 2e-3
+    stages = list(est.staged_decision_function(X))
+    assert len(stages) == len(est.checkpoint_iters_)
+    np.testing.assert_allclose(stages[-1], est.decision_function(X))
+
+
+def _shares_a_column(arr, reference, tol=1e-8):
+    """Whether some column of ``arr`` equals some column of ``reference``."""
+    gaps = np.abs(arr[:, :, None] - reference[:, None, :]).max(axis=0)
+    return bool((gaps < tol).any())
+
+
+def test_shares_a_column_detects_a_leak():
+    rng = np.random.RandomState(0)
+    ref = rng.normal(size=(5, 3))
+    assert _shares_a_column(np.c_[rng.normal(size=5), ref[:, 2]], ref)
+    assert not _shares_a_column(ref + 1e-3, ref)
+
+
+@pytest.mark.parametrize("asynchronous", [True, False])
+def test_privacy_of_recorded_messages(asynchronous):
+    X, y = _data(n=60, d=6)
+    q, active = 4, (0, 1)
+    part = VerticalPartition(q, active_parties=active)
+    est = AVFKAMRanker(part, asynchronous=asynchronous, random_state=0,
+                       **{**SMALL, "n_random_features": 40, "max_iter": 20})
+    with record_messages() as rec:
+        est.fit(X, y)
+        est.decision_function(X[:7])
+    resolved = est.partition_
+    ids = np.arange(40)
+    partial = [X[:, resolved.columns(k)] @ spectral_directions(
+        est._basis_seed, resolved.columns(k), ids, "rbf", est.gamma_)
+        for k in range(q)]
+    forbidden = []  # sums of unmasked partial products of a proper subset
+    for r in range(1, q):
+        for subset in itertools.combinations(range(q), r):
+            forbidden.append(sum(partial[k] for k in subset))
+    labels = [y, 1 - y, np.where(y == 1, 1.0, -1.0), np.where(y == 1, -1.0, 1.0)]
+    checked = 0
+    assert rec.messages
+    for m in rec.messages:
+        arrays = [np.asarray(a, dtype=float) for a in m.payload
+                  if isinstance(a, np.ndarray)]
+        receiver = int(m.receiver.removeprefix("party"))
+        if receiver not in active:
+            # passive parties take no part in training: no row ids, no scores
+            assert not m.phase.startswith(("train", "threshold")), m.phase
+        for arr in arrays:
+            if arr.ndim != 2 or arr.shape[0] != X.shape[0]:
+                continue
+            checked += 1
+            for k in range(q):
+                if k != receiver:
+                    assert not _shares_a_column(arr, X[:, resolved.columns(k)])
+            for bad in forbidden:
+                assert not _shares_a_column(arr, bad), "unmasked partial product"
+        for arr in arrays:
+            if arr.shape == y.shape and receiver not in active:
+                for lab in labels:
+                    assert not np.array_equal(arr, lab), "labels to a passive party"
+    assert checked >= 4  # the masked sums of the preprocessing were inspected
+    phases = {m.phase for m in rec.messages}
+    assert {"preprocess/T1", "preprocess/T2", "train/scores",
+            "train/decay"} <= phases
+    # passive parties did receive the masked preprocessing sums
+    assert any(m.receiver == "party2" for m in rec.messages)
+
+
+def test_logistic_loss_and_pandas_column_groups_in_grid_search():
+    X, y = _data()
+    df = pd.DataFrame(X, columns=[f"c{i}" for i in range(X.shape[1])])
+    part = VerticalPartition([["c0", "c1"], ["c2", "c3"], ["c4", "c5"]],
+                             active_parties=(0, 2))
+    pipe = make_pipeline(StandardScaler().set_output(transform="pandas"),
+                         AVFKAMRanker(part, loss="logistic", random_state=0,
+                                      asynchronous=False, **SMALL))
+    grid = GridSearchCV(pipe, {"avfkamranker__learning_rate": [0.1, 0.4]}, cv=2)
+    grid.fit(df, y)
+    ranker = grid.best_estimator_[-1]
+    assert list(ranker.feature_names_in_) == list(df.columns)
+    assert ranker.partition_.column_groups == [[0, 1], [2, 3], [4, 5]]
+    # GridSearchCV's default scoring is the estimator's score: ROC AUC
+    auc = roc_auc_score(y, grid.best_estimator_.decision_function(df))
+    assert grid.best_estimator_.score(df, y) == pytest.approx(auc)
+    assert auc > 0.85
+
+
+def test_pickle_round_trip():
+    X, y = _data()
+    est = AVFKAMRanker(2, random_state=0, **SMALL).fit(X, y)
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.decision_function(X),
+                                  est.decision_function(X))
+    np.testing.assert_array_equal(again.predict(X), est.predict(X))
+    assert set(np.unique(est.predict(X))) <= set(est.classes_)
+
+
+def test_string_labels_rank_the_second_class():
+    X, y = _data()
+    labels = np.array(["no", "yes"])[y]
+    est = AVFKAMRanker(2, random_state=0, **SMALL).fit(X, labels)
+    assert est.classes_.tolist() == ["no", "yes"]
+    assert est.score(X, labels) > 0.85
+
+
+@pytest.mark.parametrize("params, y_kind, match", [
+    ({}, "multiclass", "Only binary classification"),
+    ({}, "single", "one class"),
+    ({"party_delays": [1, 2, 3]}, "binary", "one per party"),
+    ({"party_delays": [1, -2]}, "binary", "non-negative"),
+    ({"party_delays": {5: 2}}, "binary", "names party 5"),
+    ({"loss": "hinge"}, "binary", "loss"),
+    ({"learning_rate": 0}, "binary", "learning_rate"),
+])
+def test_bad_input_errors(params, y_kind, match):
+    X, y = _data()
+    if y_kind == "multiclass":
+        y = np.arange(len(y)) % 3
+    elif y_kind == "single":
+        y = np.zeros(len(y))
+    with pytest.raises(ValueError, match=match):
+        AVFKAMRanker(2, **{**SMALL, **params}).fit(X, y)
+
+
+@pytest.mark.parametrize("asynchronous", [True, False])
+def test_failure_in_a_party_is_reported_with_its_name(monkeypatch, asynchronous):
+    def broken(state, *args):
+        if state.index == 1:
+            raise FloatingPointError("boom")
+        return original(state, *args)
+
+    original = protocol.prepare_update
+    monkeypatch.setattr(protocol, "prepare_update", broken)
+    if asynchronous:
+        monkeypatch.setattr(protocol, "update", lambda state, f, s, factor:
+                            broken(state, f, s))
+    X, y = _data()
+    est = AVFKAMRanker(VerticalPartition(3, active_parties=(0, 1)),
+                       asynchronous=asynchronous, **SMALL)
+    with pytest.raises(RuntimeError, match="party1.*boom|boom.*party1"):
+        est.fit(X, y)
+
+
+def test_privacy_check_would_catch_unmasked_sums(monkeypatch):
+    # Negative control: without the private offsets the T1 partial sums are
+    # plain partial products, and the column check above finds them.
+    from skfed.kernel_methods import _vertical_features
+
+    monkeypatch.setattr(_vertical_features, "random_offsets",
+                        lambda seed, ids: np.zeros(len(ids)))
+    X, y = _data(n=60, d=6)
+    est = AVFKAMRanker(VerticalPartition(4, active_parties=(0, 1)),
+                       random_state=0, **{**SMALL, "n_random_features": 40,
+                                          "max_iter": 5})
+    with record_messages() as rec:
+        est.fit(X, y)
+    part = est.partition_
+    partial = [X[:, part.columns(k)] @ spectral_directions(
+        est._basis_seed, part.columns(k), np.arange(40), "rbf", est.gamma_)
+        for k in range(4)]
+    assert any(_shares_a_column(np.asarray(a), partial[k])
+               for m in rec.messages if m.phase == "preprocess/T1"
+               for a in m.payload if isinstance(a, np.ndarray)
+               for k in range(4))
