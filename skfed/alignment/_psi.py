@@ -45,7 +45,7 @@ import secrets
 import gmpy2
 import numpy as np
 
-from ..crypto._parallel import parallel_map
+from ..crypto._parallel import effective_n_jobs, parallel_map
 from ..federation import Federation, Local
 
 __all__ = ["DHGroup", "GROUPS", "private_set_intersection"]
@@ -296,6 +296,15 @@ def run_psi(id_lists, hub=0, group="modp2048", exponent_bits=256, n_jobs=None,
     that party ``k`` learned to be in the intersection.
     """
     group = _resolve_group(group)
+    effective_n_jobs(n_jobs)  # a clear error for n_jobs=0 before any thread starts
+    if exponent_bits is not None and (
+            isinstance(exponent_bits, bool)
+            or not isinstance(exponent_bits, numbers.Integral)
+            or exponent_bits < 128):
+        raise ValueError(
+            f"exponent_bits={exponent_bits!r} is too short to keep the keys "
+            "secret; use at least 224 (the default 256), or None for "
+            "full-length keys.")
     n = len(id_lists)
     names = ([f"party{k}" for k in range(n)] if party_names is None
              else [str(name) for name in party_names])

@@ -198,3 +198,13 @@ def test_bad_sets_get_clear_errors(sets, error, match):
 def test_bad_hub():
     with pytest.raises(ValueError, match="hub=2"):
         private_set_intersection([[1], [1]], hub=2)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"exponent_bits": 64}, "too short"),
+    ({"exponent_bits": 256.0}, "too short"),
+    ({"n_jobs": 0}, "n_jobs == 0"),
+])
+def test_bad_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        private_set_intersection([[1], [1]], **kwargs)
