@@ -125,13 +125,14 @@ def keep_features(state, features, rng_seed, batch_size, features_per_step,
 
 
 def sample_step(state):
-    """Algorithm 1, line 2: positive rows, negative rows, feature seeds."""
+    """Algorithm 1, line 2: positive rows, negative rows, feature seeds; and
+    this party's own ``f^l`` at those rows (its share of line 3)."""
     rng, B = state.rng, state.batch_size
     pos = state.positives[rng.randint(len(state.positives), size=B)]
     neg = state.negatives[rng.randint(len(state.negatives), size=B)]
     seeds = rng.choice(state.Z.shape[1], size=state.features_per_step,
                        replace=False)
-    return pos, neg, seeds
+    return (pos, neg, seeds), local_scores(state, np.concatenate([pos, neg]))
 
 
 def local_scores(state, rows):
@@ -263,21 +264,22 @@ class TrainingPlan:
         self.stop.set()
 
 
-def aggregate_scores(plan, party, rows):
+def aggregate_scores(plan, party, rows, own):
     """Algorithm 1, line 3: ``f(x)`` at ``rows`` as the tree sum of ``f^l``.
 
     The row ids go to the other coefficient holders (active parties, who hold
     the labels anyway); each answers with its ``f^l`` read from its current,
-    possibly stale, coefficients, summed up a tree led by ``party``.
+    possibly stale, coefficients, summed up a tree led by ``party`` (whose
+    own ``f^l`` is ``own``).
     """
     fed = plan.fed
-    contributions = {party: fed[party].call(local_scores, Local(rows))}
+    if len(plan.active) == 1:
+        return own
+    contributions = {party: own}
     for other in plan.active:
         if other != party:
             contributions[other] = fed[other].call(
                 local_scores, rows, sender=party, phase="train/scores")
-    if len(contributions) == 1:
-        return contributions[party].result()
     tree = balanced_tree([party] + [p for p in plan.active if p != party])
     total = tree_sum(fed, tree, contributions, phase="train/scores-sum")
     return total.result() if hasattr(total, "result") else total
@@ -288,10 +290,10 @@ def _asynchronous_loop(plan, party):
     pending_decays = deque()
     while n_iter := plan.claim(party):
         # 2: sample a positive row, a negative row and a feature seed.
-        sample = fed[party].call(sample_step, phase="train/sample").result()
-        rows = np.concatenate(sample[:2])
+        sample, own = fed[party].call(sample_step,
+                                      phase="train/sample").result()
         # 3: f(x+), f(x-) from every holder's (possibly stale) f^l.
-        f_rows = aggregate_scores(plan, party, rows)
+        f_rows = aggregate_scores(plan, party, np.concatenate(sample[:2]), own)
         plan.simulate_work(party)
         # 4-5: new coefficient and own decay, saved locally ...
         loss = fed[party].call(update, Local(f_rows), Local(sample),
@@ -310,7 +312,7 @@ def _asynchronous_loop(plan, party):
     fed.gather(pending_decays)
 
 
-def _synchronous_loop(plan, party, rank, barrier):
+def _synchronous_loop(plan, party, rank, barrier, round_end):
     # VFKAM, the paper's synchronous counterpart (Figure 2a): in round r all
     # active parties read the same model, then every update is applied, then
     # the next round starts. The decays of one round commute, so the result
@@ -321,8 +323,10 @@ def _synchronous_loop(plan, party, rank, barrier):
     for r in range(n_rounds):
         works = r * m + rank < plan.max_iter and not plan.stop.is_set()
         if works:
-            sample = fed[party].call(sample_step, phase="train/sample").result()
-            f_rows = aggregate_scores(plan, party, np.concatenate(sample[:2]))
+            sample, own = fed[party].call(sample_step,
+                                          phase="train/sample").result()
+            f_rows = aggregate_scores(plan, party, np.concatenate(sample[:2]),
+                                      own)
             plan.simulate_work(party)
             loss = fed[party].call(prepare_update, Local(f_rows), Local(sample),
                                    phase="train/update").result()
@@ -340,7 +344,7 @@ def _synchronous_loop(plan, party, rank, barrier):
             with plan._lock:
                 plan.per_party[party] += 1
                 plan.done += 1
-        barrier.wait()  # round r is complete
+        round_end.wait()  # round r is complete
 
 
 def _run_drivers(plan, targets):
@@ -382,14 +386,17 @@ def run_synchronous(plan):
         if every <= plan.done < plan.max_iter and plan.done % every < m:
             plan.take_checkpoint(plan.done)
 
-    barrier = threading.Barrier(m, action=after_round)
+    barrier = threading.Barrier(m)
+    round_end = threading.Barrier(m, action=after_round)
     original_fail = plan.fail
 
     def fail(party, exc):
         original_fail(party, exc)
         barrier.abort()  # release the other drivers
+        round_end.abort()
 
     plan.fail = fail
     return _run_drivers(plan, {
-        p: (lambda p=p, k=k: _synchronous_loop(plan, p, k, barrier))
+        p: (lambda p=p, k=k: _synchronous_loop(plan, p, k, barrier,
+                                                   round_end))
         for k, p in enumerate(plan.active)})
