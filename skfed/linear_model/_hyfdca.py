@@ -115,8 +115,9 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
         it constant (the paper uses 1). ``"auto"`` starts at 1 and lets the
         server halve it whenever the reported dual objective decreased (the
         clients' parallel steps overshot, which happens on correlated
-        features with a large ``local_iterations``), and grow it back by 5%%
-        per successful round up to 1.
+        features with a large ``local_iterations``), and grow it back by 5 percent
+        per successful round up to 1. With ``participation < 1`` the dual
+        value the server sees is partly stale, so ``"auto"`` means 1 then.
 
     fit_intercept : bool, default=True
         Add a constant column of value ``intercept_scaling``, held by the
@@ -329,6 +330,12 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
         check_classification_targets(y)
         self.classes_, y_index = np.unique(y, return_inverse=True)
         check_labels_not_single_class(self.classes_)
+        if sample_party is not None and isinstance(
+                self.partition, (VerticalPartition, list, tuple)):
+            raise ValueError(
+                "sample_party was given, but the partition is vertical (one "
+                "row group: every client holds every row). Pass a "
+                "HybridPartition or HorizontalPartition to split rows.")
         partition = self._resolve_partition(X, sample_party)
         if len(self.classes_) == 2:
             Y = np.where(y_index == 1, 1.0, -1.0)[:, None]
@@ -401,8 +408,10 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
         """Algorithm 1 (HyFDCA), practical variant; returns w, curve, n_iter."""
         fed[SERVER].call(P.server_init_duals).result()
         protocol.squared_norms(list(range(K)))
-        adaptive = self.step_size == "auto"
-        gamma = 1.0 if adaptive else float(self.step_size)
+        # With partial participation the server's dual value mixes stale
+        # reports and stale weights, too noisy to steer gamma: keep 1 then.
+        adaptive = self.step_size == "auto" and participants.all
+        gamma = 1.0 if self.step_size == "auto" else float(self.step_size)
         curve, previous, converged = [], set(), False
         clients = []
         t = 0
