@@ -201,8 +201,8 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
 
     References
     ----------
-    .. [1] K. Zhang, Z. Dang, B. Gu et al., "Asynchronous Vertical Federated
-       Learning for Kernelized AUC Maximization", KDD 2024.
+    .. [1] K. Zhang, G. Wang, H. Li, Y. Wang, H. Chen, B. Gu, "Asynchronous
+       Vertical Federated Learning for Kernelized AUC Maximization", KDD 2024.
     .. [2] Z. Dang, X. Li, B. Gu, C. Deng, H. Huang, "Large-Scale Nonlinear
        AUC Maximization via Triply Stochastic Gradients", IEEE TPAMI 2020.
 
