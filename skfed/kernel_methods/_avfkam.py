@@ -19,6 +19,7 @@ from ..kernel_approximation import KERNELS
 from ..losses import get_loss
 from ..partition import VerticalPartition
 from . import _avfkam_protocol as protocol
+from ._fdskl_protocol import federated_gamma
 from ._vertical_features import (
     CoefficientStore,
     federated_decision,
@@ -337,16 +338,16 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
         D = self.n_random_features
         stores = [protocol.PooledCoefficientStore(D) if n in active
                   else CoefficientStore() for n in names]
-        gamma = None if self.gamma == "scale" else float(self.gamma)
         states = make_party_states(partition, X, y_signed, basis_seed,
-                                   self._offset_seeds, self.kernel, gamma,
+                                   self._offset_seeds, self.kernel, None,
                                    stores=stores)
         hyper = {"loss": get_loss(self.loss, pairwise=True),
                  "learning_rate": float(self.learning_rate)}
         lead = active[0]
 
         with self._federation(states) as fed:
-            self.gamma_ = self._agree_on_gamma(fed, names, lead, gamma)
+            # gamma (and 'scale' from tree-summed moments), shared with FDSKL.
+            self.gamma_ = federated_gamma(fed, names, lead, self.gamma)
             # Preprocessing (appendix C, Algorithm 3): each active party
             # obtains phi of all training rows for the whole pool, masked.
             pool = np.arange(D)
@@ -380,21 +381,6 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
             [c[2].get(n, CoefficientStore()) for n in names] for c in checkpoints]
         return self
 
-    def _agree_on_gamma(self, fed, names, lead, gamma):
-        if gamma is None:
-            # 'scale': every party sends the sum, sum of squares and size of
-            # its block to the lead active party, which sends gamma back.
-            moments = {p: fed[p].call(protocol.column_moments) for p in names}
-            received = [fed.send(p, lead, moments[p].result(), phase="gamma")
-                        for p in names if p != lead]
-            gamma = fed[lead].call(protocol.resolve_scale_gamma,
-                                   Local(moments[lead].result()),
-                                   *map(Local, received)).result()
-        fed.gather(fed[p].call(protocol.set_gamma, gamma,
-                               sender=None if p == lead else lead, phase="gamma")
-                   for p in names)
-        return float(gamma)
-
     def _training_threshold(self, fed, active, lead):
         # The active parties tree-sum their f^l at every training row to the
         # lead, who holds the labels and sets the threshold.
@@ -409,16 +395,20 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
     # -------------------------------------------------------------- predict
 
     def _scores(self, X, stores_list):
-        """``f(x)`` of the models in ``stores_list``, by federated decision."""
+        """``f(x)`` of each model in ``stores_list`` (per-party stores), by
+        federated decision (Algorithm 2) in one federation."""
         partition = self.partition_
         names = [party_name(k) for k in range(partition.n_parties)]
         lead = party_name(partition.active_parties[0])
+        states = make_party_states(partition, X, None, self._basis_seed,
+                                   self._offset_seeds, self.kernel, self.gamma_,
+                                   stores=stores_list[0])
         out = []
-        for stores in stores_list:
-            states = make_party_states(partition, X, None, self._basis_seed,
-                                       self._offset_seeds, self.kernel,
-                                       self.gamma_, stores=stores)
-            with self._federation(states, record=False) as fed:
+        with self._federation(states, record=False) as fed:
+            for stores in stores_list:
+                # Each party loads its own coefficients of this model.
+                fed.gather(fed[p].call(protocol.set_store, Local(store))
+                           for p, store in zip(names, stores))
                 out.append(federated_decision(fed, names, lead, X.shape[0], 1,
                                               self._basis_seed)[:, 0])
         return out

@@ -93,25 +93,6 @@ class PooledCoefficientStore(CoefficientStore):
 # --------------------------------------------------------------------------
 # Party functions (run on the party's own thread).
 
-def set_gamma(state, gamma):
-    state.gamma = float(gamma)
-
-
-def column_moments(state):
-    """Sum, sum of squares and count of this party's block (for 'scale')."""
-    X = state.X
-    return np.array([X.sum(), np.square(X).sum(), X.size], dtype=float)
-
-
-def resolve_scale_gamma(state, own, *others):
-    from ..kernel_approximation import resolve_gamma, variance_from_moments
-
-    total = own + sum(others)
-    n_features = total[2] / state.X.shape[0]
-    return resolve_gamma("scale", int(round(n_features)),
-                         variance_from_moments(*total))
-
-
 def keep_features(state, features, rng_seed, batch_size, features_per_step,
                   hyper):
     """Appendix C: an active party keeps phi of every training row, locally."""
@@ -182,6 +163,10 @@ def snapshot(state):
 
 def final_store(state):
     return state.store
+
+
+def set_store(state, store):
+    state.store = store
 
 
 def training_threshold(state, f_all):
