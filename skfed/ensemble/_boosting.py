@@ -1,0 +1,170 @@
+"""The SecureBoost training loop: who does what in each boosting round.
+
+:func:`run_secureboost` is the driver (the paper's sections 4 and 7):
+
+1. every party bins its own columns; the active party makes a key pair and
+   sends the public key to the passive parties;
+2. each round, the active party computes gradients and hessians, rounds them
+   to fixed point, packs each pair into one plaintext, encrypts once per
+   row and sends the ciphertexts to the passive parties;
+3. for each output (one tree per class for multiclass) the tree is grown
+   level by level (:func:`~._grower.grow_tree`);
+4. with early stopping, the round's trees are applied to the validation rows
+   by federated inference (:func:`~._predictor.federated_raw_predict`).
+
+The party functions below run on the active party's thread.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import time
+
+import numpy as np
+
+from ..crypto import generate_keypair
+from ._grower import grow_tree
+from ._histogram import passive_receive_gradients, setup_party
+from ._packing import GradientLayout
+from ._predictor import federated_raw_predict
+
+__all__ = ["run_secureboost", "model_of"]
+
+
+def active_setup(state, max_bins, key_size, plaintext):
+    """Active party: bin own columns, make the key pair, set the baseline."""
+    setup_party(state, max_bins)
+    # Keys come from the operating system's generator, never from random_state.
+    state.public_key, state.private_key = generate_keypair(key_size, plaintext=plaintext)
+    state.baseline = state.loss.baseline(state.y, state.n_outputs)
+    state.raw = np.tile(state.baseline, (state.y.shape[0], 1))
+    if state.y_val is not None:
+        state.raw_val = np.tile(state.baseline, (state.y_val.shape[0], 1))
+    state.trees = []
+    return state.public_key
+
+
+def passive_setup(state, max_bins, public_key):
+    """Passive party: bin own columns, keep the active party's public key."""
+    setup_party(state, max_bins)
+    state.public_key = public_key
+    return None
+
+
+def active_gradients(state, round_index, subsample, send, with_counts=False):
+    """Active party: fixed-point gradients of this round; encrypt them if ``send``.
+
+    Returns ``None``, or the message for the passive parties: the public
+    layout (two integers), the rows carrying gradients (the root's instance
+    space after subsampling) and one ``EncryptedArray`` per output.
+    """
+    n_rows = state.y.shape[0]
+    if subsample < 1.0:
+        rng = np.random.default_rng([state.seed, round_index])
+        size = max(2, int(round(subsample * n_rows)))
+        sample = np.sort(rng.choice(n_rows, size=min(size, n_rows), replace=False))
+    else:
+        sample = np.arange(n_rows)
+    state.position = np.full(n_rows, -1, dtype=np.intp)
+    state.position[sample] = np.arange(sample.size)
+    g, h = state.loss.gradients(state.y[sample], state.raw[sample])
+    state.layout = GradientLayout(sample.size, state.key_size, with_counts)
+    state.qg, state.qh, state.exponents = [], [], []
+    for k in range(state.n_outputs):
+        eg, eh = state.layout.exponent_for(g[:, k]), state.layout.exponent_for(h[:, k])
+        state.qg.append(state.layout.quantize(g[:, k], eg))
+        state.qh.append(state.layout.quantize(h[:, k], eh))
+        state.exponents.append((eg, eh))
+    if not send:
+        return None
+    encrypted = [state.layout.encrypt_pairs(state.public_key, state.qg[k], state.qh[k],
+                                            state.n_jobs)
+                 for k in range(state.n_outputs)]
+    return state.layout.public_part(), sample, encrypted
+
+
+def active_losses(state, validation_contribution=None):
+    """Active party: training loss, and validation loss after adding a round."""
+    train = state.loss.loss(state.y, state.raw)
+    if validation_contribution is None:
+        return train, None
+    state.raw_val += validation_contribution
+    return train, state.loss.loss(state.y_val, state.raw_val)
+
+
+def model_of(state):
+    """A party's share of the model: (trees, baseline) if active, lookup table."""
+    return (getattr(state, "trees", None), getattr(state, "baseline", None),
+            list(state.records))
+
+
+def _should_stop(scores, n_iter_no_change, tol):
+    """sklearn's rule: no score in the last n rounds beats the reference by tol."""
+    if len(scores) <= n_iter_no_change:
+        return False
+    reference = scores[-(n_iter_no_change + 1)] + tol
+    return not any(s > reference for s in scores[-n_iter_no_change:])
+
+
+def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
+    """Driver: the boosting rounds. Returns the training record.
+
+    Parameters
+    ----------
+    fed : Federation
+    names : list of str
+        Party names by party index.
+    active : str
+    params : dict
+        Estimator parameters (see :func:`~._grower.grow_tree`), plus
+        ``n_estimators``, ``subsample``, ``max_bins``, ``key_size``,
+        ``plaintext``, ``active_only_rounds``, ``n_outputs``,
+        ``n_iter_no_change``, ``tol``.
+    """
+    A = fed[active]
+    passives = [p for p in names if p != active]
+    public_key = A.call(active_setup, params["max_bins"], params["key_size"],
+                        params["plaintext"], phase="setup").result()
+    fed.gather([fed[p].call(passive_setup, params["max_bins"], public_key,
+                            sender=active, phase="setup") for p in passives])
+    train_scores, val_scores = [], []
+    n_outputs = params["n_outputs"]
+    for it in range(params["n_estimators"]):
+        start, sent = time.perf_counter(), fed.log.summary().total_bytes
+        use_passives = bool(passives) and it >= params["active_only_rounds"]
+        # Active party: gradients -> fixed point -> one ciphertext per row.
+        message = A.call(active_gradients, it, params["subsample"], use_passives,
+                         params["min_samples_leaf"] > 1, phase="gradients").result()
+        if use_passives:
+            layout, sample, encrypted = message
+            fed.gather([fed[p].call(passive_receive_gradients, public_key, layout, sample,
+                                    encrypted, sender=active, phase="gradients")
+                        for p in passives])
+        for k in range(n_outputs):
+            grow_tree(fed, active, passives, (it, k), k, params, use_passives)
+        contribution = None
+        if early_stopping:
+            new_trees = list(range(it * n_outputs, (it + 1) * n_outputs))
+            contribution = federated_raw_predict(fed, active, names, "val", new_trees,
+                                                 n_outputs)
+        train, val = A.call(active_losses, contribution, phase="loss").result()
+        train_scores.append(-train)
+        if early_stopping:
+            val_scores.append(-val)
+        if verbose:
+            seconds = time.perf_counter() - start
+            kilobytes = (fed.log.summary().total_bytes - sent) / 1e3
+            val_text = "" if val is None else f", validation loss {val:.5f}"
+            print(f"[{label}] round {it + 1}/{params['n_estimators']}: train loss "
+                  f"{train:.5f}{val_text}, {seconds:.2f} s, {kilobytes:.1f} kB sent")
+        if early_stopping and _should_stop(val_scores, params["n_iter_no_change"],
+                                           params["tol"]):
+            break
+    models = fed.gather([fed[p].call(model_of, phase="model") for p in names])
+    return {
+        "trees": models[names.index(active)][0],
+        "baseline": models[names.index(active)][1],
+        "records": [m[2] for m in models],
+        "train_score": np.asarray(train_scores),
+        "validation_score": np.asarray(val_scores),
+    }

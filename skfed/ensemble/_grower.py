@@ -1,0 +1,240 @@
+"""Growing one tree across the parties, level by level.
+
+:func:`grow_tree` is the driver: it reads as Algorithms 1 and 2 of the paper
+do, each step naming the party that acts. The functions it calls on the
+active party (``plan_level``, ``find_splits``, ``split_node``,
+``finish_tree``) keep the tree under construction in the active party's
+state: instance spaces, gradient sums, the candidate sums it decrypted, and
+the leaf weights, which never leave it.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+
+from ..federation import Local
+
+from ._histogram import active_receive_candidates, own_candidate_sums, passive_histograms
+from ._predictor import Tree
+from ._split import passive_split, record_split, split_gains
+
+__all__ = ["grow_tree"]
+
+
+class _Node:
+    """A node under construction (active party only)."""
+
+    def __init__(self, rows, positions, depth, parent=None):
+        self.rows = rows            # every training row in the node
+        self.positions = positions  # indices of its gradient (sampled) rows
+        self.depth = depth
+        self.parent = parent
+        self.sibling = None
+        self.candidates = {}        # party -> (G_left, H_left) int64
+        self.built = False
+
+
+class _TreeBuild:
+    def __init__(self, tree_key, rows, positions):
+        self.key = tree_key
+        self.nodes = [_Node(rows, positions, 0)]
+        self.frontier = [0]
+        self.candidate_ids = {}
+        self.tree = Tree()
+        self.tree.add_node()
+
+
+def start_tree(state, tree_key, output, use_passives):
+    """Active party: open a tree for output ``output`` over all training rows."""
+    n_rows = state.bins.shape[0]
+    rows = np.arange(n_rows)
+    positions = state.position[rows]
+    state.tree = _TreeBuild(tuple(tree_key), rows, positions[positions >= 0])
+    state.tree.output = output
+    state.tree.use_passives = use_passives
+    return None
+
+
+def plan_level(state):
+    """Active party: which frontier nodes the passive parties must build.
+
+    Of two siblings only the one with fewer gradient rows is built; the other
+    is derived by subtraction. Returns ``(node ids, their rows)``.
+    """
+    state.tree.next_frontier = []
+    build = []
+    for node_id in state.tree.frontier:
+        node = state.tree.nodes[node_id]
+        sibling = node.sibling
+        if sibling is None:
+            build.append(node_id)
+        elif node_id < sibling:
+            other = state.tree.nodes[sibling]
+            smaller = node_id if node.positions.size <= other.positions.size else sibling
+            build.append(smaller)
+    for node_id in build:
+        state.tree.nodes[node_id].built = True
+    return build, [state.tree.nodes[i].rows for i in build]
+
+
+def find_splits(state, params):
+    """Active party: best split of every frontier node (eq. 3), or a leaf.
+
+    Returns
+    -------
+    decisions : list of (node id, party, candidate id, rows)
+        For nodes won by a passive party; the active party's own winners are
+        split here directly, leaves are left as they are.
+    """
+    tree = state.tree
+    qg, qh = state.qg[tree.output], state.qh[tree.output]
+    scale_g, scale_h = state.exponents[tree.output]
+    own = state.name
+    # Own candidate sums of built nodes, then every party's derived siblings.
+    for node_id in tree.frontier:
+        node = tree.nodes[node_id]
+        if node.built:
+            gradient_rows = node.rows[state.position[node.rows] >= 0]
+            node.candidates[own] = own_candidate_sums(
+                state, qg[node.positions], qh[node.positions], gradient_rows,
+                state.layout.n_slots == 3)
+    for node_id in tree.frontier:
+        node = tree.nodes[node_id]
+        if not node.built:
+            parent, built = tree.nodes[node.parent], tree.nodes[node.sibling]
+            for party, sums in parent.candidates.items():
+                node.candidates[party] = tuple(
+                    a - b for a, b in zip(sums, built.candidates[party]))
+    decisions = []
+    for node_id in tree.frontier:
+        node = tree.nodes[node_id]
+        g_total = int(qg[node.positions].sum())
+        h_total = int(qh[node.positions].sum())
+        n_total = node.positions.size
+        best = (-np.inf, None, None)
+        # Fixed order (own party, then passive parties by name): ties break
+        # the same way in every run and in both encryption modes.
+        for party in [own] + sorted(p for p in node.candidates if p != own):
+            g, h = node.candidates[party][:2]
+            if g.size == 0:
+                continue
+            gains = split_gains(
+                np.ldexp(g.astype(np.float64), scale_g), np.ldexp(h.astype(np.float64), scale_h),
+                np.ldexp(float(g_total), scale_g), np.ldexp(float(h_total), scale_h),
+                params["reg_lambda"], params["gamma"], params["min_child_weight"])
+            if len(node.candidates[party]) == 3:
+                # min_samples_leaf, from the count slot.
+                counts = node.candidates[party][2]
+                small = np.minimum(counts, n_total - counts) < params["min_samples_leaf"]
+                gains[small] = -np.inf
+            c = int(np.argmax(gains))
+            if gains[c] > best[0]:
+                best = (float(gains[c]), party, c)
+        gain, party, c = best
+        if party is None or not gain > 0:
+            continue
+        if party == own:
+            record_id, left = record_split(state, state.cand_features[c], state.cand_bins[c],
+                                           state.cand_missing_left[c], node.rows)
+            feature = state.columns[state.cand_features[c]]
+            split_node(state, node_id, own, record_id, left, gain=gain, feature=feature)
+        else:
+            decisions.append((node_id, party, int(tree.candidate_ids[party][c]), node.rows))
+    return decisions
+
+
+def split_node(state, node_id, party, record_id, left_rows, gain=np.nan, feature=-1):
+    """Active party: split ``node_id`` by the owner's answer ``I_L``."""
+    tree = state.tree
+    node = tree.nodes[node_id]
+    is_left = np.isin(node.rows, left_rows, assume_unique=True)
+    children = []
+    for mask in (is_left, ~is_left):
+        rows = node.rows[mask]
+        positions = state.position[rows]
+        children.append(_Node(rows, positions[positions >= 0], node.depth + 1, node_id))
+    left_id, right_id = len(tree.nodes), len(tree.nodes) + 1
+    children[0].sibling, children[1].sibling = right_id, left_id
+    tree.nodes.extend(children)
+    tree.tree.split(node_id, state.party_index[party], record_id, gain, feature)
+    tree.next_frontier.extend([left_id, right_id])
+    return None
+
+
+def finish_level(state):
+    """Active party: move to the next level; drop statistics no longer needed."""
+    tree = state.tree
+    for node_id in tree.frontier:
+        node = tree.nodes[node_id]
+        if tree.tree.children_left[node_id] < 0:
+            node.candidates = {}
+    tree.frontier = tree.next_frontier
+    tree.next_frontier = []
+    return len(tree.frontier)
+
+
+def finish_tree(state, learning_rate, reg_lambda):
+    """Active party: leaf weights (eq. 4), kept here; update raw predictions."""
+    tree = state.tree
+    qg, qh = state.qg[tree.output], state.qh[tree.output]
+    scale_g, scale_h = state.exponents[tree.output]
+    for node_id, node in enumerate(tree.nodes):
+        node.candidates = {}
+        if tree.tree.children_left[node_id] >= 0:
+            continue
+        g = np.ldexp(float(qg[node.positions].sum()), scale_g)
+        h = np.ldexp(float(qh[node.positions].sum()), scale_h)
+        weight = -g / (h + reg_lambda) if h + reg_lambda > 0 else 0.0
+        tree.tree.value[node_id] = learning_rate * weight
+        state.raw[node.rows, tree.output] += learning_rate * weight
+    finished = tree.tree.freeze()
+    state.trees.append((tree.output, finished))
+    state.tree = None
+    return None
+
+
+def grow_tree(fed, active, passives, tree_key, output, params, use_passives):
+    """Driver: grow one tree (Algorithms 1 and 2), level by level.
+
+    Parameters
+    ----------
+    fed : Federation
+    active : str
+        The active party (label holder).
+    passives : list of str
+    tree_key : tuple ``(round, output)``
+    output : int
+        The class (or 0) whose gradients this tree fits.
+    params : dict
+        ``max_depth``, ``reg_lambda``, ``gamma``, ``min_child_weight``,
+        ``learning_rate``, ``n_jobs``.
+    use_passives : bool
+        False for RL-SecureBoost's first trees: active party's columns only.
+    """
+    A = fed[active]
+    A.call(start_tree, tree_key, output, use_passives, phase="tree").result()
+    helpers = passives if use_passives else []
+    for _ in range(params["max_depth"]):
+        # Active party: instance spaces of the nodes to build -> passive parties.
+        node_ids, node_rows = A.call(plan_level, phase="histogram").result()
+        # Passive parties: encrypted, packed, shuffled candidate sums.
+        replies = {p: fed[p].call(passive_histograms, tree_key, output, node_rows,
+                                  Local(params["n_jobs"]), sender=active, phase="histogram")
+                   for p in helpers}
+        # Active party: decrypt (sibling sums come by subtraction).
+        fed.gather([A.call(active_receive_candidates, Local(p), *replies[p].result(),
+                           Local(node_ids), sender=p, phase="histogram") for p in helpers])
+        # Active party: score all candidates with eq. 3; split its own winners.
+        decisions = A.call(find_splits, params, phase="split").result()
+        # Winning passive party: look up the candidate, record it, answer I_L.
+        answers = [(node_id, party,
+                    fed[party].call(passive_split, tree_key, candidate_id, rows,
+                                    sender=active, phase="split"))
+                   for node_id, party, candidate_id, rows in decisions]
+        fed.gather([A.call(split_node, Local(node_id), Local(party), *future.result(),
+                           sender=party, phase="split")
+                    for node_id, party, future in answers])
+        if A.call(finish_level, phase="split").result() == 0:
+            break
+    A.call(finish_tree, params["learning_rate"], params["reg_lambda"], phase="tree").result()

@@ -1,0 +1,96 @@
+"""Split finding (Algorithm 2): scoring on the active party, lookup on the owner.
+
+The active party scores every candidate of every party with eq. 3 from the
+left sums it decrypted (or computed, for its own columns) and the node's
+totals; the right sums are ``total - left``. It tells the winning party only
+the winning candidate's random id. The owner turns the id into
+``(feature, threshold, missing side)``, stores it under a new record id in
+its lookup table, and answers with the record id and the node's left rows
+(:func:`passive_split`). The threshold and the feature never leave it.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+
+__all__ = ["split_gains", "apply_lookup", "passive_split", "record_split"]
+
+
+def split_gains(g_left, h_left, g_total, h_total, reg_lambda, gamma, min_child_weight):
+    """Eq. 3 of the paper for arrays of candidates (``-inf`` where invalid).
+
+    ``min_child_weight`` bounds each child's hessian sum from below, and
+    children must have a positive hessian sum (so both hold rows).
+    """
+    g_right = g_total - g_left
+    h_right = h_total - h_left
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gain = 0.5 * (g_left**2 / (h_left + reg_lambda)
+                      + g_right**2 / (h_right + reg_lambda)
+                      - g_total**2 / (h_total + reg_lambda)) - gamma
+    valid = ((h_left >= min_child_weight) & (h_right >= min_child_weight)
+             & (h_left > 0) & (h_right > 0) & np.isfinite(gain))
+    return np.where(valid, gain, -np.inf)
+
+
+def record_split(state, feature, bin_index, missing_left, rows):
+    """Owner: store a split in its lookup table; return ``(record id, left rows)``.
+
+    For a feature that had no missing value when binned, missing values at
+    prediction time follow the child with more training rows (as sklearn's
+    HistGradientBoosting does); the owner decides, nobody else learns it.
+    """
+    bins = state.bins[rows, feature]
+    go_left = bins <= bin_index
+    if missing_left:
+        go_left |= bins == state.mapper.missing_bin
+    if not state.mapper.has_missing_[feature]:
+        missing_left = bool(2 * go_left.sum() > rows.size)
+    threshold = state.mapper.threshold(feature, bin_index)
+    state.records.append((int(feature), threshold, bool(missing_left)))
+    return len(state.records) - 1, rows[go_left]
+
+
+def passive_split(state, tree_key, candidate_id, rows):
+    """Passive party: the active party chose ``candidate_id`` for a node.
+
+    Returns
+    -------
+    record_id : int
+    left_rows : ndarray of int
+        The node's rows that go left (the paper's ``I_L``).
+    """
+    if state.stash.get("tree_key") != tuple(tree_key):
+        raise ValueError("Split request for a tree this party did not build.")
+    order, ids = state.stash["order"], state.stash["ids"]
+    matches = np.flatnonzero(ids == candidate_id)
+    if matches.size != 1:
+        raise ValueError(f"Unknown split candidate id {candidate_id}.")
+    c = order[matches[0]]
+    return record_split(state, state.cand_features[c], state.cand_bins[c],
+                        state.cand_missing_left[c], rows)
+
+
+def apply_lookup(records, X, record_ids, rows):
+    """Evaluate lookup-table records on raw values: True where the row goes left.
+
+    Parameters
+    ----------
+    records : list of (feature, threshold, missing_left)
+    X : ndarray
+        The owner's own columns.
+    record_ids, rows : ndarray of int
+        One query per element.
+    """
+    record_ids = np.asarray(record_ids, dtype=np.intp)
+    rows = np.asarray(rows, dtype=np.intp)
+    if record_ids.size == 0:
+        return np.zeros(0, dtype=bool)
+    table = np.asarray([(f, t, m) for f, t, m in records], dtype=np.float64).reshape(-1, 3)
+    features = table[record_ids, 0].astype(np.intp)
+    values = X[rows, features]
+    missing = np.isnan(values)
+    with np.errstate(invalid="ignore"):
+        go_left = values <= table[record_ids, 1]
+    return np.where(missing, table[record_ids, 2].astype(bool), go_left)

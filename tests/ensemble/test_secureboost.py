@@ -1,0 +1,265 @@
+"""SecureBoostClassifier / SecureBoostRegressor: baselines, protocol, privacy, API."""
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_breast_cancer, load_digits, make_classification
+from sklearn.datasets import make_friedman1
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
+
+from skfed.crypto import EncryptedArray, PaillierPublicKey
+from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
+from skfed.federation import record_messages
+from skfed.partition import VerticalPartition
+
+# Same depth, learning rate, rounds and bins as the sklearn baseline; sklearn's
+# leaf constraints (min_samples_leaf=20, no L2) for a like-for-like comparison.
+LIKE_HGB = dict(learning_rate=0.3, max_depth=3, max_bins=32, min_samples_leaf=20,
+                reg_lambda=0.0, early_stopping=False, encryption=None, random_state=0)
+HGB = dict(learning_rate=0.3, max_depth=3, max_bins=32, early_stopping=False)
+
+
+def _credit_like(n=1500, seed=0):
+    """Imbalanced, 23 columns, 10% missing values (shaped like the credit sets)."""
+    X, y = make_classification(n, 23, n_informative=8, weights=[0.78], flip_y=0.05,
+                               random_state=seed)
+    rng = np.random.default_rng(seed)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    return X, y
+
+
+def _split(X, y, stratify=True):
+    return train_test_split(X, y, test_size=0.3, random_state=0,
+                            stratify=y if stratify else None)
+
+
+def _trees(model):
+    return [(k, t.children_left.tolist(), t.owner.tolist(), t.record.tolist(),
+             t.value.tolist()) for k, t in model._trees]
+
+
+# -- accuracy against the centralized baseline -------------------------------
+
+@pytest.mark.parametrize("data", ["breast_cancer", "digits", "credit"])
+def test_classifier_matches_hist_gradient_boosting(data):
+    X, y = {"breast_cancer": lambda: load_breast_cancer(return_X_y=True),
+            "digits": lambda: load_digits(return_X_y=True),
+            "credit": _credit_like}[data]()
+    X_train, X_test, y_train, y_test = _split(X, y)
+    ours = SecureBoostClassifier(n_estimators=10, **LIKE_HGB).fit(X_train, y_train)
+    with threadpool_limits(1):  # OpenMP spinning is slow on a loaded machine
+        hgb = HistGradientBoostingClassifier(max_iter=10, **HGB).fit(X_train, y_train)
+    assert ours.score(X_test, y_test) >= hgb.score(X_test, y_test) - 0.01
+    assert ours.n_trees_per_iteration_ == (10 if data == "digits" else 1)
+
+
+def test_regressor_matches_hist_gradient_boosting():
+    X, y = make_friedman1(800, noise=1.0, random_state=0)
+    X_train, X_test, y_train, y_test = _split(X, y, stratify=False)
+    ours = SecureBoostRegressor(n_estimators=20, **LIKE_HGB).fit(X_train, y_train)
+    with threadpool_limits(1):
+        hgb = HistGradientBoostingRegressor(max_iter=20, **HGB).fit(X_train, y_train)
+    assert ours.score(X_test, y_test) >= hgb.score(X_test, y_test) - 0.01
+
+
+def test_stump_by_hand():
+    # One party, one round, depth 1, lambda 0, learning rate 1: baseline 0.5,
+    # g = 0.5 - y, h = 1; the split x <= 1.5 leaves weights -/+0.5.
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    y = np.array([0.0, 0.0, 1.0, 1.0])
+    reg = SecureBoostRegressor(n_estimators=1, max_depth=1, learning_rate=1.0,
+                               reg_lambda=0.0, encryption=None).fit(X, y)
+    np.testing.assert_allclose(reg.predict(X), y)
+    np.testing.assert_allclose(reg.predict([[1.4], [1.6]]), [0.0, 1.0])
+    assert reg._records[0] == [(0, 1.5, False)]  # no NaN seen: tie -> right
+    # gain = 0.5 (1^2/2 + 1^2/2 - 0) = 0.5 (eq. 3)
+    assert reg.gain_importances_.tolist() == [0.5]
+
+
+def test_missing_values_learn_a_hidden_default_direction():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] + X[:, 3] > 0).astype(int)
+    X[y == 1, 3] = np.where(rng.random((y == 1).sum()) < 0.5, np.nan, X[y == 1, 3])
+    clf = SecureBoostClassifier(n_estimators=10, encryption=None, random_state=0).fit(X, y)
+    # Column 3 belongs to the passive party: its NaN default is in its record.
+    X_nan = rng.normal(size=(50, 4))
+    X_nan[:, 0] = 0.0
+    X_nan[:, 3] = np.nan
+    assert clf.predict(X_nan).mean() > 0.9
+    assert any(m for _, _, m in clf._records[1])
+    assert clf.score(X, y) > 0.9
+
+
+# -- the protocol ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def paillier_fit():
+    """The one real-Paillier fit (512-bit key): lossless and privacy tests."""
+    X, y = _credit_like(n=300, seed=1)
+    params = dict(n_estimators=3, max_depth=3, subsample=0.8, random_state=7,
+                  partition=[list(range(0, 12)), list(range(12, 23))])
+    with record_messages() as rec:
+        model = SecureBoostClassifier(key_size=512, **params).fit(X, y)
+    plain = SecureBoostClassifier(encryption=None, **params).fit(X, y)
+    return X, y, model, plain, rec.messages
+
+
+def test_paillier_and_plaintext_build_identical_models(paillier_fit):
+    X, _, model, plain, _ = paillier_fit
+    assert _trees(model) == _trees(plain)
+    assert model._records == plain._records
+    np.testing.assert_array_equal(model.predict_proba(X), plain.predict_proba(X))
+    assert sum(len(r) for r in model._records[1:]) > 0  # the passive party split
+
+
+def _arrays(payload):
+    for item in payload:
+        if isinstance(item, (list, tuple)):
+            yield from _arrays(item)
+        elif isinstance(item, dict):
+            yield from _arrays(list(item.values()))
+        else:
+            yield item
+
+
+def test_passive_party_receives_only_ciphertexts_and_row_ids(paillier_fit):
+    X, y, _, _, messages = paillier_fit
+    to_passive = [m for m in messages if m.receiver == "party1"]
+    assert to_passive and all(m.sender == "party0" for m in to_passive)
+    n_ciphertexts = 0
+    for m in to_passive:
+        for item in _arrays(m.payload):
+            if isinstance(item, EncryptedArray):
+                n_ciphertexts += item.size
+                continue
+            if isinstance(item, PaillierPublicKey):
+                continue
+            values = np.asarray(item)
+            # Row ids, tree keys, candidate ids, layout: integers only; no
+            # float (gradient, hessian) array and never the labels.
+            assert values.dtype.kind in "iub", (m.phase, values.dtype)
+            assert not (values.shape == y.shape and np.array_equal(values, y))
+    assert n_ciphertexts >= 3 * 240  # one per sampled row and round
+    assert {m.phase for m in to_passive} >= {"setup", "gradients", "histogram", "split"}
+
+
+def test_active_party_never_receives_thresholds_or_raw_columns(paillier_fit):
+    X, _, model, _, messages = paillier_fit
+    thresholds = {t for _, t, _ in model._records[1]}
+    from_passive = [m for m in messages if m.sender == "party1"]
+    histogram_ciphertexts = []
+    for m in from_passive:
+        for item in _arrays(m.payload):
+            if isinstance(item, EncryptedArray):
+                histogram_ciphertexts += item.ciphertexts.tolist()
+                continue
+            values = np.asarray(item)
+            assert values.dtype.kind in "iub", (m.phase, values.dtype)
+            assert not set(np.ravel(values).tolist()) & thresholds
+    # Re-randomised: no empty-bin constant, no ciphertext sent twice.
+    assert histogram_ciphertexts and 1 not in histogram_ciphertexts
+    assert len(set(histogram_ciphertexts)) == len(histogram_ciphertexts)
+
+
+def test_inference_rounds_are_bounded_by_depth():
+    X, y = _credit_like(n=400)
+    clf = SecureBoostClassifier(n_estimators=8, max_depth=3, encryption=None,
+                                random_state=0, partition=3).fit(X, y)
+    with record_messages() as rec:
+        clf.predict(X)
+    for passive in ("party1", "party2"):
+        queries = [m for m in rec.messages if m.receiver == passive]
+        assert 0 < len(queries) <= 3
+    assert clf.communication_.total_messages > 0
+    assert set(clf.communication_.by_phase) >= {"gradients", "histogram", "split"}
+
+
+def test_rl_secureboost_first_tree_uses_active_columns_only():
+    X, y = _credit_like(n=400)
+    clf = SecureBoostClassifier(n_estimators=4, active_only_rounds=1, encryption=None,
+                                random_state=0).fit(X, y)
+    first, later = clf._trees[0][1], [t for _, t in clf._trees[1:]]
+    assert set(first.owner.tolist()) <= {-1, 0}
+    assert any(1 in t.owner.tolist() for t in later)
+    # No gradients reached the passive party in round 0: one gradient
+    # message per later round only.
+    assert clf.communication_.by_link[("party0", "party1")]["messages"] > 0
+    gradients = [r for r in clf.communication_.records if r[2] == "gradients"]
+    assert sum(r[3] for r in gradients) == 3
+
+
+def test_determinism_for_a_random_state():
+    X, y = _credit_like(n=400)
+    params = dict(n_estimators=4, subsample=0.7, encryption=None, random_state=3)
+    a = SecureBoostClassifier(**params).fit(X, y)
+    b = SecureBoostClassifier(**params, n_jobs=2).fit(X, y)
+    assert _trees(a) == _trees(b)
+    c = SecureBoostClassifier(**{**params, "random_state": 4}).fit(X, y)
+    assert _trees(a) != _trees(c)
+
+
+def test_early_stopping_the_sklearn_way():
+    X, y = _credit_like(n=600)
+    clf = SecureBoostClassifier(n_estimators=200, early_stopping=True, n_iter_no_change=3,
+                                encryption=None, random_state=0).fit(X, y)
+    assert clf.do_early_stopping_ and clf.n_iter_ < 200
+    assert clf.validation_score_.shape == clf.train_score_.shape == (clf.n_iter_,)
+    assert "predict" in clf.communication_.by_phase
+    assert not SecureBoostClassifier(encryption=None, n_estimators=2).fit(X, y).do_early_stopping_
+
+
+def test_feature_importances():
+    X, y = _credit_like(n=400)
+    clf = SecureBoostClassifier(n_estimators=5, encryption=None, random_state=0,
+                                partition=[[0, 1, 2, 3, 4], list(range(5, 23))]).fit(X, y)
+    assert clf.feature_importances_.sum() == pytest.approx(1.0)
+    assert np.all(np.isnan(clf.gain_importances_[5:]))
+    assert np.all(clf.gain_importances_[:5] >= 0)
+    assert (clf.feature_importances_[:5] > 0).any() == (clf.gain_importances_[:5] > 0).any()
+
+
+def test_multiclass_probabilities():
+    X, y = load_digits(return_X_y=True)
+    clf = SecureBoostClassifier(n_estimators=3, encryption=None, random_state=0)
+    proba = clf.fit(X[:300], y[:300]).predict_proba(X[300:400])
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    assert proba.shape == (100, 10) and len(clf._trees) == 30
+
+
+# -- sklearn API ------------------------------------------------------------------
+
+def test_pickle_pipeline_grid_search_and_dataframe():
+    X, y = _credit_like(n=300)
+    frame = pd.DataFrame(X, columns=[f"c{i}" for i in range(23)])
+    groups = [[f"c{i}" for i in range(10)], [f"c{i}" for i in range(10, 23)]]
+    clf = SecureBoostClassifier(n_estimators=3, encryption=None, random_state=0,
+                                partition=groups)
+    clf.fit(frame, y)
+    assert clf.partition_.columns(1).tolist() == list(range(10, 23))
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict_proba(frame), clf.predict_proba(frame))
+    search = GridSearchCV(make_pipeline(StandardScaler(), SecureBoostClassifier(
+        n_estimators=2, encryption=None, random_state=0)),
+        {"secureboostclassifier__max_depth": [1, 2]}, cv=2).fit(X, y)
+    assert search.best_params_["secureboostclassifier__max_depth"] in (1, 2)
+
+
+def test_bad_input_errors():
+    X, y = _credit_like(n=100)
+    with pytest.raises(ValueError, match="class"):
+        SecureBoostClassifier(encryption=None).fit(X, np.zeros(100))
+    with pytest.raises(ValueError, match="one active party"):
+        SecureBoostClassifier(encryption=None, partition=VerticalPartition(
+            2, active_parties=(0, 1))).fit(X, y)
+    # Three 48-bit slots (h, g, count) do not fit a 128-bit key.
+    with pytest.raises(ValueError, match="key of at least"):
+        SecureBoostClassifier(key_size=128, min_samples_leaf=5, n_estimators=1).fit(X, y)
+    with pytest.raises(ValueError, match="max_bins"):
+        SecureBoostClassifier(max_bins=300).fit(X, y)
