@@ -14,3 +14,41 @@ def _split(X, y, random_state=0):
 # Each _case_* returns a skfed._tour.TourCase.
 
 CASES = []
+
+
+def _case_avfkam():
+    import numpy as np
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.metrics import roc_auc_score
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    from skfed._tour import TourCase
+    from skfed.kernel_methods import AVFKAMRanker
+    from skfed.partition import VerticalPartition
+
+    def make_data():
+        # Malignant (the positive class) cut to 10% of the rows.
+        X, y = load_breast_cancer(return_X_y=True)
+        y = (y == 0).astype(int)
+        rng = np.random.RandomState(0)
+        pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
+        keep = np.r_[neg, rng.choice(pos, len(neg) // 9, replace=False)]
+        X_train, X_test, y_train, y_test = _split(X[keep], y[keep])
+        scaler = StandardScaler().fit(X_train)
+        return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
+
+    return TourCase(
+        name="AVFKAMRanker (async, 2 active)",
+        dataset="breast cancer, 10% malignant",
+        make_data=make_data,
+        estimator=AVFKAMRanker(VerticalPartition(3, active_parties=(0, 1)),
+                               random_state=0),
+        baseline=SVC(class_weight="balanced"),
+        baseline_name="SVC(rbf, balanced)",
+        metric="ROC AUC",
+        score=lambda model, X, y: roc_auc_score(y, model.decision_function(X)),
+    )
+
+
+CASES.append(_case_avfkam)
