@@ -14,84 +14,32 @@ plaintext operation         ciphertext operation (mod ``n**2``)
 ==========================  =============================================
 """
 
-import numbers
-
 import gmpy2
 import numpy as np
 
 from ._group_sum import group_counts, raw_group_sum
 from ._parallel import parallel_map
-from .encoding import choose_exponent, encode
+from ._raw import (
+    add_plain,
+    as_object,
+    max_abs,
+    mulmod,
+    object_array,
+    plain_operand,
+    powmod,
+)
+from .encoding import FLOAT_MANTISSA_BITS, encode
 
-__all__ = ["EncryptedArray", "concatenate", "object_array"]
+__all__ = ["EncryptedArray", "concatenate"]
 
 _ONE = gmpy2.mpz(1)  # the raw encryption of 0 with obfuscator 1
+
+# Exponent of plaintext float operands (addends and factors). It is fixed, not
+# chosen from the operand's values, because the exponent of the result travels
+# in the clear: a value-dependent one would reveal the magnitude of a party's
+# private plaintext to whoever receives the result.
+PLAINTEXT_FLOAT_EXPONENT = -FLOAT_MANTISSA_BITS
 _KEEP = object()
-
-
-def _max_abs(mantissas):
-    return max((abs(int(m)) for m in np.asarray(mantissas).ravel().tolist()), default=0)
-
-
-def object_array(items, shape):
-    """Object ndarray of ``shape`` holding ``items`` as they are.
-
-    (``np.array`` would turn mpz into int64 or Python ints.)
-    """
-    out = np.empty(len(items), dtype=object)
-    out[:] = items
-    return out.reshape(shape)
-
-
-def _as_object(result, shape):
-    if isinstance(result, np.ndarray):
-        return result
-    return object_array([result], shape)
-
-
-def _map(func, *arrays):
-    """``func`` applied elementwise to broadcast object arrays (numpy rules).
-
-    A plain list comprehension: the moduli stay bound in ``func`` as mpz
-    (numpy would turn a scalar mpz operand into a Python int, converted back
-    on every call).
-    """
-    arrays = np.broadcast_arrays(*[
-        a if isinstance(a, np.ndarray) else np.asarray(a, dtype=object)
-        for a in arrays
-    ])
-    lists = [a.ravel().tolist() for a in arrays]
-    return object_array([func(*xs) for xs in zip(*lists)], arrays[0].shape)
-
-
-def _mulmod(a, b, m):
-    return _map(lambda x, y: x * y % m, a, b)
-
-
-def _powmod(a, k, m):
-    # gmpy2.powmod inverts modulo m for negative k.
-    return _map(lambda x, e: gmpy2.powmod(x, e, m), a, k)
-
-
-def _add_plain(c, mantissas, n, nsquare):
-    # E(a) * g**m with g**m = 1 + m n: (1 + m n) c = c + n (m c mod n) mod n**2.
-    return _map(lambda x, m: (x + n * (m * x % n)) % nsquare, c, mantissas)
-
-
-def _plain_operand(other, allow_big_ints=False):
-    other = np.asarray(other)
-    if allow_big_ints and other.dtype == object and all(
-        isinstance(v, numbers.Integral) for v in other.ravel().tolist()
-    ):
-        return other  # Python ints beyond int64, kept exact
-    if other.dtype.kind == "b":
-        other = other.astype(np.int64)
-    if other.dtype.kind not in "iuf":
-        raise TypeError(
-            "EncryptedArray operands must be EncryptedArrays or numeric arrays, "
-            f"got dtype {other.dtype}."
-        )
-    return other
 
 
 class EncryptedArray:
@@ -129,15 +77,29 @@ class EncryptedArray:
     (broadcast as numpy does), :meth:`sum`, :meth:`group_sum`, indexing, and
     :func:`concatenate`.
 
-    Multiplying by plaintext floats encodes them with 53 significant bits and
-    exponent ``f``, so the result's exponent is ``self.exponent + f`` (and the
-    product is exact: no rounding beyond that of the float factors).
+    Plaintext float operands are encoded with the fixed exponent
+    ``f = -53`` (absolute error ``2**-54`` each): adding them gives exponent
+    ``min(self.exponent, -53)``, multiplying by them gives
+    ``self.exponent - 53`` (the product itself is exact). Integer operands are
+    exact and leave the exponent unchanged.
+
+    What travels in the clear with an array: its shape, its exponent, whether
+    it is integer-encoded, and for packed arrays the summand counts. Results
+    of operations with plaintexts have exponents that do not depend on the
+    plaintext values (see above), so they reveal nothing about a party's
+    private operands. The exponent chosen by :meth:`PaillierPublicKey.encrypt`
+    with ``precision=None`` does depend on the data (it reveals
+    ``floor(log2(max|x|))``); protocols pass a fixed ``precision``. The
+    ``counts`` of a packed :meth:`group_sum` are the group sizes.
 
     Overflow: every operation updates ``mantissa_bound`` (sums add bounds,
     products multiply them, exponent alignment by ``d`` multiplies by
     ``2**d``); an operation whose worst case exceeds ``max_int`` raises
     OverflowError instead of producing ciphertexts that would decrypt to a
-    wrapped value. Decryption also refuses residues in the overflow gap.
+    wrapped value. The bound depends on private values, so it stays with the
+    party that computed it: :meth:`rerandomize` and pickling drop it (the
+    receiver's further operations are then unchecked). Decryption refuses
+    residues in the overflow gap in any case.
 
     Results of homomorphic operations are deterministic functions of their
     inputs (an empty group sum is even the constant ``1``): call
@@ -209,7 +171,7 @@ class EncryptedArray:
              bound=_KEEP):
         return EncryptedArray(
             self.public_key,
-            _as_object(ciphertexts, np.shape(ciphertexts)),
+            as_object(ciphertexts, np.shape(ciphertexts)),
             self.exponent if exponent is None else exponent,
             is_integer=self.is_integer if is_integer is None else is_integer,
             encoder=self.encoder,
@@ -261,7 +223,7 @@ class EncryptedArray:
         return (
             _rebuild_encrypted_array,
             (int(self.public_key.n), blob, self.shape, self.exponent,
-             self.is_integer, self.encoder, self.counts, self.mantissa_bound),
+             self.is_integer, self.encoder, self.counts),
         )
 
     # -- homomorphic operations -----------------------------------------
@@ -293,7 +255,7 @@ class EncryptedArray:
             return self
         factor = gmpy2.mpz(1) << (self.exponent - new_exponent)
         return self._new(
-            _powmod(self.ciphertexts, factor, self.public_key.nsquare),
+            powmod(self.ciphertexts, factor, self.public_key.nsquare),
             new_exponent,
             counts=self.counts,
             bound=self._scaled_bound(factor),
@@ -311,7 +273,7 @@ class EncryptedArray:
             if a.mantissa_bound is not None and b.mantissa_bound is not None:
                 bound = a.mantissa_bound + b.mantissa_bound
             return self._new(
-                _mulmod(a.ciphertexts, b.ciphertexts, nsquare),
+                mulmod(a.ciphertexts, b.ciphertexts, nsquare),
                 exponent,
                 is_integer=self.is_integer and other.is_integer,
                 counts=counts,
@@ -324,15 +286,17 @@ class EncryptedArray:
             )
         if _is_plaintext_array(other):
             raise TypeError("Cannot combine an EncryptedArray with a PlaintextArray.")
-        other = _plain_operand(other)
-        exponent = min(self.exponent, choose_exponent(other))
+        other = plain_operand(other)
+        exponent = self.exponent
+        if other.dtype.kind == "f":
+            exponent = min(exponent, PLAINTEXT_FLOAT_EXPONENT)
         a = self.decrease_exponent_to(exponent)
         mantissas = encode(other, exponent, self.public_key.max_int)
         bound = None
         if a.mantissa_bound is not None:
-            bound = a.mantissa_bound + _max_abs(mantissas)
+            bound = a.mantissa_bound + max_abs(mantissas)
         return self._new(
-            _add_plain(a.ciphertexts, mantissas, self.public_key.n, nsquare),
+            add_plain(a.ciphertexts, mantissas, self.public_key.n, nsquare),
             exponent,
             is_integer=self.is_integer and other.dtype.kind in "iu",
             bound=bound,
@@ -345,7 +309,7 @@ class EncryptedArray:
             raise TypeError(
                 "Cannot negate a packed EncryptedArray (slots must stay >= 0)."
             )
-        return self._new(_powmod(self.ciphertexts, -1, self.public_key.nsquare))
+        return self._new(powmod(self.ciphertexts, -1, self.public_key.nsquare))
 
     def __sub__(self, other):
         if isinstance(other, EncryptedArray) and self.encoder is not None:
@@ -356,26 +320,34 @@ class EncryptedArray:
                     "Packed subtraction a - b needs b's summands to be a subset "
                     "of a's; some element of b has more summands than a."
                 )
-            inverse = _powmod(other.ciphertexts, -1, self.public_key.nsquare)
+            inverse = powmod(other.ciphertexts, -1, self.public_key.nsquare)
             return self._new(
-                _mulmod(self.ciphertexts, inverse, self.public_key.nsquare),
+                mulmod(self.ciphertexts, inverse, self.public_key.nsquare),
                 counts=counts,
             )
         if isinstance(other, EncryptedArray):
             return self + (-other)
-        return self + (-_plain_operand(other))
+        return self + (-plain_operand(other))
 
     def __rsub__(self, other):
         return (-self) + other
 
     def __mul__(self, other):
+        """Elementwise product with a plaintext (numpy broadcasting).
+
+        Integers (int arrays, or object arrays of Python ints of any size)
+        keep the exponent: ``E(m)**k``. Floats are encoded with exponent -53
+        (see the class Notes), so the result's exponent is
+        ``self.exponent - 53``. Packed arrays accept non-negative integers
+        only (which multiply their counts too).
+        """
         if isinstance(other, EncryptedArray):
             raise TypeError(
                 "Paillier cannot multiply two ciphertexts; multiply by a plaintext."
             )
         if _is_plaintext_array(other):
             raise TypeError("Cannot combine an EncryptedArray with a PlaintextArray.")
-        other = _plain_operand(other, allow_big_ints=True)
+        other = plain_operand(other, allow_big_ints=True)
         nsquare = self.public_key.nsquare
         if other.dtype.kind in "iuO":
             if other.dtype == object:
@@ -390,29 +362,29 @@ class EncryptedArray:
                     )
                 counts = self.counts * other.astype(np.int64)
             return self._new(
-                _powmod(self.ciphertexts, factors, nsquare),
+                powmod(self.ciphertexts, factors, nsquare),
                 counts=counts,
-                bound=self._scaled_bound(_max_abs(factors)),
+                bound=self._scaled_bound(max_abs(factors)),
             )
         if self.encoder is not None:
             raise TypeError(
                 "Packed arrays can only be multiplied by non-negative integers "
                 "(each slot has its own fixed exponent)."
             )
-        factor_exponent = choose_exponent(other)
+        factor_exponent = PLAINTEXT_FLOAT_EXPONENT
         factors = encode(other, factor_exponent, self.public_key.max_int)
         return self._new(
-            _powmod(self.ciphertexts, factors, nsquare),
+            powmod(self.ciphertexts, factors, nsquare),
             self.exponent + factor_exponent,
             is_integer=False,
-            bound=self._scaled_bound(_max_abs(factors)),
+            bound=self._scaled_bound(max_abs(factors)),
         )
 
     __rmul__ = __mul__
 
     def __truediv__(self, other):
         """Multiply by ``1 / other`` (rounded to 53 significant bits)."""
-        other = _plain_operand(other).astype(np.float64)
+        other = plain_operand(other).astype(np.float64)
         return self * (1.0 / other)
 
     def sum(self, axis=None, n_jobs=None):
@@ -437,7 +409,9 @@ class EncryptedArray:
                     acc = acc * c % nsquare
                 return [acc]
 
-            partials = parallel_map(product, self.ciphertexts.ravel().tolist(), n_jobs)
+            partials = parallel_map(
+                product, self.ciphertexts.ravel().tolist(), n_jobs
+            )
             total = product(partials)[0]
             counts = None if self.counts is None else np.asarray(self.counts.sum())
             return self._new(
@@ -450,10 +424,10 @@ class EncryptedArray:
         else:
             acc = moved[0]
             for row in moved[1:]:
-                acc = _mulmod(acc, row, nsquare)
+                acc = mulmod(acc, row, nsquare)
         counts = None if self.counts is None else self.counts.sum(axis=axis)
         return self._new(
-            _as_object(acc, moved.shape[1:]), counts=counts,
+            as_object(acc, moved.shape[1:]), counts=counts,
             bound=self._scaled_bound(moved.shape[0]),
         )
 
@@ -534,6 +508,8 @@ class EncryptedArray:
         Returns
         -------
         EncryptedArray
+            Same shape, exponent and counts; without ``mantissa_bound``, which
+            depends on private values.
         """
         key = self.public_key
         obfuscators = key.raw_obfuscators(self.size, obfuscation, n_jobs)
@@ -542,7 +518,10 @@ class EncryptedArray:
             c * s % nsquare
             for c, s in zip(self.ciphertexts.ravel().tolist(), obfuscators)
         ]
-        return self._new(object_array(fresh, self.shape), counts=self.counts)
+        # The magnitude bound is dropped: it depends on private values.
+        return self._new(
+            object_array(fresh, self.shape), counts=self.counts, bound=None
+        )
 
 
 def _is_plaintext_array(obj):
@@ -551,8 +530,7 @@ def _is_plaintext_array(obj):
     return isinstance(obj, PlaintextArray)
 
 
-def _rebuild_encrypted_array(n, blob, shape, exponent, is_integer, encoder, counts,
-                             mantissa_bound):
+def _rebuild_encrypted_array(n, blob, shape, exponent, is_integer, encoder, counts):
     from .paillier import public_key_from_n
 
     public_key = public_key_from_n(n)
@@ -564,7 +542,6 @@ def _rebuild_encrypted_array(n, blob, shape, exponent, is_integer, encoder, coun
     return EncryptedArray(
         public_key, object_array(ciphertexts, shape), exponent,
         is_integer=is_integer, encoder=encoder, counts=counts,
-        mantissa_bound=mantissa_bound,
     )
 
 

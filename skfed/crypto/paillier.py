@@ -34,10 +34,11 @@ import gmpy2
 import numpy as np
 import phe
 
-from ._array import EncryptedArray, object_array
+from ._array import EncryptedArray
 from ._obfuscation import OBFUSCATIONS, DJNObfuscator, standard_obfuscators
 from ._parallel import parallel_map
 from ._plaintext import PlaintextPrivateKey, PlaintextPublicKey
+from ._raw import object_array
 from .encoding import (
     PackedEncoder,
     choose_exponent,
@@ -275,6 +276,11 @@ class PaillierPublicKey:
         ``precision=None`` this is <= ``max|x| * 2**-53``), and a homomorphic
         sum of ``k`` values has absolute error <= ``k * 2**(e-1)``, i.e.
         relative error <= ``k * 2**-53`` of ``max|x|`` by default.
+
+        The exponent is sent with the ciphertexts. With ``precision=None`` it
+        is chosen from the data and so reveals the order of magnitude of
+        ``max|x|`` (as python-paillier's per-number exponents do); protocol
+        code that must hide it passes a fixed ``precision``.
         """
         values = np.asarray(values)
         exponent = choose_exponent(values, precision)

@@ -286,3 +286,26 @@ def test_n_jobs_values(keypair):
     a = public_key.encrypt(x, n_jobs=-1)
     np.testing.assert_array_equal(private_key.decrypt(a, n_jobs=-1), x)
     assert private_key.decrypt(a.sum(n_jobs=2)) == x.sum()
+
+
+def test_exponents_do_not_depend_on_private_plaintexts(keypair):
+    # The exponent travels in the clear with the ciphertexts: after an
+    # operation with a party's private plaintext it must not reveal anything
+    # about that plaintext's magnitude.
+    public_key, private_key = keypair
+    a = public_key.encrypt(np.array([1.0, -2.0]), precision=2.0**-30)
+    factors = (np.array([1e-9, 3.0]), np.array([0.5, 0.25]), np.array([1e6, -7.0]))
+    assert {(a * k).exponent for k in factors} == {a.exponent - 53}
+    added = {(a + k).exponent for k in (np.array([1e-9, 3.0]), np.array([0.5, 8.0]))}
+    assert added == {min(a.exponent, -53)}
+    np.testing.assert_allclose(
+        private_key.decrypt(a * np.array([1e-9, 3.0]) + 1e6), [1e6 + 1e-9, 1e6 - 6.0]
+    )
+
+
+def test_magnitude_bound_stays_local(keypair):
+    public_key, _ = keypair
+    a = public_key.encrypt(np.array([3.0, 5.0]), precision=1.0)
+    assert a.mantissa_bound == 5
+    assert a.rerandomize().mantissa_bound is None
+    assert pickle.loads(pickle.dumps(a)).mantissa_bound is None
