@@ -322,6 +322,12 @@ class PackedEncoder:
     ``48 + 1 + 20 = 69`` bits, so a 1024-bit key holds 14 slots and a
     2048-bit key 29.
 
+    Privacy: the counts travel with the ciphertexts (the decryptor needs
+    them), so a packed :meth:`~skfed.crypto.EncryptedArray.group_sum` tells
+    the decrypting party how many rows fell in each group. Where group sizes
+    are private, pack signed digits instead (no offsets, no counts; see
+    ``skfed.ensemble._packing``) or send unpacked ciphertexts.
+
     Subtracting packed arrays (``a - b``) is only meaningful when the values
     summed into ``b`` are a subset of those summed into ``a`` (for example
     "parent histogram minus left child"); then every slot stays non-negative.
