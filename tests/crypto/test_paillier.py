@@ -309,3 +309,15 @@ def test_magnitude_bound_stays_local(keypair):
     assert a.mantissa_bound == 5
     assert a.rerandomize().mantissa_bound is None
     assert pickle.loads(pickle.dumps(a)).mantissa_bound is None
+
+
+def test_concurrent_parties_share_a_key():
+    # Two party threads encrypting with a fresh key race for its DJN table.
+    from concurrent.futures import ThreadPoolExecutor
+
+    public_key, private_key = generate_keypair(key_size=256)
+    x = np.arange(30.0)
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: public_key.encrypt(x, n_jobs=2), range(4)))
+    for encrypted in results:
+        np.testing.assert_array_equal(private_key.decrypt(encrypted), x)
