@@ -52,3 +52,62 @@ def _case_avfkam():
 
 
 CASES.append(_case_avfkam)
+
+
+def _case_secureboost():
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from skfed._tour import TourCase
+    from skfed.ensemble import SecureBoostClassifier
+
+    def make_data():
+        X, y = load_breast_cancer(return_X_y=True)
+        return _split(X, y)
+
+    return TourCase(
+        name="SecureBoostClassifier (1024-bit)",
+        dataset="breast cancer",
+        make_data=make_data,
+        estimator=SecureBoostClassifier(n_estimators=10, key_size=1024, n_jobs=2,
+                                        random_state=0),
+        baseline=HistGradientBoostingClassifier(max_iter=10, learning_rate=0.3,
+                                                max_depth=3, max_bins=32,
+                                                early_stopping=False),
+        baseline_name="HistGradientBoosting",
+    )
+
+
+CASES.append(_case_secureboost)
+
+
+def _case_hyfdca():
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import LinearSVC
+
+    from skfed._tour import TourCase
+    from skfed.linear_model import HyFDCAClassifier
+    from skfed.partition import HybridPartition
+
+    def make_data():
+        X, y = load_breast_cancer(return_X_y=True)
+        X_train, X_test, y_train, y_test = _split(X, y)
+        scaler = StandardScaler().fit(X_train)
+        return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
+
+    # 5 rounds of 100 coordinates per client keep the 1024-bit run short; the
+    # baseline minimises the same objective (C = 1 / (alpha * n_train)).
+    return TourCase(
+        name="HyFDCAClassifier (2x2 grid, 1024-bit)",
+        dataset="breast cancer",
+        make_data=make_data,
+        estimator=HyFDCAClassifier(HybridPartition(2, 2), alpha=0.01,
+                                   local_iterations=100, max_iter=5, tol=None,
+                                   key_size=1024, random_state=0),
+        baseline=LinearSVC(loss="hinge", C=1 / (0.01 * 426), max_iter=10_000),
+        baseline_name="LinearSVC(hinge)",
+    )
+
+
+CASES.append(_case_hyfdca)
