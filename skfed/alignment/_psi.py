@@ -308,6 +308,8 @@ def run_psi(id_lists, hub=0, group="modp2048", exponent_bits=256, n_jobs=None,
     n = len(id_lists)
     names = ([f"party{k}" for k in range(n)] if party_names is None
              else [str(name) for name in party_names])
+    if len(names) != n or len(set(names)) != n:
+        raise ValueError(f"party_names must be {n} distinct names; got {names}.")
     states = {names[k]: {"ids": list(ids), "group": group,
                          "exponent_bits": exponent_bits, "n_jobs": n_jobs}
               for k, ids in enumerate(id_lists)}

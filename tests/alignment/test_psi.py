@@ -204,6 +204,8 @@ def test_bad_hub():
     ({"exponent_bits": 64}, "too short"),
     ({"exponent_bits": 256.0}, "too short"),
     ({"n_jobs": 0}, "n_jobs == 0"),
+    ({"party_names": ["a", "a"]}, "distinct names"),
+    ({"party_names": ["a"]}, "distinct names"),
 ])
 def test_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
