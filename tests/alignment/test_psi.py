@@ -5,6 +5,8 @@ import threading
 from functools import reduce
 
 import gmpy2
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import numpy as np
 import pytest
 
@@ -210,3 +212,15 @@ def test_bad_hub():
 def test_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
         private_set_intersection([[1], [1]], **kwargs)
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sets(st.integers(0, 30), min_size=1, max_size=12),
+                min_size=2, max_size=4),
+       st.integers(0, 3))
+def test_intersection_property(small_group, sets, hub):
+    sets = [sorted(s) for s in sets]
+    hub = hub % len(sets)
+    expected = sorted(set.intersection(*map(set, sets)))
+    assert private_set_intersection(sets, hub=hub, group=small_group) == expected
