@@ -197,8 +197,13 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
     party reads), so the estimator is tagged non-deterministic then; the AUC
     varies little between runs.
 
-    The model's privacy: each party's coefficients stay with it; its
-    ``f^l`` values at sampled rows reach the other active parties.
+    What each party learns: passive parties get masked partial sums (and
+    ``gamma``), never labels, row ids of training steps, scores or
+    coefficients; active parties get the features of their own seeds and
+    the other active parties' ``f^l`` at the rows they sample. Each party's
+    coefficients stay with it. As in FDSKL, one offset masks a seed for
+    every row, so masked values of several rows reveal their differences
+    ``omega_G^T (x_i - x_k)_G`` to the party that sums them.
 
     References
     ----------
@@ -351,7 +356,7 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
             # Preprocessing (appendix C, Algorithm 3): each active party
             # obtains phi of all training rows for the whole pool, masked.
             pool = np.arange(D)
-            for k, p in enumerate(active):
+            for p in active:
                 phi = masked_features(fed, names, p, None, pool, basis_seed,
                                       phase="preprocess").result()
                 fed[p].call(protocol.keep_features, Local(phi),
