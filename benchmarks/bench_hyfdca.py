@@ -9,8 +9,10 @@ Reproduces the shape of the paper's comparison (section 5, Figure 3 and 4):
    after the same number of outer rounds, with the ratio of relative losses.
    ``P*`` and the centralised accuracy come from liblinear (``LinearSVC``,
    hinge loss, ``C = 1 / (lambda N)``, no intercept, tolerance 1e-10).
-   Protocol runs are plaintext (``encryption=None``): identical iterates,
-   encryption changes only the time.
+   HyFDCA's model after ``t`` rounds is the one its server publishes then
+   (the iterate of smallest primal value so far). Protocol runs are
+   plaintext (``encryption=None``): identical iterates, encryption changes
+   only the time.
 2. The time of one HyFDCA fit with Paillier encryption split into the parties'
    encryption/decryption/ciphertext-addition time and the rest, and the
    plaintext run of the same protocol for comparison.
@@ -45,7 +47,7 @@ def breast_cancer():
 def classification():
     X, y = make_classification(n_samples=2000, n_features=40,
                                n_informative=15, random_state=0)
-    return X, y, 0.05, 10
+    return X, y, 0.1, 20
 
 
 def sparse_high_dim():

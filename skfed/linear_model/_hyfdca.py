@@ -144,7 +144,10 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
     Attributes
     ----------
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
-        The primal weights ``w`` (one row per class for one-vs-rest).
+        The published primal weights ``w`` (one row per class for
+        one-vs-rest): with every client taking part, per class the round's
+        ``w`` with the smallest primal objective the server computed (see
+        Notes); with partial participation the last ``w``.
 
     intercept_ : ndarray of shape (1,) or (n_classes,)
         ``intercept_scaling`` times the weight of the constant column; zeros
@@ -227,6 +230,12 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
     - For ``objective_curve_`` and ``tol``, one client per row group sends
       the server two plaintext sums per task each round (loss and conjugate
       sums over its rows), which the paper does not do.
+    - The published model is, per class, the iterate ``w_t`` with the
+      smallest reported primal value, not necessarily the last: with the
+      hinge loss ``P(w(alpha_t))`` is not monotone even while the dual
+      objective rises. ``objective_curve_`` shows every iterate. With
+      partial participation the reports are partly stale, and the last
+      ``w_t`` is published.
     - Multiclass problems are solved one-vs-rest, all classes in the same
       messages.
     - The two sides share one Paillier key pair generated from the operating
@@ -456,7 +465,9 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
                     f"{(curve[-1][0] - curve[-1][1]) / abs(curve[-1][0]):.3g})."
                     " Raise max_iter or local_iterations, or loosen tol.",
                     ConvergenceWarning)
-        w = fed[SERVER].call(P.server_model).result()
+        # The reported primal values are exact only when every client took
+        # part; otherwise they mix stale reports and the last w is published.
+        w = fed[SERVER].call(P.server_model, participants.all).result()
         return w, curve, t
 
     def __sklearn_tags__(self):

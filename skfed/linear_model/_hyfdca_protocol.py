@@ -127,6 +127,8 @@ def server_state(public_key, client_rows, client_columns, row_group_of,
         "n_tasks": n_tasks, "lam": lam, "N": n_samples, "n_jobs": n_jobs,
         "enc_alpha": None, "w_hat": {}, "ip": {}, "reports": {},
         "w": np.zeros((n_weights, n_tasks)),
+        "best_w": np.zeros((n_weights, n_tasks)),
+        "best_primal": np.full(n_tasks, np.inf),
         "crypto_seconds": 0.0,
     }
 
@@ -273,15 +275,23 @@ def client_objective_report(client):
 
 
 def server_objective(server, reports):
-    """Primal and dual objectives from ||w||^2 and the row groups' reports."""
+    """Primal and dual objectives from ||w||^2 and the row groups' reports.
+
+    The server also keeps, per one-vs-rest task, the weights with the
+    smallest primal value seen so far: the published model (for the hinge
+    loss the primal value of w(alpha_t) is not monotone in t).
+    """
     for k, report in reports.items():
         server.reports[server.row_group_of[k]] = report
     total = sum(server.reports.values())
     sq = np.sum(server.w ** 2, axis=0)
     lam, N = server.lam, server.N
-    primal = np.sum(0.5 * lam * sq + total[0] / N)
-    dual = np.sum(-0.5 * lam * sq + total[1] / N)
-    return float(primal), float(dual)
+    primal = 0.5 * lam * sq + total[0] / N
+    dual = -0.5 * lam * sq + total[1] / N
+    better = primal < server.best_primal
+    server.best_primal = np.where(better, primal, server.best_primal)
+    server.best_w[:, better] = server.w[:, better]
+    return float(np.sum(primal)), float(np.sum(dual))
 
 
 # -- LocalDualMethod (Algorithm 5) and the server's averaging -----------------
@@ -319,9 +329,10 @@ def crypto_seconds(state):
     return state.crypto_seconds
 
 
-def server_model(server):
-    """The server's primal weights w_0 (the published model)."""
-    return server.w.copy()
+def server_model(server, best):
+    """The published model: per task, the w_0 of smallest reported primal
+    (``best``, when every report is fresh), or the last w_0."""
+    return (server.best_w if best else server.w).copy()
 
 
 # -- message delivery to the server --------------------------------------------
