@@ -7,7 +7,8 @@ Prints three tables, all measured in one run:
    and 2 worker threads.
 2. End-to-end ``align`` of two parties with N ids each (half of them
    common), beside the plaintext inner join that the protocol replaces
-   (pandas ``merge``), with the ratio and the bytes that crossed.
+   (pandas ``merge``), with the ratio and the bytes that crossed; and at
+   N = 1,000 beside the same protocol with full-length keys.
 3. The same for sizes too long to run here, *extrapolated* from the measured
    cost per id of the largest run (and labelled so).
 
@@ -69,11 +70,12 @@ def make_tables(n_ids, seed=0):
     return [a, b]
 
 
-def end_to_end(n_ids, n_jobs):
+def end_to_end(n_ids, n_jobs, exponent_bits=256):
     tables = make_tables(n_ids)
     cpu = time.process_time()
     seconds, (X, _, _, communication) = _timed(lambda: align(
-        tables, label="label", n_jobs=n_jobs, return_communication=True))
+        tables, label="label", n_jobs=n_jobs, exponent_bits=exponent_bits,
+        return_communication=True))
     cpu = time.process_time() - cpu
     plain, joined = _timed(lambda: tables[0].merge(tables[1], on="id"))
     assert len(joined) == len(X)
@@ -114,6 +116,15 @@ def main():
         print(f"{n_ids:>11,} {seconds:>10.1f} {cpu:>8.1f} {plain:>10.4f} "
               f"{seconds / plain:>7.0f}x {2 * n_ids / seconds:>7.0f} "
               f"{n_bytes / 1e6:>8.1f}")
+
+    n_naive = 1000
+    print(f"\n   Same at N = {n_naive:,}, full-length keys (the naive choice) vs "
+          "256-bit keys (measured)")
+    naive = end_to_end(n_naive, args.n_jobs, exponent_bits=None)
+    short = end_to_end(n_naive, args.n_jobs)
+    print(f"   full-length: {naive[0]:.1f} s ({naive[1]:.1f} s CPU); 256-bit: "
+          f"{short[0]:.1f} s ({short[1]:.1f} s CPU); ratio {naive[1] / short[1]:.1f}x "
+          "in CPU")
 
     print("\n3. Larger N, EXTRAPOLATED linearly from the largest measured run "
           f"({max(sizes):,} ids): not run")
