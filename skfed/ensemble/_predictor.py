@@ -150,18 +150,24 @@ def advance(state, party, go_left):
     return None
 
 
-def finish_walk(state, n_outputs):
-    """Active party: sum of the leaf weights reached, per output."""
+def finish_walk(state, n_outputs, per_tree=False):
+    """Active party: sum of the leaf weights reached, per output.
+
+    With ``per_tree``, the weight reached in each tree, shape (n_rows, n_trees).
+    """
     w = state.stash.pop("walk")
     value = w["forest"][4]
     leaves = value[w["position"]]
+    if per_tree:
+        return leaves
     out = np.zeros((leaves.shape[0], n_outputs))
     for k in range(n_outputs):
         out[:, k] = leaves[:, w["outputs"] == k].sum(axis=1)
     return out
 
 
-def federated_raw_predict(fed, active, names, dataset, tree_indices, n_outputs):
+def federated_raw_predict(fed, active, names, dataset, tree_indices, n_outputs,
+                          per_tree=False):
     """Driver: sum of the given trees' outputs for every row of ``dataset``.
 
     ``names[k]`` is the name of party ``k``. At most ``max_depth`` rounds of
@@ -179,4 +185,4 @@ def federated_raw_predict(fed, active, names, dataset, tree_indices, n_outputs):
         fed.gather([A.call(advance, Local(k), reply.result(), sender=names[k],
                            phase="predict")
                     for k, reply in replies.items()])
-    return A.call(finish_walk, n_outputs, phase="predict").result()
+    return A.call(finish_walk, n_outputs, per_tree, phase="predict").result()

@@ -165,7 +165,7 @@ class _BaseSecureBoost(FederatedMixin, BaseEstimator):
 
     # -- federated inference ---------------------------------------------------
 
-    def _raw_predict(self, X):
+    def _raw_predict(self, X, staged=False):
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan",
                           dtype=np.float64)
@@ -183,8 +183,20 @@ class _BaseSecureBoost(FederatedMixin, BaseEstimator):
         with self._federation(states, record=False) as fed:
             raw = federated_raw_predict(fed, names[active_index], names, "predict",
                                         list(range(len(self._trees))),
-                                        self.n_trees_per_iteration_)
-        return raw + self._baseline
+                                        self.n_trees_per_iteration_, per_tree=staged)
+        if not staged:
+            return raw + self._baseline
+        return self._stages(raw)
+
+    def _stages(self, leaves):
+        """Raw predictions after each round, from the per-tree leaf weights."""
+        outputs = np.array([k for k, _ in self._trees])
+        raw = np.tile(self._baseline, (leaves.shape[0], 1))
+        for it in range(self.n_iter_):
+            for k in range(self.n_trees_per_iteration_):
+                tree = it * self.n_trees_per_iteration_ + k
+                raw[:, outputs[tree]] += leaves[:, tree]
+            yield raw.copy()
 
 
 _DOC_PARAMETERS = """
@@ -447,6 +459,25 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
         check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
+    def staged_decision_function(self, X):
+        """Raw scores after each round (one federated inference for all rounds)."""
+        for raw in self._raw_predict(X, staged=True):
+            yield raw[:, 0] if raw.shape[1] == 1 else raw
+
+    def staged_predict_proba(self, X):
+        """Class probabilities after each round."""
+        for raw in self._raw_predict(X, staged=True):
+            if raw.shape[1] == 1:
+                p = expit(raw[:, 0])
+                yield np.column_stack([1 - p, p])
+            else:
+                yield softmax(raw, axis=1)
+
+    def staged_predict(self, X):
+        """Predicted classes after each round."""
+        for proba in self.staged_predict_proba(X):
+            yield self.classes_[np.argmax(proba, axis=1)]
+
 
 @_document
 class SecureBoostRegressor(RegressorMixin, _BaseSecureBoost):
@@ -513,3 +544,8 @@ class SecureBoostRegressor(RegressorMixin, _BaseSecureBoost):
     def predict(self, X):
         """Predicted target of each row."""
         return self._raw_predict(X)[:, 0]
+
+    def staged_predict(self, X):
+        """Predicted target after each round (one federated inference)."""
+        for raw in self._raw_predict(X, staged=True):
+            yield raw[:, 0]

@@ -63,6 +63,8 @@ def test_regressor_matches_hist_gradient_boosting():
     X, y = make_friedman1(800, noise=1.0, random_state=0)
     X_train, X_test, y_train, y_test = _split(X, y, stratify=False)
     ours = SecureBoostRegressor(n_estimators=20, **LIKE_HGB).fit(X_train, y_train)
+    *_, last = ours.staged_predict(X_test)
+    np.testing.assert_allclose(last, ours.predict(X_test))
     with threadpool_limits(1):
         hgb = HistGradientBoostingRegressor(max_iter=20, **HGB).fit(X_train, y_train)
     assert ours.score(X_test, y_test) >= hgb.score(X_test, y_test) - 0.01
@@ -231,6 +233,10 @@ def test_multiclass_probabilities():
     proba = clf.fit(X[:300], y[:300]).predict_proba(X[300:400])
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert proba.shape == (100, 10) and len(clf._trees) == 30
+    stages = list(clf.staged_predict_proba(X[300:400]))
+    assert len(stages) == 3
+    np.testing.assert_allclose(stages[-1], proba)
+    assert not np.allclose(stages[0], proba)
 
 
 # -- sklearn API ------------------------------------------------------------------

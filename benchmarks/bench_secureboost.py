@@ -1,0 +1,109 @@
+"""Seconds per SecureBoost boosting round on credit-shaped data.
+
+Synthetic tables shaped like the paper's credit sets (30,000 x 23 like
+"Credit 1" / default of credit card clients, 150,000 x 10 like "Credit 2" /
+Give Me Some Credit; 22% positives, 5% missing values), two parties (half
+the columns each, party 0 holds the labels), depth 3, 32 bins.
+
+For each table and key size the script fits one round (``n_estimators=1``,
+the round time is read from ``verbose``, so key generation and binning are
+not counted) and prints it beside
+
+- the plaintext mode (same protocol, no encryption), and
+- the *naive* cost of encrypting the round's gradients the textbook way:
+  python-paillier's ``encrypt`` of ``g`` and of ``h`` for every row (time
+  per row measured on a sample in the same run, times the number of rows).
+  A naive round costs at least this much before any histogram is built.
+
+Usage::
+
+    python benchmarks/bench_secureboost.py            # both tables, 1024 and 2048 bits
+    python benchmarks/bench_secureboost.py --quick    # a tenth of the rows
+
+The machine may be shared: the load average is printed with the results.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import argparse
+import contextlib
+import io
+import os
+import re
+import time
+
+import numpy as np
+import phe
+from sklearn.datasets import make_classification
+
+from skfed.ensemble import SecureBoostClassifier
+
+
+def credit_like(n_rows, n_features, seed=0):
+    X, y = make_classification(n_rows, n_features, n_informative=min(8, n_features),
+                               weights=[0.78], flip_y=0.05, random_state=seed)
+    rng = np.random.default_rng(seed)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    return X, y
+
+
+def round_seconds(X, y, encryption, key_size, n_jobs):
+    """(seconds of round 1, kB sent in round 1) read from the verbose line."""
+    clf = SecureBoostClassifier(n_estimators=1, max_depth=3, max_bins=32,
+                                encryption=encryption, key_size=key_size, n_jobs=n_jobs,
+                                early_stopping=False, random_state=0, verbose=1)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        clf.fit(X, y)
+    match = re.search(r", ([0-9.]+) s, ([0-9.]+) kB sent", out.getvalue())
+    return float(match.group(1)), float(match.group(2))
+
+
+def phe_seconds_per_row(key_size, n_sample=20):
+    """python-paillier: encrypt one row's g and h (two floats), seconds."""
+    public_key, _ = phe.generate_paillier_keypair(n_length=key_size)
+    rng = np.random.default_rng(0)
+    values = rng.uniform(-1, 1, size=2 * n_sample).tolist()
+    start = time.perf_counter()
+    for v in values:
+        public_key.encrypt(v)
+    return (time.perf_counter() - start) / n_sample
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a tenth of the rows")
+    parser.add_argument("--n-jobs", type=int, default=2, help="crypto worker threads")
+    parser.add_argument("--keys", type=int, nargs="+", default=[1024, 2048])
+    args = parser.parse_args()
+    scale = 10 if args.quick else 1
+    shapes = [(30_000 // scale, 23), (150_000 // scale, 10)]
+    print(f"SecureBoost seconds per boosting round, 2 parties, depth 3, 32 bins, "
+          f"n_jobs={args.n_jobs}{' (--quick: rows / 10)' if args.quick else ''}")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+          f"on {os.cpu_count()} cores\n")
+    naive = {k: phe_seconds_per_row(k) for k in args.keys}
+    header = (f"{'table':>13}  {'key':>9}  {'round s':>8}  {'kB/round':>9}  "
+              f"{'plain s':>7}  {'x plain':>7}  {'naive enc s':>11}  {'naive/ours':>10}")
+    print(header)
+    print("-" * len(header))
+    for n_rows, n_features in shapes:
+        X, y = credit_like(n_rows, n_features)
+        plain, plain_kb = round_seconds(X, y, None, 2048, args.n_jobs)
+        print(f"{n_rows:>7} x {n_features:<3}  {'plaintext':>9}  {plain:8.2f}  "
+              f"{plain_kb:9.0f}  {plain:7.2f}  {1.0:7.1f}  {'':>11}  {'':>10}", flush=True)
+        for key_size in args.keys:
+            seconds, kb = round_seconds(X, y, "paillier", key_size, args.n_jobs)
+            naive_seconds = naive[key_size] * n_rows
+            print(f"{n_rows:>7} x {n_features:<3}  {key_size:>4} bits  {seconds:8.2f}  "
+                  f"{kb:9.0f}  {plain:7.2f}  {seconds / plain:7.0f}  {naive_seconds:11.1f}  "
+                  f"{naive_seconds / seconds:10.1f}", flush=True)
+    print(f"\nnaive: python-paillier encrypt of g and h per row = "
+          + ", ".join(f"{naive[k] * 1e3:.1f} ms ({k} bits)" for k in args.keys)
+          + ", times the rows (encryption only; a naive round also sums and decrypts)")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
