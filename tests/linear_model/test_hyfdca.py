@@ -281,13 +281,37 @@ def test_keys_do_not_come_from_random_state():
     X, y = _breast_cancer()
     X, y = X[:40, :4], y[:40]
     params = dict(alpha=0.1, max_iter=1, tol=None, key_size=256, random_state=0)
-    ciphertexts = []
+    moduli = []
     for _ in range(2):
         with record_messages() as rec:
             HyFDCAClassifier(**params).fit(X, y)
         m = next(m for m in rec.messages if m.phase == "dual updates")
-        ciphertexts.append(int(m.payload[0].ciphertexts.ravel()[0]))
-    assert ciphertexts[0] != ciphertexts[1]
+        moduli.append(int(m.payload[0].public_key.n))
+    assert moduli[0] != moduli[1]
+
+
+@pytest.mark.parametrize("schedule", ["random", "cyclic"])
+def test_participants_per_round_and_newcomers_catch_up(schedule):
+    X, y = _small()
+    with record_messages() as rec:
+        clf = HyFDCAClassifier(HybridPartition(2, 2), alpha=0.1, max_iter=6,
+                               tol=None, participation=0.5, schedule=schedule,
+                               encryption=None, random_state=0).fit(X, y)
+    senders = [m.sender for m in rec.messages if m.phase == "dual updates"]
+    assert len(senders) == 2 * clf.n_iter_
+    per_round = [set(senders[i:i + 2]) for i in range(0, len(senders), 2)]
+    if schedule == "cyclic":
+        assert per_round == [{"client0", "client1"}, {"client2", "client3"}] * 3
+    else:
+        assert len({frozenset(r) for r in per_round}) > 1
+    # Clients absent last round first get enc(alpha) and send w_hat
+    # (Algorithm 1's first PrimalAggregation); every participant gets the
+    # duals again at the end of the round and sends w_hat.
+    newcomers = sum(len(r - (per_round[t - 1] if t else set()))
+                    for t, r in enumerate(per_round))
+    phases = clf.communication_.by_phase
+    assert phases["send duals"]["messages"] == newcomers + 2 * clf.n_iter_
+    assert phases["primal aggregation"]["messages"] == newcomers + 2 * clf.n_iter_
 
 
 # -- sklearn plumbing ---------------------------------------------------------------
