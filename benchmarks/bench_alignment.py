@@ -45,7 +45,8 @@ def exponentiation_rates(n_values=400):
     bases = group.hash_ids(range(n_values))
     short, full = group.random_exponent(256), group.random_exponent(None)
     cases = {
-        "gmpy2, 256-bit key (ours)": lambda chunk: gmpy2.powmod_base_list(chunk, short, p),
+        "gmpy2, 256-bit key (ours)":
+            lambda chunk: gmpy2.powmod_base_list(chunk, short, p),
         "gmpy2, full-length key": lambda chunk: gmpy2.powmod_base_list(chunk, full, p),
         "Python pow, full-length key": lambda chunk: [
             pow(int(b), int(full), int(p)) for b in chunk],
@@ -97,7 +98,8 @@ def main():
           f"{os.getloadavg()[0]:.1f} (the machine is shared: timings are under load)")
 
     print("\n1. Modular exponentiations per second, 2048-bit group (measured)")
-    print(f"{'implementation':<30} {'threads':>7} {'exp/s':>9} {'vs ours, 1 thread':>18}")
+    print(f"{'implementation':<30} {'threads':>7} {'exp/s':>9} "
+          f"{'vs ours, 1 thread':>18}")
     rates = exponentiation_rates(200 if args.quick else 400)
     ours = rates[0][2]
     for name, n_jobs, rate in rates:
