@@ -138,3 +138,17 @@ def test_bad_tables_get_clear_errors(small_group, edit, error, match):
 def test_label_may_not_be_the_id(small_group):
     with pytest.raises(ValueError, match="label and on both name the column"):
         align(_tables(), on="cid", label="cid", group=small_group)
+
+
+def test_aligned_table_trains_a_vertical_estimator(small_group):
+    from skfed.ensemble import SecureBoostClassifier
+
+    tables = _tables(rng=1)
+    tables[2] = tables[2].drop(columns="segment")  # numeric features only
+    X, y, partition = align(tables, on="cid", label="churned", group=small_group)
+    model = SecureBoostClassifier(n_estimators=3, partition=partition,
+                                  encryption=None, random_state=0).fit(X, y)
+    assert model.partition_.active_parties == (1,)
+    assert [list(X.columns[model.partition_.columns(k)]) for k in range(3)] == \
+        [["income", "debt"], ["claims"], ["visits", "basket"]]
+    assert model.predict(X).shape == y.shape
