@@ -27,8 +27,8 @@ times are under that load.
 
 Run::
 
-    python benchmarks/bench_avfkam.py            # a few minutes
-    python benchmarks/bench_avfkam.py --quick    # under a minute
+    python benchmarks/bench_avfkam.py            # ~4 min idle (longer under load)
+    python benchmarks/bench_avfkam.py --quick    # ~1.5 min idle
 """
 
 import argparse
@@ -277,9 +277,9 @@ def main():
         imbalance_table(n_splits=2)
     else:
         accuracy_table(n_splits=3)
-        straggler_table(unit=4, max_iter=1000, n_runs=3)
-        speedup_table(unit=10, max_iter=600, party_counts=(2, 4, 6, 8))
-        imbalance_table(n_splits=5)
+        straggler_table(unit=4, max_iter=800, n_runs=2)
+        speedup_table(unit=10, max_iter=400, party_counts=(2, 4, 6, 8))
+        imbalance_table(n_splits=4)
     print(f"\nTotal {time.perf_counter() - start:.0f} s")
 
 
