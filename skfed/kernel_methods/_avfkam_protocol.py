@@ -102,7 +102,7 @@ def keep_features(state, features, rng_seed, batch_size, features_per_step,
     state.negatives = np.flatnonzero(state.y < 0)
     state.batch_size = batch_size
     state.features_per_step = min(features_per_step, features.shape[1])
-    state.hyper = hyper  # public hyper-parameters: loss, learning rate, lambda
+    state.hyper = hyper  # public hyper-parameters: loss, learning rate
 
 
 def sample_step(state):
