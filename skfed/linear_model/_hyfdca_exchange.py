@@ -34,13 +34,16 @@ class Participation:
 
     def __init__(self, n_clients, participation, schedule, seed):
         self.n_clients = n_clients
-        self.all = participation >= 1.0
         self.size = max(1, int(round(participation * n_clients)))
         self.schedule = schedule
         self.rng = np.random.RandomState(seed)
         n_sets = min(n_clients, int(np.ceil(1.0 / participation - 1e-9)))
         self.sets = [s.tolist() for s in
                      np.array_split(np.arange(n_clients), max(n_sets, 1))]
+        # Every client in every round (e.g. participation=0.9 of 4 clients).
+        self.all = participation >= 1.0 or (
+            len(self.sets) == 1 if schedule == "cyclic"
+            else self.size >= n_clients)
 
     def __call__(self, t):
         if self.all:
