@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from ..crypto import generate_keypair
+from ..federation import Local
 from ._grower import grow_tree
 from ._histogram import passive_receive_gradients, setup_party
 from ._packing import GradientLayout
@@ -125,7 +126,7 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
     passives = [p for p in names if p != active]
     public_key = A.call(active_setup, params["max_bins"], params["key_size"],
                         params["plaintext"], phase="setup").result()
-    fed.gather([fed[p].call(passive_setup, params["max_bins"], public_key,
+    fed.gather([fed[p].call(passive_setup, Local(params["max_bins"]), public_key,
                             sender=active, phase="setup") for p in passives])
     train_scores, val_scores = [], []
     n_outputs = params["n_outputs"]
@@ -137,8 +138,8 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
                          params["min_samples_leaf"] > 1, phase="gradients").result()
         if use_passives:
             layout, sample, encrypted = message
-            fed.gather([fed[p].call(passive_receive_gradients, public_key, layout, sample,
-                                    encrypted, sender=active, phase="gradients")
+            fed.gather([fed[p].call(passive_receive_gradients, layout, sample, encrypted,
+                                    sender=active, phase="gradients")
                         for p in passives])
         for k in range(n_outputs):
             grow_tree(fed, active, passives, (it, k), k, params, use_passives)

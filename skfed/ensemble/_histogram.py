@@ -48,13 +48,12 @@ def setup_party(state, max_bins):
     return None
 
 
-def passive_receive_gradients(state, public_key, layout, sample_rows, encrypted):
+def passive_receive_gradients(state, layout, sample_rows, encrypted):
     """Passive party: keep this round's encrypted gradient pairs.
 
     ``encrypted[k]`` holds one ciphertext per row of ``sample_rows`` for
     output ``k`` (one per class for multiclass).
     """
-    state.public_key = public_key
     state.layout = layout
     state.encrypted = encrypted
     state.position = np.full(state.bins.shape[0], -1, dtype=np.intp)
@@ -63,15 +62,19 @@ def passive_receive_gradients(state, public_key, layout, sample_rows, encrypted)
 
 
 def _tree_order(state, tree_key):
-    """The candidate permutation and random ids of this tree (kept by the owner)."""
-    if state.stash.get("tree_key") != tree_key:
+    """The candidate permutation and random ids of this tree (kept by the owner).
+
+    Returns ``(order, ids, new)``; ``new`` is True on the tree's first level.
+    """
+    new = state.stash.get("tree_key") != tree_key
+    if new:
         rng = np.random.default_rng([state.seed, *tree_key])
         n = state.cand_features.size
         state.stash["tree_key"] = tree_key
         state.stash["order"] = rng.permutation(n)
         # Ids are random (not positions), unique, and meaningless to others.
         state.stash["ids"] = rng.choice(2**62, size=n, replace=False).astype(np.int64)
-    return state.stash["order"], state.stash["ids"]
+    return state.stash["order"], state.stash["ids"], new
 
 
 def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
@@ -88,12 +91,13 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
 
     Returns
     -------
-    ids : ndarray of int64
-        Random candidate ids, in the order of every message.
+    ids : ndarray of int64 or None
+        Random candidate ids, in the order of every message; sent with the
+        tree's first level only (None afterwards).
     messages : list of EncryptedArray
         Per node, packed and re-randomised candidate sums.
     """
-    order, ids = _tree_order(state, tree_key)
+    order, ids, new = _tree_order(state, tree_key)
     missing_bin = state.mapper.missing_bin
     right = ~state.cand_missing_left
     messages = []
@@ -113,7 +117,7 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
             with_missing = cum[f, v] + hist[f, np.full(f.size, missing_bin)]
             candidates = concatenate([candidates, with_missing])
         messages.append(pack_candidates(candidates[order], state.layout, n_jobs))
-    return ids, messages
+    return (ids if new else None), messages
 
 
 def _stack(columns):
@@ -125,10 +129,12 @@ def _stack(columns):
 
 def active_receive_candidates(state, party, ids, messages, node_ids):
     """Active party: decrypt a passive party's candidate sums, per node."""
+    if ids is not None:
+        state.tree.candidate_ids[party] = ids
+    n_candidates = state.tree.candidate_ids[party].size
     for node, message in zip(node_ids, messages):
         state.tree.nodes[node].candidates[party] = unpack_candidates(
-            state.private_key, message, ids.size, state.layout, state.n_jobs)
-    state.tree.candidate_ids[party] = ids
+            state.private_key, message, n_candidates, state.layout, state.n_jobs)
     return None
 
 

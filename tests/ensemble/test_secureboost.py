@@ -127,7 +127,7 @@ def _arrays(payload):
             yield from _arrays(item)
         elif isinstance(item, dict):
             yield from _arrays(list(item.values()))
-        else:
+        elif item is not None:
             yield item
 
 
