@@ -4,6 +4,9 @@
 #   bash doc/build.sh                      whole site, gallery examples executed
 #   bash doc/build.sh --no-plot            fast variant for CI: the gallery pages
 #                                          are made without running the examples
+#   bash doc/build.sh --clean              start from scratch: also re-run every
+#                                          example (sphinx-gallery otherwise skips
+#                                          examples that did not change)
 #   bash doc/build.sh --fetch-inventories  (needs the internet, once) download the
 #                                          intersphinx inventories of Python,
 #                                          scikit-learn, numpy, scipy, pandas and
@@ -23,6 +26,8 @@ args=()
 for arg in "$@"; do
     case "$arg" in
         --no-plot) plot=0 ;;
+        --clean) rm -rf _build generated auto_examples _api_for_stubs.rst \
+                     sg_execution_times.rst ;;
         --fetch-inventories)
             mkdir -p _intersphinx
             for pair in python=https://docs.python.org/3/ \
