@@ -62,7 +62,7 @@ class PlaintextPublicKey:
         encoder.check_capacity(self.max_int)
         encoder.pack(values)  # validates shape and bounds
         values = np.asarray(values, dtype=np.float64)
-        return PlaintextArray(self, values, n_slots=encoder.n_slots)
+        return PlaintextArray(self, values, n_slots=encoder.n_slots, encoder=encoder)
 
 
 class PlaintextPrivateKey:
@@ -106,17 +106,18 @@ class PlaintextArray:
         ``shape`` does not show (as for a packed EncryptedArray).
     n_slots : int or None
         Number of slots of a packed array.
+    encoder : PackedEncoder or None
+        The encoder of a packed array (as on a packed EncryptedArray).
     """
 
     __array_ufunc__ = None
+    exponent = 0  # interface parity: values are kept exactly
 
-    def __init__(self, public_key, values, n_slots=None):
+    def __init__(self, public_key, values, n_slots=None, encoder=None):
         self.public_key = public_key
         self.values = values
         self.n_slots = n_slots
-
-    exponent = 0
-    encoder = None
+        self.encoder = encoder
 
     @property
     def shape(self):
@@ -143,7 +144,7 @@ class PlaintextArray:
         return (int(self.values.size), 0, int(self.values.nbytes))
 
     def _new(self, values):
-        return PlaintextArray(self.public_key, values, self.n_slots)
+        return PlaintextArray(self.public_key, values, self.n_slots, self.encoder)
 
     def _operand(self, other):
         if isinstance(other, PlaintextArray):
