@@ -4,5 +4,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from ._avfkam import AVFKAMRanker
+from ._fdskl import FDSKLClassifier, FDSKLRegressor
 
-__all__ = ["AVFKAMRanker"]
+__all__ = ["AVFKAMRanker", "FDSKLClassifier", "FDSKLRegressor"]

@@ -1,0 +1,328 @@
+import itertools
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_breast_cancer, make_moons
+from sklearn.model_selection import GridSearchCV, train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC, SVR
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skfed.base import party_seeds
+from skfed.federation import are_totally_different, record_messages, tree_leader, tree_leaves
+from skfed.kernel_approximation import random_offsets, spectral_directions
+from skfed.kernel_methods import FDSKLClassifier, FDSKLRegressor
+from skfed.kernel_methods._fdskl_trees import leak_free_trees, unmaskable
+from skfed.kernel_methods._vertical_features import excluded_parties, party_name
+from skfed.losses import get_loss
+from skfed.partition import VerticalPartition
+
+
+# --------------------------------------------------------------------------
+# A centralized re-implementation of the same doubly stochastic steps, with
+# every random choice reproduced from the seeds: the federated model must
+# equal it up to floating point.
+# --------------------------------------------------------------------------
+
+def _features(X, ids, owner, names, basis, offsets, kernel, gamma):
+    z = X @ spectral_directions(basis, range(X.shape[1]), ids, kernel, gamma)
+    if len(names) == 1:
+        phase = random_offsets(offsets[0], ids)
+    else:
+        excl = excluded_parties(basis, ids, owner, names)
+        phase = np.array([random_offsets(offsets[names.index(e)], [j])[0]
+                          for e, j in zip(excl, ids)])
+    return np.sqrt(2) * np.cos(z + phase)
+
+
+def _central_fdskl(X, Y, q, active, random_state, loss, lr, alpha, T, B, m,
+                   kernel, gamma):
+    names = [party_name(k) for k in range(q)]
+    owners = [names[a] for a in active]
+    seeds = party_seeds(random_state, 2 + q)
+    basis, sampling, offsets = seeds[0], seeds[1], seeds[2:]
+    rngs = [np.random.RandomState([sampling, k]) for k in range(len(owners))]
+    order = [np.empty(0, dtype=int) for _ in owners]
+    pos = [0] * len(owners)
+    model = {p: (np.empty(0, dtype=int), np.empty((0, Y.shape[1]))) for p in owners}
+    L = get_loss(loss)
+    for t in range(T):
+        k = t % len(owners)
+        if pos[k] + B > len(order[k]):
+            order[k], pos[k] = rngs[k].permutation(len(X)), 0
+        rows = order[k][pos[k]:pos[k] + B]
+        pos[k] += B
+        f = sum(_features(X[rows], ids, p, names, basis, offsets, kernel, gamma) @ c
+                for p, (ids, c) in model.items())
+        new = np.arange(t * m, (t + 1) * m)
+        phi = _features(X[rows], new, owners[k], names, basis, offsets, kernel, gamma)
+        coef = -lr / (B * m) * phi.T @ L.derivative(Y[rows], f)
+        for p, (ids, c) in model.items():
+            model[p] = (ids, c * (1 - lr * alpha))
+        ids, c = model[owners[k]]
+        model[owners[k]] = (np.concatenate([ids, new]), np.vstack([c, coef]))
+
+    def decision(Xnew):
+        return sum(_features(Xnew, ids, p, names, basis, offsets, kernel, gamma) @ c
+                   for p, (ids, c) in model.items() if len(ids))
+    return decision
+
+
+def _binary_data(n=60, d=5, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, d))
+    y = (X[:, 0] * X[:, 1] + 0.3 * X[:, 2] > 0).astype(int)
+    return X, y
+
+
+@pytest.mark.parametrize("q, active, kernel, loss, cache_size", [
+    (1, (0,), "rbf", "logistic", 200),
+    (2, (0,), "rbf", "smooth_hinge", 200),
+    (3, (1,), "laplacian", "squared", 200),
+    (3, (0, 2), "rbf", "logistic", 200),
+    (4, (0,), "rbf", "logistic", 0),
+])
+def test_model_equals_the_centralized_doubly_stochastic_steps(
+        q, active, kernel, loss, cache_size):
+    X, y = _binary_data()
+    params = dict(loss=loss, learning_rate=2.0, alpha=0.01, max_iter=12,
+                  batch_size=16, n_components_per_iter=3, kernel=kernel, gamma=0.3)
+    clf = FDSKLClassifier(partition=VerticalPartition(q, active_parties=active),
+                          random_state=7, cache_size=cache_size, **params).fit(X, y)
+    decision = _central_fdskl(
+        X, np.where(y == 1, 1.0, -1.0)[:, None], q, active, 7, loss,
+        params["learning_rate"], params["alpha"], params["max_iter"],
+        params["batch_size"], params["n_components_per_iter"], kernel, 0.3)
+    np.testing.assert_allclose(clf.decision_function(X), decision(X)[:, 0],
+                               rtol=1e-9, atol=1e-10)
+    holders = [k for k, s in enumerate(clf.coef_stores_) if s is not None]
+    assert holders == sorted(active)
+    assert sum(len(s) for s in clf.coef_stores_ if s is not None) == 36
+
+
+def test_cache_changes_traffic_not_the_model():
+    X, y = _binary_data(n=40)
+    kw = dict(partition=3, max_iter=30, batch_size=20, n_components_per_iter=2,
+              random_state=0)
+    cached = FDSKLClassifier(**kw).fit(X, y)
+    plain = FDSKLClassifier(cache_size=0, **kw).fit(X, y)
+    np.testing.assert_allclose(cached.decision_function(X),
+                               plain.decision_function(X), rtol=1e-9, atol=1e-12)
+    # After the first epoch the locally saved features spare most of the
+    # masked sums: each (row, feature) pair is sent once instead of each time.
+    sent = {name: est.communication_.by_phase["step/features/T1"]["scalars"]
+            for name, est in [("cached", cached), ("plain", plain)]}
+    assert sent["cached"] < 0.5 * sent["plain"]
+
+
+def test_message_count_matches_the_protocol():
+    # Two parties: per step one index broadcast, one masked value (T1; T2 is
+    # empty), one f^l message and one decay message; gamma costs two more.
+    X, y = _binary_data()
+    clf = FDSKLClassifier(partition=2, max_iter=9, random_state=0).fit(X, y)
+    phases = clf.communication_.by_phase
+    assert clf.communication_.total_messages == 2 + 4 * 9
+    for phase in ["step/indices", "step/features/T1", "step/decision", "step/decay"]:
+        assert phases[phase]["messages"] == 9
+    assert phases["step/indices"]["scalars"] == 9 * (60 + 32)  # rows + feature ids
+
+
+def test_accuracy_close_to_svc_on_breast_cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0,
+                                          stratify=y)
+    scaler = StandardScaler().fit(Xtr)
+    Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
+    clf = FDSKLClassifier(partition=3, max_iter=150, random_state=0).fit(Xtr, ytr)
+    svc = SVC(kernel="rbf", gamma=clf.gamma_).fit(Xtr, ytr)
+    assert clf.gamma_ == pytest.approx(1 / (Xtr.shape[1] * Xtr.var()))
+    assert clf.score(Xte, yte) >= svc.score(Xte, yte) - 0.02
+
+
+def test_regressor_close_to_svr():
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, size=(400, 4))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=400) + 5
+    Xtr, Xte, ytr, yte = train_test_split(X, y, random_state=0)
+    reg = FDSKLRegressor(partition=2, max_iter=300, random_state=0).fit(Xtr, ytr)
+    svr = SVR(kernel="rbf", gamma=reg.gamma_).fit(Xtr, ytr)
+    assert reg.score(Xte, yte) >= svr.score(Xte, yte) - 0.02
+    # The targets' offset and scale stay with the active party's model.
+    assert abs(reg.predict(Xte).mean() - yte.mean()) < 0.1
+
+
+def test_multiclass_and_probabilities():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(150, 4))
+    y = np.array(["a", "b", "c"])[np.argmax(X[:, :3], axis=1)]
+    clf = FDSKLClassifier(partition=2, max_iter=25, random_state=0).fit(X, y)
+    assert clf.decision_function(X).shape == (150, 3)
+    assert clf.coef_stores_[0].coef.shape == (25 * 32, 3)
+    proba = clf.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1)
+    np.testing.assert_array_equal(clf.classes_[proba.argmax(axis=1)], clf.predict(X))
+    assert clf.score(X, y) > 0.9
+    assert not hasattr(FDSKLClassifier(loss="smooth_hinge").fit(X, y), "predict_proba")
+
+
+def test_same_seed_same_model_and_split_dependence():
+    X, y = make_moons(200, noise=0.2, random_state=0)
+    X = np.hstack([X, np.random.RandomState(1).normal(scale=0.1, size=(200, 2))])
+    kw = dict(max_iter=40, random_state=3)
+    a = FDSKLClassifier(partition=[[0, 1], [2, 3]], **kw).fit(X, y)
+    b = FDSKLClassifier(partition=[[0, 1], [2, 3]], **kw).fit(X, y)
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+    # Same number of parties, other columns per party: the phases come from
+    # the same party indices, so only the order of additions changes.
+    c = FDSKLClassifier(partition=[[3, 0], [2, 1]], **kw).fit(X, y)
+    np.testing.assert_allclose(a.decision_function(X), c.decision_function(X),
+                               rtol=1e-8, atol=1e-10)
+    # Another number of parties gives other (identically distributed) phases.
+    d = FDSKLClassifier(partition=4, **kw).fit(X, y)
+    assert not np.allclose(a.decision_function(X), d.decision_function(X))
+    assert np.mean(a.predict(X) == d.predict(X)) >= 0.97
+    assert abs(a.score(X, y) - d.score(X, y)) <= 0.02
+
+
+def _subset_sums(X, part, basis, ids, kernel, gamma):
+    """Every sum over a non-empty set of parties of omega_G^T x_G."""
+    blocks = [X[:, part.columns(k)] @ spectral_directions(
+        basis, part.columns(k), ids, kernel, gamma) for k in range(part.n_parties)]
+    sums = []
+    for r in range(1, part.n_parties + 1):
+        for subset in itertools.combinations(range(part.n_parties), r):
+            sums.append(sum(blocks[k] for k in subset).ravel())
+    return np.sort(np.concatenate(sums))
+
+
+def _hits(values, sorted_reference, tol=1e-9):
+    idx = np.clip(np.searchsorted(sorted_reference, values), 1, len(sorted_reference) - 1)
+    near = np.minimum(np.abs(sorted_reference[idx] - values),
+                      np.abs(sorted_reference[idx - 1] - values))
+    return int(np.sum(near <= tol))
+
+
+def _floats(payload):
+    out = []
+    for item in payload:
+        if isinstance(item, (tuple, list)):
+            out.extend(_floats(item))
+        elif isinstance(item, np.ndarray) and item.dtype.kind == "f":
+            out.append(item.ravel())
+        elif isinstance(item, float):
+            out.append(np.array([item]))
+    return np.concatenate(out) if out else np.empty(0)
+
+
+def test_privacy_of_recorded_messages():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(30, 7))
+    y = rng.choice([-1.0, 2.0], size=30)
+    part = VerticalPartition([[0, 1], [2, 3, 4], [5], [6]], active_parties=(1,))
+    with record_messages() as rec:
+        clf = FDSKLClassifier(partition=part, max_iter=6, batch_size=10,
+                              n_components_per_iter=4, random_state=0).fit(X, y)
+        clf.decision_function(X)  # prediction runs Algorithms 2-3 as well
+    assert any(m.phase.startswith("predict/") for m in rec.messages)
+    names = [party_name(k) for k in range(4)]
+    basis = clf._basis_seed
+    unmasked = _subset_sums(X, clf.partition_, basis, np.arange(24), "rbf", clf.gamma_)
+    raw = np.sort(X.ravel())
+    received = {p: [] for p in names}
+    for m in rec.messages:
+        received[m.receiver].append(m)
+        values = _floats(m.payload)
+        # No raw feature value and no sum of unmasked partial products
+        # omega_G^T x_G over any set of parties is ever sent.
+        assert _hits(values, raw) == 0, m.phase
+        assert _hits(values, unmasked) == 0, m.phase
+    # Nor can a party combine what it got over T1 with what it got over T2
+    # (the trees are totally different): no difference of a received masked
+    # value and a received offset sum is an unmasked partial sum.
+    for p in names:
+        t1 = [_floats(m.payload) for m in received[p] if m.phase.endswith("/T1")]
+        t2 = [_floats(m.payload) for m in received[p] if m.phase.endswith("/T2")]
+        for a in t1:
+            for b in t2:
+                if a.shape == b.shape:
+                    assert _hits(a - b, unmasked) == 0
+    # Passive parties never receive labels or anything of the label's length
+    # besides row indices; they never hold coefficients.
+    for p in ["party0", "party2", "party3"]:
+        for m in received[p]:
+            assert m.phase in {"gamma/moments", "gamma/broadcast", "step/indices",
+                               "step/features/T1", "step/features/T2",
+                               "step/decision", "step/decay",
+                               "predict/features/T1", "predict/features/T2",
+                               "predict/sum"}
+            assert _hits(_floats(m.payload), np.sort(np.unique(y))) == 0
+    assert [s is not None for s in clf.coef_stores_] == [False, True, False, False]
+
+
+def test_pipeline_grid_search_and_pickle():
+    X, y = make_moons(120, noise=0.2, random_state=0)
+    X = np.hstack([X, np.random.RandomState(0).normal(size=(120, 1))]) * 10
+    pipe = make_pipeline(StandardScaler(), FDSKLClassifier(max_iter=15, random_state=0))
+    search = GridSearchCV(pipe, {"fdsklclassifier__learning_rate": [1.0, 8.0]}, cv=2)
+    search.fit(X, y)
+    assert search.best_score_ > 0.75
+    model = search.best_estimator_
+    clone = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(clone.predict(X), model.predict(X))
+
+
+def test_dataframe_with_named_column_groups():
+    X, y = _binary_data(n=50, d=4)
+    df = pd.DataFrame(X, columns=["age", "income", "debt", "score"])
+    named = FDSKLClassifier(partition=[["age", "debt"], ["income", "score"]],
+                            max_iter=8, random_state=0).fit(df, y)
+    indexed = FDSKLClassifier(partition=[[0, 2], [1, 3]], max_iter=8,
+                              random_state=0).fit(X, y)
+    assert list(named.feature_names_in_) == list(df.columns)
+    assert named.partition_.column_groups == [[0, 2], [1, 3]]
+    np.testing.assert_allclose(named.decision_function(df),
+                               indexed.decision_function(X))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_input_is_refused(bad):
+    X, y = _binary_data(n=20)
+    X[3, 2] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        FDSKLClassifier(max_iter=2).fit(X, y)
+
+
+def test_bad_parameters_and_targets():
+    X, y = _binary_data(n=20)
+    with pytest.raises(ValueError, match="class"):
+        FDSKLClassifier(max_iter=2).fit(X, np.zeros(20))
+    with pytest.raises(InvalidParameterError, match="loss"):
+        FDSKLClassifier(loss="hinge").fit(X, y)
+    with pytest.raises(InvalidParameterError, match="kernel"):
+        FDSKLClassifier(kernel="poly").fit(X, y)
+    with pytest.raises(InvalidParameterError, match="loss"):
+        FDSKLRegressor(loss="logistic").fit(X, y)
+    with pytest.raises(ValueError, match="learning_rate \\* alpha"):
+        FDSKLRegressor(learning_rate=10.0, alpha=0.1).fit(X, y)
+    with pytest.raises(ValueError, match="parties"):
+        FDSKLClassifier(partition=9).fit(X, y)
+
+
+def test_tree_pairs_let_nobody_unmask_a_partial_sum():
+    # Over three parties, the receiver of two balanced trees gets a leaf's
+    # masked value over T1 and the same leaf's offset over T2.
+    assert unmaskable((("a", "b"), "c"), ("a", "c")) == [("a", frozenset({"c"}))]
+    assert unmaskable(("a", ("b", "c")), ("a", "c")) == []
+    for q in range(2, 8):
+        names = [f"p{k}" for k in range(q)]
+        for receiver, excluded in itertools.permutations(names[:3], 2):
+            if excluded in names:
+                t1, t2 = leak_free_trees(names, receiver, excluded)
+                assert sorted(tree_leaves(t1)) == sorted(names)
+                assert sorted(tree_leaves(t2)) == sorted(set(names) - {excluded})
+                assert tree_leader(t1) == tree_leader(t2) == receiver
+                assert are_totally_different(t1, t2)
+                assert unmaskable(t1, t2) == []
