@@ -111,3 +111,30 @@ def _case_hyfdca():
 
 
 CASES.append(_case_hyfdca)
+
+
+def _case_fdskl():
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    from skfed._tour import TourCase
+    from skfed.kernel_methods import FDSKLClassifier
+
+    def make_data():
+        X, y = load_breast_cancer(return_X_y=True)
+        X_train, X_test, y_train, y_test = _split(X, y)
+        scaler = StandardScaler().fit(X_train)
+        return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
+
+    return TourCase(
+        name="FDSKLClassifier (3 parties)",
+        dataset="breast cancer",
+        make_data=make_data,
+        estimator=FDSKLClassifier(partition=3, random_state=0),
+        baseline=SVC(kernel="rbf", gamma="scale"),
+        baseline_name="SVC(rbf)",
+    )
+
+
+CASES.append(_case_fdskl)
