@@ -81,7 +81,8 @@ def active_gradients(state, round_index, subsample, send, with_counts=False):
     encrypted = [state.layout.encrypt_pairs(state.public_key, state.qg[k], state.qh[k],
                                             state.n_jobs)
                  for k in range(state.n_outputs)]
-    return state.layout.public_part(), sample, encrypted
+    # Row ids travel as int32 (4 bytes each).
+    return state.layout.public_part(), sample.astype(np.int32), encrypted
 
 
 def active_losses(state, validation_contribution=None):

@@ -75,7 +75,7 @@ def plan_level(state):
             build.append(smaller)
     for node_id in build:
         state.tree.nodes[node_id].built = True
-    return build, [state.tree.nodes[i].rows for i in build]
+    return build, [state.tree.nodes[i].rows.astype(np.int32) for i in build]
 
 
 def find_splits(state, params):
@@ -140,7 +140,8 @@ def find_splits(state, params):
             feature = state.columns[state.cand_features[c]]
             split_node(state, node_id, own, record_id, left, gain=gain, feature=feature)
         else:
-            decisions.append((node_id, party, int(tree.candidate_ids[party][c]), node.rows))
+            decisions.append((node_id, party, int(tree.candidate_ids[party][c]),
+                              node.rows.astype(np.int32)))
     return decisions
 
 

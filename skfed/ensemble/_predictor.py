@@ -131,7 +131,8 @@ def walk(state):
     for party in np.unique(owner[position][left[position] >= 0]).tolist():
         rows, trees = np.nonzero((left[position] >= 0) & (owner[position] == party))
         w["queries"][party] = (rows, trees)
-        queries[party] = (record[position[rows, trees]], rows)
+        queries[party] = (record[position[rows, trees]].astype(np.int32),
+                          rows.astype(np.int32))
     return queries
 
 

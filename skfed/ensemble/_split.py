@@ -49,7 +49,7 @@ def record_split(state, feature, bin_index, missing_left, rows):
         missing_left = bool(2 * go_left.sum() > rows.size)
     threshold = state.mapper.threshold(feature, bin_index)
     state.records.append((int(feature), threshold, bool(missing_left)))
-    return len(state.records) - 1, rows[go_left]
+    return len(state.records) - 1, rows[go_left].astype(np.int32)
 
 
 def passive_split(state, tree_key, candidate_id, rows):

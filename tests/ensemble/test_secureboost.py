@@ -269,3 +269,17 @@ def test_bad_input_errors():
         SecureBoostClassifier(key_size=128, min_samples_leaf=5, n_estimators=1).fit(X, y)
     with pytest.raises(ValueError, match="max_bins"):
         SecureBoostClassifier(max_bins=300).fit(X, y)
+
+
+def test_three_parties_one_without_any_split_candidate():
+    X, y = _credit_like(n=300)
+    X[:, 20:] = 1.0  # party 2 holds constant columns: no candidate at all
+    clf = SecureBoostClassifier(n_estimators=4, encryption=None, random_state=0,
+                                partition=[list(range(10)), list(range(10, 20)),
+                                           [20, 21, 22]]).fit(X, y)
+    assert clf._records[2] == []
+    assert clf.score(X, y) > 0.8
+    # NaN never seen at fit time follows the larger child, wherever it is.
+    X_nan = X[:20].copy()
+    X_nan[:, :20] = np.nan
+    assert clf.predict(X_nan).shape == (20,)
