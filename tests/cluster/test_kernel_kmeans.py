@@ -1,0 +1,295 @@
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import sklearn
+from sklearn.cluster import KMeans
+from sklearn.datasets import make_blobs, make_circles
+from sklearn.metrics import normalized_mutual_info_score as nmi
+from sklearn.metrics.pairwise import rbf_kernel
+from sklearn.model_selection import GridSearchCV, KFold, cross_validate
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skfed.base import party_seeds
+from skfed.cluster import FederatedKernelKMeans, dspgd_uploads
+from skfed.cluster._coreset import MIN_GROUP, user_summary
+from skfed.federation import PartyState, record_messages
+from skfed.kernel_approximation import RandomFourierBasis
+from skfed.partition import HorizontalPartition
+
+
+def exact_kernel_kmeans(X, k, s, gamma):
+    """Centralized baseline: top-s eigenpairs of the full RBF kernel, KMeans."""
+    w, U = np.linalg.eigh(rbf_kernel(X, gamma=gamma))
+    H = U[:, ::-1][:, :s] * np.sqrt(np.maximum(w[::-1][:s], 0))
+    return KMeans(k, n_init=10, random_state=0).fit_predict(H)
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    return make_blobs(300, centers=4, cluster_std=1.5, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def circles():
+    return make_circles(300, factor=0.2, noise=0.05, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def fitted(blobs):
+    X, _ = blobs
+    return FederatedKernelKMeans(4, max_iter=8, partition=3, random_state=0).fit(X)
+
+
+# -- quality against the centralized baseline ----------------------------------
+
+@pytest.mark.parametrize("n_users", [2, 5])
+def test_blobs_match_exact_kernel_kmeans(blobs, n_users):
+    X, y = blobs
+    km = FederatedKernelKMeans(4, max_iter=10, partition=n_users,
+                               random_state=0).fit(X)
+    exact = nmi(y, exact_kernel_kmeans(X, 4, 4, km.gamma_))
+    assert nmi(y, km.labels_) >= 0.95 * exact
+
+
+@pytest.mark.parametrize("n_users", [2, 8])
+def test_circles_beat_linear_kmeans(circles, n_users):
+    X, y = circles
+    km = FederatedKernelKMeans(2, gamma=5.0, max_iter=10, partition=n_users,
+                               random_state=0).fit(X)
+    exact = nmi(y, exact_kernel_kmeans(X, 2, 2, 5.0))
+    linear = nmi(y, KMeans(2, n_init=10, random_state=0).fit_predict(X))
+    assert exact > 0.9 and linear < 0.1
+    assert nmi(y, km.labels_) >= 0.95 * exact
+
+
+def test_eigenvalues_approach_the_kernel_spectrum(blobs):
+    X, _ = blobs
+    km = FederatedKernelKMeans(4, max_iter=20, random_state=0).fit(X)
+    top = np.sort(np.linalg.eigvalsh(rbf_kernel(X, gamma=km.gamma_)))[::-1][:4]
+    np.testing.assert_allclose(km.eigenvalues_, top, rtol=0.15)
+
+
+def test_predict_extends_the_training_embedding(blobs, fitted):
+    X, _ = blobs
+    assert np.mean(fitted.predict(X) == fitted.labels_) >= 0.95
+
+
+# -- the paper's defaults, computed by hand -------------------------------------
+
+def test_gamma_is_the_papers_mean_distance_rule(blobs, fitted):
+    X, _ = blobs
+    sq = ((X[:, None, :] - X[None]) ** 2).sum(-1)
+    assert fitted.gamma_ == pytest.approx(len(X) ** 2 / (2 * sq.sum()))
+
+
+def test_lambda_is_the_k_plus_2_th_eigenvalue_of_the_first_iteration(blobs, fitted):
+    X, _ = blobs
+    T, D = fitted.max_iter, fitted.n_random_features
+    first_seed = party_seeds(0, 2 * T + 3 + 2)[0]
+    A = RandomFourierBasis(first_seed, gamma=fitted.gamma_).transform(X, range(D))
+    xi_1 = np.sort(np.linalg.eigvalsh(A @ A.T / D))[::-1]
+    assert fitted.threshold_ == pytest.approx(xi_1[4 + 1], rel=1e-6)
+
+
+def test_score_is_minus_the_embedded_kmeans_objective(blobs, fitted):
+    X, _ = blobs
+    basis = RandomFourierBasis(fitted._oos_seed, gamma=fitted.gamma_)
+    E = basis.transform(X, range(fitted.embedding_map_.shape[1])) @ fitted.embedding_map_.T
+    d = ((E[:, None] - fitted.cluster_centers_[None]) ** 2).sum(-1)
+    assert fitted.score(X) == pytest.approx(-d.min(1).sum())
+    np.testing.assert_array_equal(fitted.predict(X), d.argmin(1))
+
+
+# -- communication ----------------------------------------------------------------
+
+def test_cem_uploads_are_q_times_d_plus_r(fitted):
+    uploads = dspgd_uploads(fitted.communication_)
+    assert sorted(uploads) == list(range(1, fitted.n_iter_ + 1))
+    D, rank = fitted.n_random_features, 0
+    for t, q in zip(uploads, fitted.n_lanczos_iter_):
+        assert set(uploads[t].values()) == {q * (D + rank)}
+        rank = fitted.ranks_[t - 1]
+
+
+def test_plain_variant_same_result_more_uploads(blobs, fitted):
+    X, _ = blobs
+    plain = FederatedKernelKMeans(4, max_iter=8, partition=3, random_state=0,
+                                  communication_efficient=False).fit(X)
+    # Same random features, same R_t: same eigenvalues and clusters.
+    np.testing.assert_allclose(plain.eigenvalues_, fitted.eigenvalues_, rtol=1e-5)
+    assert nmi(plain.labels_, fitted.labels_) > 0.99
+    n_m = len(X) // 3
+    up = dspgd_uploads(plain.communication_)
+    for t, q in zip(up, plain.n_lanczos_iter_):  # Theorem 2: Q (D + n_m)
+        assert set(up[t].values()) == {q * (plain.n_random_features + n_m)}
+
+
+def test_cem_uploads_do_not_grow_with_rows_and_save_90_percent():
+    per_user = {}
+    for n in (400, 1600):
+        X, _ = make_blobs(n, centers=3, random_state=1)
+        for cem in (True, False):
+            km = FederatedKernelKMeans(3, max_iter=4, n_random_features=20,
+                                       partition=2, random_state=0,
+                                       communication_efficient=cem).fit(X)
+            up = dspgd_uploads(km.communication_)
+            per_user[n, cem] = np.mean([v for t in up.values() for v in t.values()])
+    assert per_user[1600, True] <= 1.3 * per_user[400, True]
+    assert per_user[1600, False] >= 3 * per_user[400, False]
+    assert per_user[1600, True] <= 0.1 * per_user[1600, False]
+
+
+# -- privacy -------------------------------------------------------------------------
+
+def _arrays(payload):
+    for item in payload:
+        if isinstance(item, (list, tuple)):
+            yield from _arrays(item)
+        elif isinstance(item, np.ndarray) and item.dtype != object:
+            yield item
+
+
+def _contains_row(array, rows):
+    if array.shape[-1] != rows.shape[1]:
+        return False
+    vectors = array.reshape(-1, rows.shape[1])
+    a = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-300)
+    b = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-300)
+    return bool(np.any(np.abs(a @ b.T) > 1 - 1e-9))
+
+
+def test_server_receives_no_raw_rows_and_no_rows_of_a(blobs):
+    X, _ = blobs
+    T, D = 4, 12
+    km = FederatedKernelKMeans(4, max_iter=T, n_random_features=D, partition=3,
+                               random_state=0)
+    with record_messages() as rec:
+        km.fit(X)
+    feature_seeds = party_seeds(0, 2 * T + 3 + 2)[:T]
+    A = [RandomFourierBasis(s, gamma=km.gamma_).transform(X, range(D))
+         for s in feature_seeds]
+    to_server = rec.received_by("server")
+    assert to_server and {m.sender for m in to_server} == {"user0", "user1", "user2"}
+    n_rows = [len(km.partition_.rows(m)) for m in range(3)]
+    for message in to_server:
+        for array in _arrays(message.payload):
+            assert not _contains_row(array, X)
+            assert not any(_contains_row(array, A_t) for A_t in A)
+            # Nothing per row crosses with CEM: no array is indexed by rows.
+            assert not (message.phase.startswith("dspgd") and array.shape[0] in n_rows)
+    # Users only hear from the server, never from each other.
+    assert {m.sender for m in rec.messages if m.receiver != "server"} == {"server"}
+
+
+def test_coreset_summaries_average_several_rows():
+    rng = np.random.RandomState(0)
+    H = rng.standard_normal((11, 3))
+    state = PartyState(H=H, kmeans_seed=0)
+    means, counts = user_summary(state, budget=5)
+    assert counts.min() >= MIN_GROUP and counts.sum() == 11
+    assert not _contains_row(means, H)
+
+
+# -- sklearn behaviour ----------------------------------------------------------------
+
+def test_deterministic_and_picklable(blobs, fitted):
+    X, _ = blobs
+    again = FederatedKernelKMeans(4, max_iter=8, partition=3, random_state=0).fit(X)
+    np.testing.assert_array_equal(again.labels_, fitted.labels_)
+    np.testing.assert_array_equal(again.cluster_centers_, fitted.cluster_centers_)
+    assert again.communication_ == fitted.communication_
+    restored = pickle.loads(pickle.dumps(fitted))
+    np.testing.assert_array_equal(restored.predict(X), fitted.predict(X))
+
+
+def test_pipeline_and_dataframe(blobs):
+    X, y = blobs
+    df = pd.DataFrame(X, columns=["a", "b"])
+    pipe = make_pipeline(StandardScaler(),
+                         FederatedKernelKMeans(4, max_iter=10, random_state=0))
+    labels = pipe.fit_predict(df)
+    km = pipe[-1]
+    Xs = StandardScaler().fit_transform(X)
+    assert nmi(y, labels) >= 0.95 * nmi(y, exact_kernel_kmeans(Xs, 4, 4, km.gamma_))
+    assert km.labels_.shape == (len(X),) and km.cluster_centers_.shape == (4, 4)
+    np.testing.assert_array_equal(
+        FederatedKernelKMeans(4, max_iter=5, random_state=0).fit(df).feature_names_in_,
+        ["a", "b"])
+
+
+def test_sample_party_metadata(blobs):
+    X, _ = blobs
+    owners = np.arange(len(X)) % 3
+    km = FederatedKernelKMeans(4, max_iter=3, random_state=0).fit(X, sample_party=owners)
+    np.testing.assert_array_equal(km.partition_.owners, owners)
+    assert sum(1 for u in km.communication_.by_party if u.startswith("user")) == 3
+
+
+def test_routing_in_cross_validation(blobs):
+    X, _ = blobs
+    owners = np.arange(len(X)) % 3
+    cv = KFold(3, shuffle=True, random_state=0)
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = FederatedKernelKMeans(4, max_iter=3, random_state=0)
+        est.set_fit_request(sample_party=True)
+        res = cross_validate(est, X, cv=cv, params={"sample_party": owners},
+                             return_estimator=True, return_indices=True)
+        search = GridSearchCV(est, {"n_clusters": [3, 4]}, cv=cv).fit(
+            X, sample_party=owners)
+    for fold, fitted in zip(res["indices"]["train"], res["estimator"]):
+        np.testing.assert_array_equal(fitted.partition_.owners, owners[fold])
+    assert np.all(res["test_score"] < 0)
+    assert search.best_estimator_.partition_.n_parties == 3
+    # Without routing the partition's rule gives the rows.
+    plain = cross_validate(FederatedKernelKMeans(4, max_iter=3, random_state=0,
+                                                 partition=HorizontalPartition(4)),
+                           X, cv=cv, return_estimator=True)
+    assert all(e.partition_.n_parties == 4 for e in plain["estimator"])
+
+
+# -- errors -------------------------------------------------------------------------------
+
+def test_more_clusters_than_rows():
+    with pytest.raises(ValueError, match="more clusters than rows"):
+        FederatedKernelKMeans(5).fit(np.random.RandomState(0).rand(4, 2))
+
+
+def test_user_with_no_rows(blobs):
+    X, _ = blobs
+    owners = np.where(np.arange(len(X)) % 2, 2, 0)  # user 1 holds nothing
+    with pytest.raises(ValueError, match=r"Party \[1\] hold"):
+        FederatedKernelKMeans(3, max_iter=2).fit(X, sample_party=owners)
+
+
+def test_too_few_rows_to_summarise_without_raw_rows():
+    X = np.random.RandomState(0).rand(6, 2)
+    with pytest.raises(ValueError, match="no raw row is sent"):
+        FederatedKernelKMeans(4, n_random_features=10, partition=3).fit(X)
+
+
+def test_too_few_random_features(blobs):
+    X, _ = blobs
+    with pytest.raises(ValueError, match="n_random_features=5 is too small"):
+        FederatedKernelKMeans(4, n_random_features=5).fit(X)
+
+
+@pytest.mark.parametrize("params", [{"gamma": -1.0}, {"max_iter": 0},
+                                    {"communication_efficient": "yes"}])
+def test_invalid_parameters(blobs, params):
+    with pytest.raises(InvalidParameterError):
+        FederatedKernelKMeans(**params).fit(blobs[0])
+
+
+def test_predict_checks_features(blobs, fitted):
+    with pytest.raises(ValueError, match="features"):
+        fitted.predict(np.zeros((3, 5)))
+
+
+def test_verbose_prints_iterations(blobs, capsys):
+    FederatedKernelKMeans(4, max_iter=2, verbose=1, random_state=0).fit(blobs[0])
+    out = capsys.readouterr().out
+    assert "t=1:" in out and "t=2:" in out and "Lanczos steps" in out
