@@ -57,6 +57,13 @@ class PooledCoefficientStore(CoefficientStore):
     def __len__(self):
         return int(self._used.sum())
 
+    def __setstate__(self, attributes):
+        # Unpickled arrays may be read-only views (e.g. a Ray object store);
+        # the party updates its store in place, so it owns writable copies.
+        self.__dict__.update(attributes)
+        self._dense = np.array(self._dense)
+        self._used = np.array(self._used)
+
     def add(self, feature_ids, coef):
         feature_ids = np.asarray(feature_ids, dtype=np.int64)
         np.add.at(self._dense, feature_ids,

@@ -343,3 +343,18 @@ def test_privacy_check_would_catch_unmasked_sums(monkeypatch):
                for m in rec.messages if m.phase == "preprocess/T1"
                for a in m.payload if isinstance(a, np.ndarray)
                for k in range(4))
+
+
+def test_pooled_store_sums_per_seed_decays_lazily_and_unpickles_writable():
+    store = protocol.PooledCoefficientStore(5)
+    store.add([1, 3], [1.0, 2.0])
+    store.decay(0.5)
+    store.add([3], [4.0])
+    np.testing.assert_allclose(store.dense_coef, [0, 0.5, 0, 5.0, 0])
+    assert store.feature_ids.tolist() == [1, 3] and len(store) == 2
+    np.testing.assert_allclose(store.coef.ravel(), [0.5, 5.0])
+    # a backend may hand the party read-only arrays (e.g. Ray's object store)
+    store._dense.setflags(write=False)
+    again = pickle.loads(pickle.dumps(store))
+    again.add([0], [1.0])
+    np.testing.assert_allclose(again.dense_coef, [1.0, 0.5, 0, 5.0, 0])
