@@ -353,8 +353,12 @@ def test_pooled_store_sums_per_seed_decays_lazily_and_unpickles_writable():
     np.testing.assert_allclose(store.dense_coef, [0, 0.5, 0, 5.0, 0])
     assert store.feature_ids.tolist() == [1, 3] and len(store) == 2
     np.testing.assert_allclose(store.coef.ravel(), [0.5, 5.0])
-    # a backend may hand the party read-only arrays (e.g. Ray's object store)
-    store._dense.setflags(write=False)
-    again = pickle.loads(pickle.dumps(store))
+    # a backend may unpickle the party's store with read-only arrays (Ray's
+    # object store does): the store must still take updates in place
+    attributes = pickle.loads(pickle.dumps(store.__dict__))
+    for name in ("_dense", "_used"):
+        attributes[name].setflags(write=False)
+    again = object.__new__(protocol.PooledCoefficientStore)
+    again.__setstate__(attributes)
     again.add([0], [1.0])
     np.testing.assert_allclose(again.dense_coef, [1.0, 0.5, 0, 5.0, 0])
