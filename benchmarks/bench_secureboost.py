@@ -9,6 +9,8 @@ For each table and key size the script fits one round (``n_estimators=1``,
 the round time is read from ``verbose``, so key generation and binning are
 not counted) and prints it beside
 
+- where the time goes (``verbose=2``): encrypting the gradients (active),
+  building the encrypted histograms (passive), decrypting (active);
 - the plaintext mode (same protocol, no encryption), and
 - the *naive* cost of encrypting the round's gradients the textbook way:
   python-paillier's ``encrypt`` of ``g`` and of ``h`` for every row (time
@@ -49,15 +51,18 @@ def credit_like(n_rows, n_features, seed=0):
 
 
 def round_seconds(X, y, encryption, key_size, n_jobs):
-    """(seconds of round 1, kB sent in round 1) read from the verbose line."""
+    """Round 1 from the ``verbose=2`` lines: seconds, kB sent, seconds per step."""
     clf = SecureBoostClassifier(n_estimators=1, max_depth=3, max_bins=32,
                                 encryption=encryption, key_size=key_size, n_jobs=n_jobs,
-                                early_stopping=False, random_state=0, verbose=1)
+                                early_stopping=False, random_state=0, verbose=2)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         clf.fit(X, y)
-    match = re.search(r", ([0-9.]+) s, ([0-9.]+) kB sent", out.getvalue())
-    return float(match.group(1)), float(match.group(2))
+    text = out.getvalue()
+    match = re.search(r", ([0-9.]+) s, ([0-9.]+) kB sent", text)
+    steps = dict((k, float(v)) for k, v in re.findall(r"(\w+) ([0-9.]+)",
+                                                       text.split("seconds:")[1]))
+    return float(match.group(1)), float(match.group(2)), steps
 
 
 def phe_seconds_per_row(key_size, n_sample=20):
@@ -84,22 +89,28 @@ def main():
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
           f"on {os.cpu_count()} cores\n")
     naive = {k: phe_seconds_per_row(k) for k in args.keys}
-    header = (f"{'table':>13}  {'key':>9}  {'round s':>8}  {'kB/round':>9}  "
-              f"{'plain s':>7}  {'x plain':>7}  {'naive enc s':>11}  {'naive/ours':>10}")
+    header = (f"{'table':>13}  {'key':>9}  {'round s':>8}  {'encrypt':>7}  {'hist':>6}  "
+              f"{'decrypt':>7}  {'kB/round':>9}  {'x plain':>7}  {'naive enc s':>11}  "
+              f"{'naive/ours':>10}")
     print(header)
     print("-" * len(header))
     for n_rows, n_features in shapes:
         X, y = credit_like(n_rows, n_features)
-        plain, plain_kb = round_seconds(X, y, None, 2048, args.n_jobs)
-        print(f"{n_rows:>7} x {n_features:<3}  {'plaintext':>9}  {plain:8.2f}  "
-              f"{plain_kb:9.0f}  {plain:7.2f}  {1.0:7.1f}  {'':>11}  {'':>10}", flush=True)
+        plain, plain_kb, _ = round_seconds(X, y, None, 2048, args.n_jobs)
+        print(f"{n_rows:>7} x {n_features:<3}  {'plaintext':>9}  {plain:8.2f}  {'':>7}  "
+              f"{'':>6}  {'':>7}  {plain_kb:9.0f}  {1.0:7.1f}  {'':>11}  {'':>10}",
+              flush=True)
         for key_size in args.keys:
-            seconds, kb = round_seconds(X, y, "paillier", key_size, args.n_jobs)
+            seconds, kb, steps = round_seconds(X, y, "paillier", key_size, args.n_jobs)
             naive_seconds = naive[key_size] * n_rows
             print(f"{n_rows:>7} x {n_features:<3}  {key_size:>4} bits  {seconds:8.2f}  "
-                  f"{kb:9.0f}  {plain:7.2f}  {seconds / plain:7.0f}  {naive_seconds:11.1f}  "
-                  f"{naive_seconds / seconds:10.1f}", flush=True)
-    print(f"\nnaive: python-paillier encrypt of g and h per row = "
+                  f"{steps['encrypt']:7.2f}  {steps['histograms']:6.2f}  "
+                  f"{steps['decrypt']:7.2f}  {kb:9.0f}  {seconds / plain:7.0f}  "
+                  f"{naive_seconds:11.1f}  {naive_seconds / seconds:10.1f}", flush=True)
+    print("\nencrypt: the active party's gradients (one packed ciphertext per row); "
+          "hist: the passive party's\nencrypted histograms, packing and re-randomisation; "
+          "decrypt: the active party's decryption.")
+    print(f"naive: python-paillier encrypt of g and h per row = "
           + ", ".join(f"{naive[k] * 1e3:.1f} ms ({k} bits)" for k in args.keys)
           + ", times the rows (encryption only; a naive round also sums and decrypts)")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -133,23 +133,27 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
     n_outputs = params["n_outputs"]
     for it in range(params["n_estimators"]):
         start, sent = time.perf_counter(), fed.log.summary().total_bytes
+        clock = {}
         use_passives = bool(passives) and it >= params["active_only_rounds"]
         # Active party: gradients -> fixed point -> one ciphertext per row.
         message = A.call(active_gradients, it, params["subsample"], use_passives,
                          params["min_samples_leaf"] > 1, phase="gradients").result()
+        clock["encrypt"] = time.perf_counter() - start
         if use_passives:
             layout, sample, encrypted = message
             fed.gather([fed[p].call(passive_receive_gradients, layout, sample, encrypted,
                                     sender=active, phase="gradients")
                         for p in passives])
         for k in range(n_outputs):
-            grow_tree(fed, active, passives, (it, k), k, params, use_passives)
+            grow_tree(fed, active, passives, (it, k), k, params, use_passives, clock)
         contribution = None
+        tick = time.perf_counter()
         if early_stopping:
             new_trees = list(range(it * n_outputs, (it + 1) * n_outputs))
             contribution = federated_raw_predict(fed, active, names, "val", new_trees,
                                                  n_outputs)
         train, val = A.call(active_losses, contribution, phase="loss").result()
+        clock["validation"] = time.perf_counter() - tick
         train_scores.append(-train)
         if early_stopping:
             val_scores.append(-val)
@@ -159,6 +163,8 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
             val_text = "" if val is None else f", validation loss {val:.5f}"
             print(f"[{label}] round {it + 1}/{params['n_estimators']}: train loss "
                   f"{train:.5f}{val_text}, {seconds:.2f} s, {kilobytes:.1f} kB sent")
+            if verbose > 1:
+                print("    seconds: " + ", ".join(f"{step} {t:.2f}" for step, t in clock.items()))
         if early_stopping and _should_stop(val_scores, params["n_iter_no_change"],
                                            params["tol"]):
             break

@@ -11,6 +11,8 @@ the leaf weights, which never leave it.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import time
+
 import numpy as np
 
 from ..federation import Local
@@ -195,7 +197,7 @@ def finish_tree(state, learning_rate, reg_lambda):
     return None
 
 
-def grow_tree(fed, active, passives, tree_key, output, params, use_passives):
+def grow_tree(fed, active, passives, tree_key, output, params, use_passives, clock=None):
     """Driver: grow one tree (Algorithms 1 and 2), level by level.
 
     Parameters
@@ -212,7 +214,18 @@ def grow_tree(fed, active, passives, tree_key, output, params, use_passives):
         ``learning_rate``, ``n_jobs``.
     use_passives : bool
         False for RL-SecureBoost's first trees: active party's columns only.
+    clock : dict, optional
+        Wall-clock seconds per step, accumulated (for ``verbose >= 2``).
     """
+    clock = {} if clock is None else clock
+    tick = time.perf_counter()
+
+    def lap(step):
+        nonlocal tick
+        now = time.perf_counter()
+        clock[step] = clock.get(step, 0.0) + now - tick
+        tick = now
+
     A = fed[active]
     A.call(start_tree, tree_key, output, use_passives, phase="tree").result()
     helpers = passives if use_passives else []
@@ -223,9 +236,12 @@ def grow_tree(fed, active, passives, tree_key, output, params, use_passives):
         replies = {p: fed[p].call(passive_histograms, tree_key, output, node_rows,
                                   Local(params["n_jobs"]), sender=active, phase="histogram")
                    for p in helpers}
+        replies = {p: reply.result() for p, reply in replies.items()}
+        lap("histograms")
         # Active party: decrypt (sibling sums come by subtraction).
-        fed.gather([A.call(active_receive_candidates, Local(p), *replies[p].result(),
+        fed.gather([A.call(active_receive_candidates, Local(p), *replies[p],
                            Local(node_ids), sender=p, phase="histogram") for p in helpers])
+        lap("decrypt")
         # Active party: score all candidates with eq. 3; split its own winners.
         decisions = A.call(find_splits, params, phase="split").result()
         # Winning passive party: look up the candidate, record it, answer I_L.
@@ -236,6 +252,9 @@ def grow_tree(fed, active, passives, tree_key, output, params, use_passives):
         fed.gather([A.call(split_node, Local(node_id), Local(party), *future.result(),
                            sender=party, phase="split")
                     for node_id, party, future in answers])
-        if A.call(finish_level, phase="split").result() == 0:
+        done = A.call(finish_level, phase="split").result() == 0
+        lap("split")
+        if done:
             break
     A.call(finish_tree, params["learning_rate"], params["reg_lambda"], phase="tree").result()
+    lap("split")

@@ -351,6 +351,10 @@ _DOC_NOTES = """
     the first tree let passive parties guess labels; ``active_only_rounds=1``
     (RL-SecureBoost) builds the first tree from the active party's columns
     only.
+
+    ``verbose=1`` prints a line per round (losses, seconds, bytes sent);
+    ``verbose=2`` adds the seconds of each step (encrypt, histograms, decrypt,
+    split, validation).
 """
 
 _DOC_REFERENCES = """
