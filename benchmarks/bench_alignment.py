@@ -39,7 +39,7 @@ def _timed(func):
     return time.perf_counter() - start, result
 
 
-def exponentiation_rates(n_values=400):
+def exponentiation_rates(n_values=400, repeat=3):
     group = GROUPS["modp2048"]
     p = group.p
     bases = group.hash_ids(range(n_values))
@@ -51,13 +51,17 @@ def exponentiation_rates(n_values=400):
         "Python pow, full-length key": lambda chunk: [
             pow(int(b), int(full), int(p)) for b in chunk],
     }
-    rows = []
-    for name, func in cases.items():
-        for n_jobs in (1, 2):
-            count = n_values if "gmpy2" in name else n_values // 4
-            seconds, _ = _timed(lambda: parallel_map(func, bases[:count], n_jobs))
-            rows.append((name, n_jobs, count / seconds))
-    return rows
+    # Best of ``repeat`` interleaved rounds: a burst of load from other users
+    # of the machine then hits every case alike.
+    best = {}
+    for _ in range(repeat):
+        for name, func in cases.items():
+            for n_jobs in (1, 2):
+                count = n_values if "gmpy2" in name else n_values // 8
+                seconds, _ = _timed(lambda: parallel_map(func, bases[:count], n_jobs))
+                key = (name, n_jobs)
+                best[key] = max(best.get(key, 0.0), count / seconds)
+    return [(name, n_jobs, rate) for (name, n_jobs), rate in best.items()]
 
 
 def make_tables(n_ids, seed=0):
@@ -78,7 +82,9 @@ def end_to_end(n_ids, n_jobs, exponent_bits=256):
         tables, label="label", n_jobs=n_jobs, exponent_bits=exponent_bits,
         return_communication=True))
     cpu = time.process_time() - cpu
-    plain, joined = _timed(lambda: tables[0].merge(tables[1], on="id"))
+    # The join takes milliseconds, so the best of 5 rounds, less noisy.
+    plain, joined = min(_timed(lambda: tables[0].merge(tables[1], on="id"))
+                        for _ in range(5))
     assert len(joined) == len(X)
     return seconds, cpu, plain, communication.total_bytes
 
@@ -97,7 +103,8 @@ def main():
     print(f"cores: {os.cpu_count()}, load average before: "
           f"{os.getloadavg()[0]:.1f} (the machine is shared: timings are under load)")
 
-    print("\n1. Modular exponentiations per second, 2048-bit group (measured)")
+    print("\n1. Modular exponentiations per second, 2048-bit group "
+          "(measured, best of 3 rounds)")
     print(f"{'implementation':<30} {'threads':>7} {'exp/s':>9} "
           f"{'vs ours, 1 thread':>18}")
     rates = exponentiation_rates(200 if args.quick else 400)

@@ -199,7 +199,7 @@ def align(tables, on="id", label=None, *, group="modp2048", exponent_bits=256,
             f"The parties have no id in common in column {on!r}, so there is "
             "nothing to train on. Check that every table uses the same kind of "
             "id (e.g. the same customer number, formatted the same way: "
-            "'00042' and 42 differ).")
+            "'00042' and '42' differ).")
 
     # Each party keeps its rows of the intersection, sorted by id: all parties
     # know the common ids, so they agree on this order without talking.
