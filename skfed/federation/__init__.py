@@ -6,6 +6,7 @@
 from .aggregation import (
     are_totally_different,
     balanced_tree,
+    child_sets,
     choose_excluded,
     masked_tree_sum,
     subtree_leaf_sets,
@@ -14,6 +15,7 @@ from .aggregation import (
     tree_leader,
     tree_leaves,
     tree_sum,
+    unmaskable,
 )
 from .network import (
     CommunicationSummary,
@@ -51,6 +53,8 @@ __all__ = [
     "subtree_leaf_sets",
     "are_totally_different",
     "totally_different_trees",
+    "child_sets",
+    "unmaskable",
     "tree_sum",
     "tree_broadcast",
     "masked_tree_sum",

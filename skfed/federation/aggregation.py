@@ -33,6 +33,8 @@ __all__ = [
     "subtree_leaf_sets",
     "are_totally_different",
     "totally_different_trees",
+    "child_sets",
+    "unmaskable",
     "tree_sum",
     "tree_broadcast",
     "masked_tree_sum",
@@ -89,9 +91,90 @@ def are_totally_different(tree1, tree2):
     return not (subtree_leaf_sets(tree1) & subtree_leaf_sets(tree2))
 
 
+def child_sets(tree):
+    """For every party, the leaf sets of the subtrees that send to it."""
+    out = {leaf: [] for leaf in tree_leaves(tree)}
+
+    def visit(node):
+        if isinstance(node, tuple):
+            left, right = node
+            out[tree_leader(left)].append(frozenset(tree_leaves(right)))
+            visit(left)
+            visit(right)
+
+    visit(tree)
+    return out
+
+
+def unmaskable(t1, t2):
+    """Who could unmask a partial sum in a masked sum over ``(t1, t2)``.
+
+    Over ``t1`` a party ``u`` receives the masked sums ``v_S + b_S`` of the
+    subtrees ``S`` that send to it, over ``t2`` the offset sums ``b_C`` of
+    the subtrees ``C`` that send to it. It learns an unmasked ``v`` sum as
+    soon as a union of its ``t1`` child sets equals a union of its ``t2``
+    child sets. Definition 2 alone does not exclude this for single leaves:
+    a party sending straight to the receiver in both trees gives it
+    ``v_x + b_x`` and ``b_x``.
+
+    Returns
+    -------
+    list of (party, frozenset)
+        ``party`` can compute ``sum_{l in set} v_l``; empty when safe.
+    """
+    s_of, c_of = child_sets(t1), child_sets(t2)
+    found = []
+    for u in s_of:
+        sets1, sets2 = s_of[u], c_of.get(u, [])
+        # The sets on each side are disjoint, so a cancelling family is a
+        # union of connected components of the "shares a party" relation; a
+        # component cancels when both sides cover the same parties.
+        parent = {}
+
+        def find(p):
+            while parent.setdefault(p, p) != p:
+                p = parent[p]
+            return p
+
+        for group in [*sets1, *sets2]:
+            first, *rest = sorted(group)
+            for p in rest:
+                parent[find(p)] = find(first)
+        components = {}
+        for side, sets in ((0, sets1), (1, sets2)):
+            for group in sets:
+                entry = components.setdefault(find(next(iter(group))),
+                                              (set(), set()))
+                entry[side].update(group)
+        for left, right in components.values():
+            if left and left == right:
+                found.append((u, frozenset(left)))
+    return found
+
+
+def _tree_pair_candidates(receiver, others, rest, rng, max_tries):
+    orders1 = (itertools.permutations(others) if len(others) <= 6 else
+               (rng.permutation(others).tolist() for _ in range(max_tries)))
+    for order1 in orders1:
+        # The receiver's only T1 child holds l', whose offset never travels,
+        # so the receiver cannot cancel anything it gets over T1.
+        t1 = (receiver, balanced_tree(list(order1)))
+        orders2 = (itertools.permutations(rest) if len(rest) <= 5 else
+                   (rng.permutation(rest).tolist() for _ in range(20)))
+        for order2 in orders2:
+            yield t1, balanced_tree([receiver, *order2])
+            if order2:
+                yield t1, (receiver, balanced_tree(list(order2)))
+
+
 def totally_different_trees(parties, receiver, excluded, random_state=None,
-                            max_tries=1000):
-    """Two totally different balanced trees, both led by ``receiver``.
+                            max_tries=2000):
+    """Two trees for the masked sum, both led by ``receiver``.
+
+    ``T1`` spans every party, ``T2`` every party but ``excluded``. The pair
+    is totally different (FDSKL Definition 2) and, more strictly, no party
+    can combine what it receives over the two trees into an unmasked
+    partial sum (checked with :func:`unmaskable`).
 
     Parameters
     ----------
@@ -102,11 +185,11 @@ def totally_different_trees(parties, receiver, excluded, random_state=None,
         The party that gets both sums (leftmost leaf of both trees).
 
     excluded : str
-        The party ``l'`` whose offset is *not* removed; ``T2`` spans the
-        other parties.
+        The party ``l'`` whose offset is *not* removed.
 
     random_state : int, RandomState instance or None
-        Seeds the search over leaf orders.
+        Seeds the search over leaf orders for many parties (small
+        federations are searched exhaustively, in a fixed order).
 
     Returns
     -------
@@ -116,21 +199,14 @@ def totally_different_trees(parties, receiver, excluded, random_state=None,
     if receiver not in parties or excluded not in parties or receiver == excluded:
         raise ValueError(
             "receiver and excluded must be two different parties of the tree.")
-    others1 = [p for p in parties if p != receiver]
-    others2 = [p for p in others1 if p != excluded]
+    others = [p for p in parties if p != receiver]
+    rest = [p for p in others if p != excluded]
     rng = check_random_state(random_state)
-    candidates = (
-        itertools.permutations(others1) if len(others1) <= 6 else
-        (rng.permutation(others1).tolist() for _ in range(max_tries))
-    )
-    for order1 in candidates:
-        t1 = balanced_tree([receiver, *order1])
-        for _ in range(20 if len(others2) > 1 else 1):
-            t2 = balanced_tree([receiver, *rng.permutation(others2).tolist()])
-            if are_totally_different(t1, t2):
-                return t1, t2
+    for t1, t2 in _tree_pair_candidates(receiver, others, rest, rng, max_tries):
+        if are_totally_different(t1, t2) and not unmaskable(t1, t2):
+            return t1, t2
     raise RuntimeError(
-        f"Found no pair of totally different trees over {len(parties)} parties.")
+        f"Found no safe pair of trees over {len(parties)} parties.")
 
 
 def _combine(state, own, incoming, op):

@@ -5,6 +5,7 @@ from skfed.federation import (
     Federation,
     are_totally_different,
     balanced_tree,
+    child_sets,
     choose_excluded,
     masked_tree_sum,
     record_messages,
@@ -14,6 +15,7 @@ from skfed.federation import (
     tree_leader,
     tree_leaves,
     tree_sum,
+    unmaskable,
 )
 
 
@@ -134,3 +136,24 @@ def test_all_small_orders_are_searched():
         for excluded in names[1:]:
             t1, t2 = totally_different_trees(names, "p0", excluded, 1)
             assert are_totally_different(t1, t2)
+
+
+@pytest.mark.parametrize("q", [2, 3, 4, 5, 6, 7, 9, 12])
+def test_tree_pairs_let_no_party_unmask_a_partial_sum(q):
+    names = _names(q)
+    for receiver in (names[0], names[-1]):
+        for excluded in names:
+            if excluded == receiver:
+                continue
+            t1, t2 = totally_different_trees(names, receiver, excluded, 0)
+            assert unmaskable(t1, t2) == []
+
+
+def test_unmaskable_finds_the_single_leaf_flaw():
+    # Both trees have "b" sending straight to "a": a gets v_b + b_b and b_b,
+    # although the trees are totally different in the paper's sense.
+    t1, t2 = (("a", "c"), "b"), ("a", "b")
+    assert are_totally_different(t1, t2)
+    assert ("a", frozenset("b")) in unmaskable(t1, t2)
+    assert child_sets(t1) == {"a": [frozenset("b"), frozenset("c")], "b": [],
+                              "c": []}
