@@ -89,17 +89,16 @@ def main():
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
           f"on {os.cpu_count()} cores\n")
     naive = {k: phe_seconds_per_row(k) for k in args.keys}
-    header = (f"{'table':>13}  {'key':>9}  {'round s':>8}  {'encrypt':>7}  {'hist':>6}  "
-              f"{'decrypt':>7}  {'kB/round':>9}  {'x plain':>7}  {'naive enc s':>11}  "
-              f"{'naive/ours':>10}")
+    header = (f"{'table':>13}  {'key':>9}  {'round s':>8}  {'encrypt':>7}  "
+              f"{'hist':>6}  {'decrypt':>7}  {'kB/round':>9}  {'x plain':>7}  "
+              f"{'naive enc s':>11}  {'naive/ours':>10}")
     print(header)
     print("-" * len(header))
     for n_rows, n_features in shapes:
         X, y = credit_like(n_rows, n_features)
         plain, plain_kb, _ = round_seconds(X, y, None, 2048, args.n_jobs)
-        print(f"{n_rows:>7} x {n_features:<3}  {'plaintext':>9}  {plain:8.2f}  {'':>7}  "
-              f"{'':>6}  {'':>7}  {plain_kb:9.0f}  {1.0:7.1f}  {'':>11}  {'':>10}",
-              flush=True)
+        print(f"{n_rows:>7} x {n_features:<3}  {'plaintext':>9}  {plain:8.2f}  "
+              f"{'':>7}  {'':>6}  {'':>7}  {plain_kb:9.0f}  {1.0:7.1f}", flush=True)
         for key_size in args.keys:
             seconds, kb, steps = round_seconds(X, y, "paillier", key_size, args.n_jobs)
             naive_seconds = naive[key_size] * n_rows
@@ -108,7 +107,8 @@ def main():
                   f"{steps['decrypt']:7.2f}  {kb:9.0f}  {seconds / plain:7.0f}  "
                   f"{naive_seconds:11.1f}  {naive_seconds / seconds:10.1f}", flush=True)
     print("\nencrypt: the active party's gradients (one packed ciphertext per row); "
-          "hist: the passive party's\nencrypted histograms, packing and re-randomisation; "
+          "hist: the passive party's\nencrypted histograms, packing and "
+          "re-randomisation; "
           "decrypt: the active party's decryption.")
     print(f"naive: python-paillier encrypt of g and h per row = "
           + ", ".join(f"{naive[k] * 1e3:.1f} ms ({k} bits)" for k in args.keys)

@@ -54,7 +54,8 @@ for name, encryption in (("plaintext", None), ("Paillier 512-bit", "paillier")):
     # sklearn's leaf constraints, so that the comparison is like for like.
     models[name] = SecureBoostClassifier(
         n_estimators=n_rounds, min_samples_leaf=20, reg_lambda=0.0,
-        encryption=encryption, key_size=512, random_state=0, **same).fit(X_train, y_train)
+        encryption=encryption, key_size=512, random_state=0, **same)
+    models[name].fit(X_train, y_train)
     # staged_predict_proba: one federated inference, then a sum per round.
     curves[f"SecureBoost, {name}"] = [
         log_loss(y_test, p) for p in models[name].staged_predict_proba(X_test)]

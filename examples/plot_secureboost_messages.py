@@ -72,7 +72,8 @@ phases = ["setup", "gradients", "histogram", "split"]
 fig, (ax_links, ax_predict) = plt.subplots(1, 2, figsize=(11, 4))
 bottom = np.zeros(len(links))
 for phase in phases:
-    kb = np.array([sum(r[6] for r in summary.records if (r[0], r[1]) == link and r[2] == phase)
+    kb = np.array([sum(r[6] for r in summary.records
+                       if (r[0], r[1]) == link and r[2] == phase)
                    for link in links]) / 1e3
     ax_links.bar([f"{a}\n-> {b}" for a, b in links], kb, bottom=bottom, label=phase)
     bottom += kb

@@ -112,7 +112,8 @@ class BinMapper:
             for f, n_bins in enumerate(self.n_bins_.tolist()):
                 if left_missing and not self.has_missing_[f]:
                     continue
-                last = n_bins - 1 if self.has_missing_[f] and not left_missing else n_bins - 2
+                all_left = self.has_missing_[f] and not left_missing
+                last = n_bins - 1 if all_left else n_bins - 2
                 for v in range(last + 1):
                     features.append(f)
                     bins.append(v)

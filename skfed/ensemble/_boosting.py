@@ -36,7 +36,8 @@ def active_setup(state, max_bins, key_size, plaintext):
     """Active party: bin own columns, make the key pair, set the baseline."""
     setup_party(state, max_bins)
     # Keys come from the operating system's generator, never from random_state.
-    state.public_key, state.private_key = generate_keypair(key_size, plaintext=plaintext)
+    state.public_key, state.private_key = generate_keypair(key_size,
+                                                           plaintext=plaintext)
     state.baseline = state.loss.baseline(state.y, state.n_outputs)
     state.raw = np.tile(state.baseline, (state.y.shape[0], 1))
     if state.y_val is not None:
@@ -141,8 +142,8 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
         clock["encrypt"] = time.perf_counter() - start
         if use_passives:
             layout, sample, encrypted = message
-            fed.gather([fed[p].call(passive_receive_gradients, layout, sample, encrypted,
-                                    sender=active, phase="gradients")
+            fed.gather([fed[p].call(passive_receive_gradients, layout, sample,
+                                    encrypted, sender=active, phase="gradients")
                         for p in passives])
         for k in range(n_outputs):
             grow_tree(fed, active, passives, (it, k), k, params, use_passives, clock)
@@ -164,7 +165,8 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
             print(f"[{label}] round {it + 1}/{params['n_estimators']}: train loss "
                   f"{train:.5f}{val_text}, {seconds:.2f} s, {kilobytes:.1f} kB sent")
             if verbose > 1:
-                print("    seconds: " + ", ".join(f"{step} {t:.2f}" for step, t in clock.items()))
+                steps = ", ".join(f"{step} {t:.2f}" for step, t in clock.items())
+                print(f"    seconds: {steps}")
         if early_stopping and _should_stop(val_scores, params["n_iter_no_change"],
                                            params["tol"]):
             break

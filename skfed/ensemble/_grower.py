@@ -17,7 +17,11 @@ import numpy as np
 
 from ..federation import Local
 
-from ._histogram import active_receive_candidates, own_candidate_sums, passive_histograms
+from ._histogram import (
+    active_receive_candidates,
+    own_candidate_sums,
+    passive_histograms,
+)
 from ._predictor import Tree
 from ._split import passive_split, record_split, split_gains
 
@@ -73,7 +77,8 @@ def plan_level(state):
             build.append(node_id)
         elif node_id < sibling:
             other = state.tree.nodes[sibling]
-            smaller = node_id if node.positions.size <= other.positions.size else sibling
+            smaller = (node_id if node.positions.size <= other.positions.size
+                       else sibling)
             build.append(smaller)
     for node_id in build:
         state.tree.nodes[node_id].built = True
@@ -122,13 +127,15 @@ def find_splits(state, params):
             if g.size == 0:
                 continue
             gains = split_gains(
-                np.ldexp(g.astype(np.float64), scale_g), np.ldexp(h.astype(np.float64), scale_h),
+                np.ldexp(g.astype(np.float64), scale_g),
+                np.ldexp(h.astype(np.float64), scale_h),
                 np.ldexp(float(g_total), scale_g), np.ldexp(float(h_total), scale_h),
                 params["reg_lambda"], params["gamma"], params["min_child_weight"])
             if len(node.candidates[party]) == 3:
                 # min_samples_leaf, from the count slot.
                 counts = node.candidates[party][2]
-                small = np.minimum(counts, n_total - counts) < params["min_samples_leaf"]
+                smaller_child = np.minimum(counts, n_total - counts)
+                small = smaller_child < params["min_samples_leaf"]
                 gains[small] = -np.inf
             c = int(np.argmax(gains))
             if gains[c] > best[0]:
@@ -137,8 +144,9 @@ def find_splits(state, params):
         if party is None or not gain > 0:
             continue
         if party == own:
-            record_id, left = record_split(state, state.cand_features[c], state.cand_bins[c],
-                                           state.cand_missing_left[c], node.rows)
+            record_id, left = record_split(
+                state, state.cand_features[c], state.cand_bins[c],
+                state.cand_missing_left[c], node.rows)
             feature = state.columns[state.cand_features[c]]
             split_node(state, node_id, own, record_id, left, gain=gain, feature=feature)
         else:
@@ -197,7 +205,8 @@ def finish_tree(state, learning_rate, reg_lambda):
     return None
 
 
-def grow_tree(fed, active, passives, tree_key, output, params, use_passives, clock=None):
+def grow_tree(fed, active, passives, tree_key, output, params, use_passives,
+              clock=None):
     """Driver: grow one tree (Algorithms 1 and 2), level by level.
 
     Parameters
@@ -234,13 +243,15 @@ def grow_tree(fed, active, passives, tree_key, output, params, use_passives, clo
         node_ids, node_rows = A.call(plan_level, phase="histogram").result()
         # Passive parties: encrypted, packed, shuffled candidate sums.
         replies = {p: fed[p].call(passive_histograms, tree_key, output, node_rows,
-                                  Local(params["n_jobs"]), sender=active, phase="histogram")
+                                  Local(params["n_jobs"]), sender=active,
+                                  phase="histogram")
                    for p in helpers}
         replies = {p: reply.result() for p, reply in replies.items()}
         lap("histograms")
         # Active party: decrypt (sibling sums come by subtraction).
         fed.gather([A.call(active_receive_candidates, Local(p), *replies[p],
-                           Local(node_ids), sender=p, phase="histogram") for p in helpers])
+                           Local(node_ids), sender=p, phase="histogram")
+                    for p in helpers])
         lap("decrypt")
         # Active party: score all candidates with eq. 3; split its own winners.
         decisions = A.call(find_splits, params, phase="split").result()
@@ -256,5 +267,6 @@ def grow_tree(fed, active, passives, tree_key, output, params, use_passives, clo
         lap("split")
         if done:
             break
-    A.call(finish_tree, params["learning_rate"], params["reg_lambda"], phase="tree").result()
+    A.call(finish_tree, params["learning_rate"], params["reg_lambda"],
+           phase="tree").result()
     lap("split")

@@ -44,7 +44,8 @@ def setup_party(state, max_bins):
     state.bins = state.mapper.transform(state.X)
     state.cand_features, state.cand_bins, state.cand_missing_left = (
         state.mapper.candidates())
-    state.records = []  # the lookup table: record id -> (feature, threshold, missing_left)
+    # The lookup table: record id -> (feature, threshold, missing_left).
+    state.records = []
     return None
 
 

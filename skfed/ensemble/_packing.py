@@ -94,7 +94,8 @@ class GradientLayout:
 
     def public_part(self):
         """What the passive parties need: ``(slot_bits, per_ciphertext, n_slots)``."""
-        return np.array([self.slot_bits, self.per_ciphertext, self.n_slots], dtype=np.int64)
+        return np.array([self.slot_bits, self.per_ciphertext, self.n_slots],
+                        dtype=np.int64)
 
     # -- active party: quantise and encrypt --------------------------------
 
@@ -117,7 +118,8 @@ class GradientLayout:
         shift = self.slot_bits
         count = (1 << (2 * shift)) if self.n_slots == 3 else 0
         plaintexts = np.empty(qg.shape[0], dtype=object)
-        plaintexts[:] = [h + (g << shift) + count for g, h in zip(qg.tolist(), qh.tolist())]
+        plaintexts[:] = [h + (g << shift) + count
+                         for g, h in zip(qg.tolist(), qh.tolist())]
         ciphertexts = public_key.raw_encrypt(plaintexts, n_jobs=n_jobs)
         return EncryptedArray(public_key, ciphertexts, 0, is_integer=True)
 
@@ -169,7 +171,8 @@ def pack_candidates(candidates, layout_public, n_jobs=None):
     ciphertexts += [1] * (n_chunks * per_ciphertext - n)
     grid = np.empty((n_chunks, per_ciphertext), dtype=object)
     grid.ravel()[:] = ciphertexts
-    columns = [EncryptedArray(candidates.public_key, grid[:, j].copy(), 0, is_integer=True)
+    columns = [EncryptedArray(candidates.public_key, grid[:, j].copy(), 0,
+                              is_integer=True)
                for j in range(per_ciphertext)]
     shift = np.full(n_chunks, 1 << (n_slots * slot_bits), dtype=object)
     # Horner: candidate j lands at bits [n_slots S j, n_slots S (j + 1)).
@@ -199,4 +202,5 @@ def unpack_candidates(private_key, message, n_candidates, layout, n_jobs=None):
     digits = np.asarray(digits[:layout.n_slots * n_candidates], dtype=np.int64)
     digits = digits.reshape(-1, layout.n_slots)
     # Slots per candidate: h, g, then the count.
-    return (digits[:, 1], digits[:, 0]) + ((digits[:, 2],) if layout.n_slots == 3 else ())
+    counts = (digits[:, 2],) if layout.n_slots == 3 else ()
+    return (digits[:, 1], digits[:, 0]) + counts

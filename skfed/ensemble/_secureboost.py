@@ -14,9 +14,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._docstrings import fill_doc
 from ..base import FederatedMixin, check_labels_not_single_class, party_seeds
 from ._boosting import run_secureboost
+from ._docs import _document
 from ._loss import LOSSES
 from ._packing import GradientLayout
 from ._predictor import federated_raw_predict
@@ -56,11 +56,12 @@ class _BaseSecureBoost(FederatedMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, *, n_estimators=100, learning_rate=0.3, max_depth=3, max_bins=32,
-                 subsample=1.0, reg_lambda=1.0, gamma=0.0, min_child_weight=1e-3,
-                 min_samples_leaf=1, active_only_rounds=0, early_stopping="auto", validation_fraction=0.1,
-                 n_iter_no_change=10, tol=1e-7, partition=None, encryption="paillier",
-                 key_size=2048, n_jobs=None, random_state=None, verbose=0):
+    def __init__(self, *, n_estimators=100, learning_rate=0.3, max_depth=3,
+                 max_bins=32, subsample=1.0, reg_lambda=1.0, gamma=0.0,
+                 min_child_weight=1e-3, min_samples_leaf=1, active_only_rounds=0,
+                 early_stopping="auto", validation_fraction=0.1, n_iter_no_change=10,
+                 tol=1e-7, partition=None, encryption="paillier", key_size=2048,
+                 n_jobs=None, random_state=None, verbose=0):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
@@ -199,179 +200,6 @@ class _BaseSecureBoost(FederatedMixin, BaseEstimator):
             yield raw.copy()
 
 
-_DOC_PARAMETERS = """
-    n_estimators : int, default=100
-        Number of boosting rounds (sklearn's ``max_iter``); a multiclass model
-        grows one tree per class in each round.
-
-    learning_rate : float, default=0.3
-        Shrinkage of every leaf weight (the paper's setting).
-
-    max_depth : int, default=3
-        Depth of every tree (edges from the root to the deepest leaf; the
-        paper's setting). Trees grow level by level.
-
-    max_bins : int, default=32
-        Quantile bins per feature for non-missing values (2..255); missing
-        values get one more bin. Each party bins its own columns.
-
-    subsample : float, default=1.0
-        Fraction of rows (drawn by the active party each round) whose
-        gradients build the trees. The paper's experiments use 0.8.
-
-    reg_lambda : float, default=1.0
-        L2 penalty ``lambda`` on leaf weights (eq. 2-4).
-
-    gamma : float, default=0.0
-        Minimum gain ``gamma`` of a split (eq. 3).
-
-    min_child_weight : float, default=1e-3
-        Minimum hessian sum of each child of a split (sklearn's
-        HistGradientBoosting uses 1e-3; XGBoost's 1 stops log-loss trees
-        early, once hessians become small).
-
-    min_samples_leaf : int, default=1
-        Minimum number of rows in each child. Above 1, every row's ciphertext
-        carries a third slot holding 1, so the active party learns the row
-        counts of every candidate (for the squared error it learns them
-        anyway from the hessians). ``min_samples_leaf=20`` matches sklearn's
-        HistGradientBoosting default.
-
-    active_only_rounds : int, default=0
-        RL-SecureBoost (section 7): the first ``active_only_rounds`` rounds
-        use only the active party's columns, so the passive parties first see
-        gradients of residuals. The paper uses 1.
-
-    early_stopping : "auto" or bool, default="auto"
-        Hold out ``validation_fraction`` of the rows and stop when the
-        validation loss has not improved by ``tol`` for ``n_iter_no_change``
-        rounds. ``"auto"`` enables it above 10,000 rows (as sklearn's
-        HistGradientBoosting does).
-
-    validation_fraction : float, default=0.1
-        Share of rows held out for early stopping.
-
-    n_iter_no_change : int, default=10
-        Patience of early stopping, in rounds.
-
-    tol : float, default=1e-7
-        Minimum improvement of the validation score.
-
-    %(partition_vertical)s
-
-    %(encryption)s
-
-    %(key_size)s
-
-    %(n_jobs)s
-
-    %(random_state)s
-
-    %(verbose)s
-"""
-
-_DOC_ATTRIBUTES = """
-    n_features_in_ : int
-        Number of columns of ``X`` at fit time.
-
-    feature_names_in_ : ndarray of str
-        Column names, when ``X`` was a DataFrame with string column names.
-
-    partition_ : VerticalPartition
-        The resolved partition (which party holds which columns).
-
-    communication_ : CommunicationSummary
-        Every message of ``fit``: counts, ciphertexts and bytes per phase
-        (``"setup"``, ``"gradients"``, ``"histogram"``, ``"split"``,
-        ``"predict"`` for early stopping) and per link.
-
-    n_iter_ : int
-        Number of boosting rounds run (fewer than ``n_estimators`` when early
-        stopping triggered).
-
-    n_trees_per_iteration_ : int
-        Trees per round: the number of classes for multiclass, else 1.
-
-    train_score_ : ndarray of shape (n_iter_,)
-        Negative training loss after each round.
-
-    validation_score_ : ndarray of shape (n_iter_,)
-        Negative validation loss after each round (empty without early
-        stopping).
-
-    do_early_stopping_ : bool
-        Whether early stopping was used.
-
-    feature_importances_ : ndarray of shape (n_features,)
-        Share of all splits made on each column, over every party (each owner
-        counts its own splits; the counts reveal no threshold).
-
-    gain_importances_ : ndarray of shape (n_features,)
-        Total gain (eq. 3) of the splits on each of the active party's
-        columns; NaN for passive parties' columns, whose gains the active party
-        sees only under random candidate ids.
-"""
-
-_DOC_NOTES = """
-    The protocol (sections 4 and 5 of the paper), with the choices the paper
-    leaves open:
-
-    - Every party bins its own columns by quantiles; thresholds stay with it.
-    - Each round the active party rounds ``g`` and ``h`` to fixed point (an
-      exponent it keeps secret), packs ``(h, g)`` into one plaintext as two
-      signed slots and encrypts one ciphertext per row; multiclass encrypts
-      one pair per class (class-packing would only pay at the root: below it
-      the K trees split rows differently, and each deeper histogram would
-      carry K-1 useless pairs per ciphertext).
-    - Passive parties sum ciphertexts per node, feature and bin (Algorithm 1),
-      form the cumulative "left" sums of every candidate (with the missing bin
-      on either side, XGBoost-style), shuffle them under random ids (one
-      permutation per tree), pack ~20 candidates per ciphertext without
-      plaintext summand counts and re-randomise them.
-    - Histogram subtraction: of two siblings only the one with fewer gradient
-      rows is built; the active party derives the other as parent minus
-      child on the decrypted candidate sums (exact, linear, and half the
-      ciphertexts of an encrypted subtraction).
-    - The active party scores all candidates with eq. 3, splits its own
-      winners itself and sends the winning random id to a passive winner,
-      which records ``(feature, threshold, missing side)`` in its lookup table
-      and returns the record id and the left rows ``I_L`` (Algorithm 2).
-      Leaf weights (eq. 4) never leave the active party.
-    - Fixed-point sums are exact integers in both modes, so with the same
-      ``random_state`` the Paillier and plaintext runs build identical trees.
-    - Inference: the active party walks all rows and trees through its own
-      nodes and asks each passive party, in one batch per level, which way
-      rows go at its records; at most ``max_depth`` rounds.
-
-    What each party learns: the active party learns the instance space of
-    every node, every candidate's gradient sums (under random ids) and, for a
-    passive winner, only the left rows; a passive party learns the instance
-    spaces and which of its candidates won, never a gradient, hessian or
-    label. Leaf purity caveat (section 7): instance spaces of pure leaves in
-    the first tree let passive parties guess labels; ``active_only_rounds=1``
-    (RL-SecureBoost) builds the first tree from the active party's columns
-    only.
-
-    ``verbose=1`` prints a line per round (losses, seconds, bytes sent);
-    ``verbose=2`` adds the seconds of each step (encrypt, histograms, decrypt,
-    split, validation).
-"""
-
-_DOC_REFERENCES = """
-    Cheng, K., Fan, T., Jin, Y., Liu, Y., Chen, T., Papadopoulos, D., Yang, Q.
-    (2021). SecureBoost: A Lossless Federated Learning Framework. IEEE
-    Intelligent Systems 36(6), 87-98.
-"""
-
-
-def _document(cls):
-    cls.__doc__ = (cls.__doc__.replace("    %(secureboost_parameters)s\n", _DOC_PARAMETERS)
-                   .replace("    %(secureboost_attributes)s\n", _DOC_ATTRIBUTES)
-                   .replace("    %(secureboost_notes)s\n", _DOC_NOTES)
-                   .replace("    %(secureboost_references)s\n", _DOC_REFERENCES))
-    return fill_doc(cls)
-
-
 @_document
 class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
     """Lossless vertical federated gradient boosting (SecureBoost), classifier.
@@ -438,7 +266,8 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
         -------
         self : SecureBoostClassifier
         """
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64)
+        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
+                             dtype=np.float64)
         y = self._more_validation(y)
         n_classes = self.classes_.size
         if n_classes == 2:
@@ -541,8 +370,8 @@ class SecureBoostRegressor(RegressorMixin, _BaseSecureBoost):
         -------
         self : SecureBoostRegressor
         """
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan", dtype=np.float64,
-                             y_numeric=True)
+        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
+                             dtype=np.float64, y_numeric=True)
         return self._fit(X, y.astype(np.float64), "squared_error", 1, False)
 
     def predict(self, X):

@@ -87,7 +87,8 @@ def apply_lookup(records, X, record_ids, rows):
     rows = np.asarray(rows, dtype=np.intp)
     if record_ids.size == 0:
         return np.zeros(0, dtype=bool)
-    table = np.asarray([(f, t, m) for f, t, m in records], dtype=np.float64).reshape(-1, 3)
+    table = np.asarray([(f, t, m) for f, t, m in records], dtype=np.float64)
+    table = table.reshape(-1, 3)
     features = table[record_ids, 0].astype(np.intp)
     values = X[rows, features]
     missing = np.isnan(values)

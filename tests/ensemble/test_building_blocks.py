@@ -72,7 +72,8 @@ def test_plaintext_mode_gives_the_same_integer_sums(keys):
     sums = []
     for public_key, private_key in (keys, generate_keypair(256, plaintext=True)):
         hist = histogram_sums(layout.encrypt_pairs(public_key, qg, qh), bins, 3)
-        message = pack_candidates(hist[np.zeros(3, int), np.arange(3)], layout.public_part())
+        candidates = hist[np.zeros(3, int), np.arange(3)]
+        message = pack_candidates(candidates, layout.public_part())
         sums.append(unpack_candidates(private_key, message, 3, layout))
     for a, b in zip(*sums):
         assert np.array_equal(a, b)

@@ -7,7 +7,10 @@ import pandas as pd
 import pytest
 from sklearn.datasets import load_breast_cancer, load_digits, make_classification
 from sklearn.datasets import make_friedman1
-from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from sklearn.ensemble import (
+    HistGradientBoostingClassifier,
+    HistGradientBoostingRegressor,
+)
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -89,7 +92,8 @@ def test_missing_values_learn_a_hidden_default_direction():
     X = rng.normal(size=(300, 4))
     y = (X[:, 0] + X[:, 3] > 0).astype(int)
     X[y == 1, 3] = np.where(rng.random((y == 1).sum()) < 0.5, np.nan, X[y == 1, 3])
-    clf = SecureBoostClassifier(n_estimators=10, encryption=None, random_state=0).fit(X, y)
+    clf = SecureBoostClassifier(n_estimators=10, encryption=None, random_state=0)
+    clf.fit(X, y)
     # Column 3 belongs to the passive party: its NaN default is in its record.
     X_nan = rng.normal(size=(50, 4))
     X_nan[:, 0] = 0.0
@@ -209,22 +213,26 @@ def test_determinism_for_a_random_state():
 
 def test_early_stopping_the_sklearn_way():
     X, y = _credit_like(n=600)
-    clf = SecureBoostClassifier(n_estimators=200, early_stopping=True, n_iter_no_change=3,
+    clf = SecureBoostClassifier(n_estimators=200, early_stopping=True,
+                                n_iter_no_change=3,
                                 encryption=None, random_state=0).fit(X, y)
     assert clf.do_early_stopping_ and clf.n_iter_ < 200
     assert clf.validation_score_.shape == clf.train_score_.shape == (clf.n_iter_,)
     assert "predict" in clf.communication_.by_phase
-    assert not SecureBoostClassifier(encryption=None, n_estimators=2).fit(X, y).do_early_stopping_
+    small = SecureBoostClassifier(encryption=None, n_estimators=2).fit(X, y)
+    assert not small.do_early_stopping_
 
 
 def test_feature_importances():
     X, y = _credit_like(n=400)
     clf = SecureBoostClassifier(n_estimators=5, encryption=None, random_state=0,
-                                partition=[[0, 1, 2, 3, 4], list(range(5, 23))]).fit(X, y)
+                                partition=[[0, 1, 2, 3, 4], list(range(5, 23))])
+    clf.fit(X, y)
     assert clf.feature_importances_.sum() == pytest.approx(1.0)
     assert np.all(np.isnan(clf.gain_importances_[5:]))
     assert np.all(clf.gain_importances_[:5] >= 0)
-    assert (clf.feature_importances_[:5] > 0).any() == (clf.gain_importances_[:5] > 0).any()
+    own_splits = (clf.feature_importances_[:5] > 0).any()
+    assert own_splits == (clf.gain_importances_[:5] > 0).any()
 
 
 def test_multiclass_probabilities():
@@ -266,7 +274,8 @@ def test_bad_input_errors():
             2, active_parties=(0, 1))).fit(X, y)
     # Three 48-bit slots (h, g, count) do not fit a 128-bit key.
     with pytest.raises(ValueError, match="key of at least"):
-        SecureBoostClassifier(key_size=128, min_samples_leaf=5, n_estimators=1).fit(X, y)
+        SecureBoostClassifier(key_size=128, min_samples_leaf=5,
+                              n_estimators=1).fit(X, y)
     with pytest.raises(ValueError, match="max_bins"):
         SecureBoostClassifier(max_bins=300).fit(X, y)
 

@@ -1,0 +1,182 @@
+"""Docstring sections shared by SecureBoostClassifier and SecureBoostRegressor."""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from .._docstrings import fill_doc
+
+_DOC_PARAMETERS = """
+    n_estimators : int, default=100
+        Number of boosting rounds (sklearn's ``max_iter``); a multiclass model
+        grows one tree per class in each round.
+
+    learning_rate : float, default=0.3
+        Shrinkage of every leaf weight (the paper's setting).
+
+    max_depth : int, default=3
+        Depth of every tree (edges from the root to the deepest leaf; the
+        paper's setting). Trees grow level by level.
+
+    max_bins : int, default=32
+        Quantile bins per feature for non-missing values (2..255); missing
+        values get one more bin. Each party bins its own columns.
+
+    subsample : float, default=1.0
+        Fraction of rows (drawn by the active party each round) whose
+        gradients build the trees. The paper's experiments use 0.8.
+
+    reg_lambda : float, default=1.0
+        L2 penalty ``lambda`` on leaf weights (eq. 2-4).
+
+    gamma : float, default=0.0
+        Minimum gain ``gamma`` of a split (eq. 3).
+
+    min_child_weight : float, default=1e-3
+        Minimum hessian sum of each child of a split (sklearn's
+        HistGradientBoosting uses 1e-3; XGBoost's 1 stops log-loss trees
+        early, once hessians become small).
+
+    min_samples_leaf : int, default=1
+        Minimum number of rows in each child. Above 1, every row's ciphertext
+        carries a third slot holding 1, so the active party learns the row
+        counts of every candidate (for the squared error it learns them
+        anyway from the hessians). ``min_samples_leaf=20`` matches sklearn's
+        HistGradientBoosting default.
+
+    active_only_rounds : int, default=0
+        RL-SecureBoost (section 7): the first ``active_only_rounds`` rounds
+        use only the active party's columns, so the passive parties first see
+        gradients of residuals. The paper uses 1.
+
+    early_stopping : "auto" or bool, default="auto"
+        Hold out ``validation_fraction`` of the rows and stop when the
+        validation loss has not improved by ``tol`` for ``n_iter_no_change``
+        rounds. ``"auto"`` enables it above 10,000 rows (as sklearn's
+        HistGradientBoosting does).
+
+    validation_fraction : float, default=0.1
+        Share of rows held out for early stopping.
+
+    n_iter_no_change : int, default=10
+        Patience of early stopping, in rounds.
+
+    tol : float, default=1e-7
+        Minimum improvement of the validation score.
+
+    %(partition_vertical)s
+
+    %(encryption)s
+
+    %(key_size)s
+
+    %(n_jobs)s
+
+    %(random_state)s
+
+    %(verbose)s
+"""
+
+_DOC_ATTRIBUTES = """
+    n_features_in_ : int
+        Number of columns of ``X`` at fit time.
+
+    feature_names_in_ : ndarray of str
+        Column names, when ``X`` was a DataFrame with string column names.
+
+    partition_ : VerticalPartition
+        The resolved partition (which party holds which columns).
+
+    communication_ : CommunicationSummary
+        Every message of ``fit``: counts, ciphertexts and bytes per phase
+        (``"setup"``, ``"gradients"``, ``"histogram"``, ``"split"``,
+        ``"predict"`` for early stopping) and per link.
+
+    n_iter_ : int
+        Number of boosting rounds run (fewer than ``n_estimators`` when early
+        stopping triggered).
+
+    n_trees_per_iteration_ : int
+        Trees per round: the number of classes for multiclass, else 1.
+
+    train_score_ : ndarray of shape (n_iter_,)
+        Negative training loss after each round.
+
+    validation_score_ : ndarray of shape (n_iter_,)
+        Negative validation loss after each round (empty without early
+        stopping).
+
+    do_early_stopping_ : bool
+        Whether early stopping was used.
+
+    feature_importances_ : ndarray of shape (n_features,)
+        Share of all splits made on each column, over every party (each owner
+        counts its own splits; the counts reveal no threshold).
+
+    gain_importances_ : ndarray of shape (n_features,)
+        Total gain (eq. 3) of the splits on each of the active party's
+        columns; NaN for passive parties' columns, whose gains the active party
+        sees only under random candidate ids.
+"""
+
+_DOC_NOTES = """
+    The protocol (sections 4 and 5 of the paper), with the choices the paper
+    leaves open:
+
+    - Every party bins its own columns by quantiles; thresholds stay with it.
+    - Each round the active party rounds ``g`` and ``h`` to fixed point (an
+      exponent it keeps secret), packs ``(h, g)`` into one plaintext as two
+      signed slots and encrypts one ciphertext per row; multiclass encrypts
+      one pair per class (class-packing would only pay at the root: below it
+      the K trees split rows differently, and each deeper histogram would
+      carry K-1 useless pairs per ciphertext).
+    - Passive parties sum ciphertexts per node, feature and bin (Algorithm 1),
+      form the cumulative "left" sums of every candidate (with the missing bin
+      on either side, XGBoost-style), shuffle them under random ids (one
+      permutation per tree), pack ~20 candidates per ciphertext without
+      plaintext summand counts and re-randomise them.
+    - Histogram subtraction: of two siblings only the one with fewer gradient
+      rows is built; the active party derives the other as parent minus
+      child on the decrypted candidate sums (exact, linear, and half the
+      ciphertexts of an encrypted subtraction).
+    - The active party scores all candidates with eq. 3, splits its own
+      winners itself and sends the winning random id to a passive winner,
+      which records ``(feature, threshold, missing side)`` in its lookup table
+      and returns the record id and the left rows ``I_L`` (Algorithm 2).
+      Leaf weights (eq. 4) never leave the active party.
+    - Fixed-point sums are exact integers in both modes, so with the same
+      ``random_state`` the Paillier and plaintext runs build identical trees.
+    - Inference: the active party walks all rows and trees through its own
+      nodes and asks each passive party, in one batch per level, which way
+      rows go at its records; at most ``max_depth`` rounds.
+
+    What each party learns: the active party learns the instance space of
+    every node, every candidate's gradient sums (under random ids) and, for a
+    passive winner, only the left rows; a passive party learns the instance
+    spaces and which of its candidates won, never a gradient, hessian or
+    label. Leaf purity caveat (section 7): instance spaces of pure leaves in
+    the first tree let passive parties guess labels; ``active_only_rounds=1``
+    (RL-SecureBoost) builds the first tree from the active party's columns
+    only.
+
+    ``verbose=1`` prints a line per round (losses, seconds, bytes sent);
+    ``verbose=2`` adds the seconds of each step (encrypt, histograms, decrypt,
+    split, validation).
+"""
+
+_DOC_REFERENCES = """
+    Cheng, K., Fan, T., Jin, Y., Liu, Y., Chen, T., Papadopoulos, D., Yang, Q.
+    (2021). SecureBoost: A Lossless Federated Learning Framework. IEEE
+    Intelligent Systems 36(6), 87-98.
+"""
+
+
+def _document(cls):
+    """Insert the shared sections, then the package-wide shared parameters."""
+    doc = cls.__doc__
+    for marker, text in (("secureboost_parameters", _DOC_PARAMETERS),
+                         ("secureboost_attributes", _DOC_ATTRIBUTES),
+                         ("secureboost_notes", _DOC_NOTES),
+                         ("secureboost_references", _DOC_REFERENCES)):
+        doc = doc.replace(f"    %({marker})s\n", text.lstrip("\n"))
+    cls.__doc__ = doc
+    return fill_doc(cls)
