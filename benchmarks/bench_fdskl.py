@@ -161,8 +161,9 @@ def scaling(quick, full):
         est = FDSKLClassifier(partition=2, random_state=0).fit(Xtr, ytr)
         fd_time = time.perf_counter() - t0
         fd_score = est.score(Xte, yte)
-        rows.append((n, f"{svc_time:.2f}", f"{fd_time:.2f}", f"{fd_time / svc_time:.2f}",
-                     f"{svc_score:.3f}", f"{fd_score:.3f}", f"{fd_score - svc_score:+.3f}"))
+        rows.append((n, f"{svc_time:.2f}", f"{fd_time:.2f}",
+                     f"{fd_time / svc_time:.2f}", f"{svc_score:.3f}",
+                     f"{fd_score:.3f}", f"{fd_score - svc_score:+.3f}"))
         print(" ", rows[-1], flush=True)
     print("\nScaling: training rows n (20 features, 2 parties), fit time and "
           "test accuracy, FDSKL defaults against SVC")

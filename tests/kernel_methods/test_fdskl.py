@@ -12,7 +12,12 @@ from sklearn.svm import SVC, SVR
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skfed.base import party_seeds
-from skfed.federation import are_totally_different, record_messages, tree_leader, tree_leaves
+from skfed.federation import (
+    are_totally_different,
+    record_messages,
+    tree_leader,
+    tree_leaves,
+)
 from skfed.kernel_approximation import random_offsets, spectral_directions
 from skfed.kernel_methods import FDSKLClassifier, FDSKLRegressor
 from skfed.kernel_methods._fdskl_trees import leak_free_trees, unmaskable
@@ -199,7 +204,8 @@ def _subset_sums(X, part, basis, ids, kernel, gamma):
 
 
 def _hits(values, sorted_reference, tol=1e-9):
-    idx = np.clip(np.searchsorted(sorted_reference, values), 1, len(sorted_reference) - 1)
+    idx = np.clip(np.searchsorted(sorted_reference, values), 1,
+                  len(sorted_reference) - 1)
     near = np.minimum(np.abs(sorted_reference[idx] - values),
                       np.abs(sorted_reference[idx - 1] - values))
     return int(np.sum(near <= tol))

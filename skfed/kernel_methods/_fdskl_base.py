@@ -1,0 +1,195 @@
+"""What the FDSKL classifier and regressor share: parameters and the fit.
+
+:class:`_BaseFDSKL` validates nothing itself (the public ``fit`` methods do),
+sets up one party per column group and runs :mod:`._fdskl_protocol`;
+prediction is the federated evaluation of Algorithm 2 on new rows.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from numbers import Integral, Real
+
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+from threadpoolctl import threadpool_limits
+
+from ..base import FederatedMixin, party_seeds
+from ..partition import VerticalPartition
+from ._fdskl_protocol import (
+    federated_gamma,
+    federated_scores,
+    owner_capacity,
+    setup_party,
+    train,
+)
+from ._vertical_features import make_party_states, party_name
+
+__all__ = ["_BaseFDSKL", "expand_shared_doc"]
+
+
+class _BaseFDSKL(FederatedMixin, BaseEstimator):
+    """What the FDSKL classifier and regressor share: the federated fit."""
+
+    _partition_kind = "vertical"
+
+    _parameter_constraints = {
+        "partition": [None, Interval(Integral, 1, None, closed="left"), list,
+                      tuple, VerticalPartition],
+        "kernel": [StrOptions({"rbf", "laplacian"})],
+        "gamma": [StrOptions({"scale"}), Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "n_components_per_iter": [Interval(Integral, 1, None, closed="left")],
+        "cache_size": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, partition, *, loss, kernel, gamma, alpha, learning_rate,
+                 max_iter, batch_size, n_components_per_iter, cache_size,
+                 random_state, verbose):
+        self.partition = partition
+        self.loss = loss
+        self.kernel = kernel
+        self.gamma = gamma
+        self.alpha = alpha
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.n_components_per_iter = n_components_per_iter
+        self.cache_size = cache_size
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_alpha(self):
+        if self.learning_rate * self.alpha >= 1:
+            raise ValueError(
+                f"learning_rate * alpha = {self.learning_rate * self.alpha:g} must be "
+                "below 1: every step multiplies the old coefficients by "
+                "(1 - learning_rate * alpha). Lower alpha or learning_rate.")
+
+    def _fit_federated(self, X, Y):
+        """Run FDSKL on ``X`` with the encoded targets ``Y`` (n x outputs)."""
+        self._check_alpha()
+        partition = self._resolve_partition(X)
+        q = partition.n_parties
+        names = [party_name(k) for k in range(q)]
+        owners = [names[k] for k in partition.active_parties]
+        n_samples, n_outputs = Y.shape
+        # Seeds in a layout that does not depend on how many parties there are
+        # beyond the offsets: the public seed of omega, then each active
+        # party's sampling stream, then the private offset seeds.
+        seeds = party_seeds(self.random_state, 2 + q)
+        basis_seed, sampling_seed, offset_seeds = seeds[0], seeds[1], seeds[2:]
+        m = self.n_components_per_iter
+        capacity = max(owner_capacity(k, len(owners), self.max_iter, m)
+                       for k in range(len(owners)))
+        n_cache_rows = int(min(n_samples, self.cache_size * 2**20 // (8 * capacity)))
+        config = dict(
+            names=names, owners=owners, n_samples=n_samples,
+            n_cache_rows=n_cache_rows, n_outputs=n_outputs,
+            max_iter=self.max_iter, m=m, loss=self._loss_name(),
+            sampling_seeds=[[sampling_seed, k] for k in range(len(owners))],
+        )
+        states = make_party_states(partition, X, Y, basis_seed, offset_seeds,
+                                   self.kernel, None)
+        # Party threads call BLAS concurrently; a multi-threaded BLAS in each
+        # of them oversubscribes the cores and can be 10x slower.
+        with threadpool_limits(limits=1, user_api="blas"), \
+                self._federation(states) as fed:
+            fed.gather(fed[p].call(setup_party, config) for p in names)
+            self.gamma_ = federated_gamma(fed, names, owners[0], self.gamma)
+            self.n_iter_ = train(
+                fed, names, owners, max_iter=self.max_iter,
+                batch_size=min(self.batch_size, n_samples), m=m,
+                learning_rate=self.learning_rate, alpha=self.alpha,
+                verbose=self.verbose)
+            # Each party keeps its own store; the estimator object is where
+            # this simulation files them (it stands for all parties at once).
+            stores = fed.gather(fed[p].call(_get_store) for p in names)
+        self.coef_stores_ = stores
+        self.n_components_ = self.n_iter_ * m
+        self._basis_seed = basis_seed
+        self._offset_seeds = offset_seeds
+        return self
+
+    def _decision(self, X):
+        """Scores of new rows by the federated evaluation (Algorithm 2)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False)
+        partition = self.partition_
+        names = [party_name(k) for k in range(partition.n_parties)]
+        receiver = names[partition.active_parties[0]]
+        states = make_party_states(partition, X, None, self._basis_seed,
+                                   self._offset_seeds, self.kernel, self.gamma_,
+                                   stores=self.coef_stores_)
+        with threadpool_limits(limits=1, user_api="blas"), \
+                self._federation(states, record=False) as fed:
+            return federated_scores(fed, names, receiver, X.shape[0],
+                                      self._n_outputs, self._basis_seed)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+
+def _get_store(state):
+    return state.store
+
+
+_SHARED_DOC = """
+    loss : {loss_options}, default={loss_default!r}
+        The loss ``L(f(x), y)`` of the paper's Table 1.{loss_note}
+
+    kernel : {{"rbf", "laplacian"}}, default="rbf"
+        The shift-invariant kernel whose random Fourier features are used.
+
+    gamma : "scale" or float, default="scale"
+        Kernel coefficient, as in :class:`~sklearn.svm.SVC`:
+        ``exp(-gamma ||x - x'||^2)`` for ``"rbf"``, ``exp(-gamma ||x - x'||_1)``
+        for ``"laplacian"``. ``"scale"`` is ``1 / (n_features * X.var())``;
+        the variance comes from per-party sums aggregated over a tree.
+
+    alpha : float, default=1e-4
+        The regularization ``lambda`` of the paper: every step multiplies the
+        earlier coefficients by ``1 - learning_rate * alpha``.
+
+    learning_rate : float, default={lr}
+        The constant step size ``gamma`` of Algorithm 1 (the paper uses a
+        constant rate). A step moves ``f`` by
+        ``-learning_rate * mean_i L'(f(x_i), y_i) k(x_i, .)`` with ``|k| <= 1``;
+        the default suits standardized data.{lr_note}
+
+    max_iter : int, default={max_iter}
+        Number of steps of Algorithm 1 (there is no early stopping: the loop
+        runs exactly ``max_iter`` steps, as the paper's).
+
+    batch_size : int, default={batch}
+        Rows per step (capped at the number of samples). The paper's loop is
+        ``batch_size=1``.
+
+    n_components_per_iter : int, default={m}
+        Fresh random features per step; the model ends with
+        ``max_iter * n_components_per_iter`` of them. The paper's loop is 1.
+
+    cache_size : float, default=200
+        Megabytes each coefficient holder may use to keep the random features
+        of training rows it has received (the paper's "locally saved"
+        values). Rows past the budget are recomputed by the masked sums every
+        time they are drawn; the model is the same either way.
+"""
+
+
+def expand_shared_doc(cls, loss_options, loss_default, loss_note="", lr_note=""):
+    defaults = cls().get_params()
+    text = _SHARED_DOC.format(
+        loss_options=loss_options, loss_default=loss_default, loss_note=loss_note,
+        lr=defaults["learning_rate"], lr_note=lr_note,
+        max_iter=defaults["max_iter"], batch=defaults["batch_size"],
+        m=defaults["n_components_per_iter"]).strip("\n")
+    cls.__doc__ = cls.__doc__.replace("__SHARED__", text)
