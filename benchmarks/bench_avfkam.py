@@ -252,17 +252,21 @@ def speedup_table(unit, max_iter, party_counts):
         part = VerticalPartition(q, active_parties=tuple(range(m)))
         out = []
         for mode in (True, False):
-            est = AVFKAMRanker(part, asynchronous=mode, max_iter=max_iter,
-                               party_delays=factors, random_state=0).fit(Xtr, ytr)
-            base.setdefault(mode, est.training_time_)
-            out += [f"{est.training_time_:.2f}",
-                    f"{base[mode] / est.training_time_:.2f}",
-                    f"{est.score(Xte, yte):.4f}"]
+            # best of two fits: a burst of load from other jobs on the
+            # machine hits one of them, rarely both
+            fits = [AVFKAMRanker(part, asynchronous=mode, max_iter=max_iter,
+                                 party_delays=factors, random_state=0)
+                    .fit(Xtr, ytr) for _ in range(2)]
+            seconds = min(f.training_time_ for f in fits)
+            base.setdefault(mode, seconds)
+            out += [f"{seconds:.2f}", f"{base[mode] / seconds:.2f}",
+                    f"{fits[0].score(Xte, yte):.4f}"]
         rows.append((q, m, *out))
     table(rows, ("parties", "active", "async s", "async speed-up", "async AUC",
                  "sync s", "sync speed-up", "sync AUC"))
     print("   speed-up = training time with one active party / with m active "
-          "parties; ideal async ~ sum of 1/slowdown, sync ~ m / max slowdown")
+          "parties (best of 2 fits each); ideal async ~ sum of 1/slowdown, "
+          "sync ~ m / max slowdown")
 
 
 def main():
@@ -274,12 +278,12 @@ def main():
     if args.quick:
         accuracy_table(n_splits=1)
         straggler_table(unit=3, max_iter=600, n_runs=1)
-        speedup_table(unit=8, max_iter=300, party_counts=(2, 4, 8))
+        speedup_table(unit=8, max_iter=200, party_counts=(2, 4, 8))
         imbalance_table(n_splits=2)
     else:
         accuracy_table(n_splits=3)
         straggler_table(unit=4, max_iter=800, n_runs=2)
-        speedup_table(unit=10, max_iter=400, party_counts=(2, 4, 6, 8))
+        speedup_table(unit=10, max_iter=300, party_counts=(2, 4, 6, 8))
         imbalance_table(n_splits=4)
     print(f"\nTotal {time.perf_counter() - start:.0f} s")
 
