@@ -51,6 +51,7 @@ class EncryptedArray:
     Parameters
     ----------
     public_key : PaillierPublicKey
+        The key the ciphertexts were encrypted under.
     ciphertexts : ndarray of object
         Raw ciphertexts (mpz) modulo ``n**2``.
     exponent : int
@@ -554,6 +555,7 @@ def concatenate(arrays, axis=0):
         Same key (and same PackedEncoder if packed); exponents are aligned to
         the smallest.
     axis : int, default=0
+        Axis along which to join (as :func:`numpy.concatenate`).
 
     Returns
     -------

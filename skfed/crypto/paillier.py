@@ -404,7 +404,7 @@ class PaillierPrivateKey:
         Returns
         -------
         values : ndarray
-            float64 (int64 for integer-encoded arrays), same shape; for a
+            Float64 (int64 for integer-encoded arrays), same shape; for a
             packed array, shape ``encrypted.shape + (n_slots,)`` with the
             offsets of all summands removed.
 
