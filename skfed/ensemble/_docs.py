@@ -158,6 +158,10 @@ _DOC_NOTES = """
     (RL-SecureBoost) builds the first tree from the active party's columns
     only.
 
+    The fitted estimator stands for all parties together: it keeps the active
+    party's trees and leaf weights and each party's lookup table, and hands
+    each party only its own share when predicting.
+
     ``verbose=1`` prints a line per round (losses, seconds, bytes sent);
     ``verbose=2`` adds the seconds of each step (encrypt, histograms, decrypt,
     split, validation).
