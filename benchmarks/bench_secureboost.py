@@ -11,16 +11,23 @@ not counted) and prints it beside
 
 - where the time goes (``verbose=2``): encrypting the gradients (active),
   building the encrypted histograms (passive), decrypting (active);
-- the plaintext mode (same protocol, no encryption), and
+- the plaintext mode (same protocol, no encryption) and sklearn's
+  centralized HistGradientBoostingClassifier (one iteration), and
 - the *naive* cost of encrypting the round's gradients the textbook way:
   python-paillier's ``encrypt`` of ``g`` and of ``h`` for every row (time
   per row measured on a sample in the same run, times the number of rows).
   A naive round costs at least this much before any histogram is built.
 
+``--accuracy`` prints the acceptance table instead: 5-fold cross-validated
+scores of the plaintext model beside sklearn's HistGradientBoosting with the
+same depth, learning rate, rounds and bins (and, in the middle column,
+sklearn's leaf constraints ``min_samples_leaf=20, reg_lambda=0``).
+
 Usage::
 
-    python benchmarks/bench_secureboost.py            # both tables, 1024 and 2048 bits
-    python benchmarks/bench_secureboost.py --quick    # a tenth of the rows
+    python benchmarks/bench_secureboost.py             # 1024 and 2048 bits
+    python benchmarks/bench_secureboost.py --quick     # a tenth of the rows
+    python benchmarks/bench_secureboost.py --accuracy  # federated vs centralized
 
 The machine may be shared: the load average is printed with the results.
 """
@@ -37,9 +44,21 @@ import time
 
 import numpy as np
 import phe
-from sklearn.datasets import make_classification
+from sklearn.datasets import (
+    load_breast_cancer,
+    load_diabetes,
+    load_digits,
+    make_classification,
+    make_friedman1,
+)
+from sklearn.ensemble import (
+    HistGradientBoostingClassifier,
+    HistGradientBoostingRegressor,
+)
+from sklearn.model_selection import KFold, StratifiedKFold, cross_val_score
+from threadpoolctl import threadpool_limits
 
-from skfed.ensemble import SecureBoostClassifier
+from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
 
 
 def credit_like(n_rows, n_features, seed=0):
@@ -76,12 +95,53 @@ def phe_seconds_per_row(key_size, n_sample=20):
     return (time.perf_counter() - start) / n_sample
 
 
+def accuracy(rounds=20):
+    """Cross-validated scores: HistGradientBoosting vs SecureBoost (plaintext)."""
+    same = dict(learning_rate=0.3, max_depth=3, max_bins=32, early_stopping=False)
+    like_hgb = dict(min_samples_leaf=20, reg_lambda=0.0)
+    cases = [
+        ("breast cancer", load_breast_cancer(return_X_y=True), True),
+        ("digits (10 cl.)", load_digits(return_X_y=True), True),
+        ("credit-like", credit_like(3000, 23), True),
+        ("diabetes (R2)", load_diabetes(return_X_y=True), False),
+        ("friedman1 (R2)", make_friedman1(2000, noise=1.0, random_state=0), False),
+    ]
+    print(f"5-fold CV, {rounds} rounds, depth 3, learning rate 0.3, 32 bins; "
+          "SecureBoost in plaintext mode (identical to Paillier)\n")
+    header = (f"{'data':16s}  {'HistGB':>7}  {'SB like HistGB':>14}  {'diff':>6}  "
+              f"{'SB defaults':>11}  {'diff':>6}")
+    print(header)
+    print("-" * len(header))
+    for name, (X, y), classification in cases:
+        if classification:
+            cv = StratifiedKFold(5, shuffle=True, random_state=0)
+            hgb = HistGradientBoostingClassifier(max_iter=rounds, **same)
+            ours = SecureBoostClassifier
+        else:
+            cv = KFold(5, shuffle=True, random_state=0)
+            hgb = HistGradientBoostingRegressor(max_iter=rounds, **same)
+            ours = SecureBoostRegressor
+        with threadpool_limits(1):
+            base = cross_val_score(hgb, X, y, cv=cv).mean()
+        scores = [cross_val_score(ours(n_estimators=rounds, encryption=None,
+                                       random_state=0, **same, **extra), X, y,
+                                  cv=cv).mean()
+                  for extra in (like_hgb, {})]
+        print(f"{name:16s}  {base:7.4f}  {scores[0]:14.4f}  {scores[0] - base:+6.3f}  "
+              f"{scores[1]:11.4f}  {scores[1] - base:+6.3f}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the rows")
+    parser.add_argument("--accuracy", action="store_true",
+                        help="print federated vs centralized scores and exit")
     parser.add_argument("--n-jobs", type=int, default=2, help="crypto worker threads")
     parser.add_argument("--keys", type=int, nargs="+", default=[1024, 2048])
     args = parser.parse_args()
+    if args.accuracy:
+        accuracy()
+        return
     scale = 10 if args.quick else 1
     shapes = [(30_000 // scale, 23), (150_000 // scale, 10)]
     print(f"SecureBoost seconds per boosting round, 2 parties, depth 3, 32 bins, "
@@ -91,21 +151,31 @@ def main():
     naive = {k: phe_seconds_per_row(k) for k in args.keys}
     header = (f"{'table':>13}  {'key':>9}  {'round s':>8}  {'encrypt':>7}  "
               f"{'hist':>6}  {'decrypt':>7}  {'kB/round':>9}  {'x plain':>7}  "
-              f"{'naive enc s':>11}  {'naive/ours':>10}")
+              f"{'x HistGB':>8}  {'naive enc s':>11}  {'naive/ours':>10}")
     print(header)
     print("-" * len(header))
     for n_rows, n_features in shapes:
         X, y = credit_like(n_rows, n_features)
+        hgb = HistGradientBoostingClassifier(max_iter=1, max_depth=3, max_bins=32,
+                                             early_stopping=False)
+        with threadpool_limits(1):  # OpenMP spinning distorts times under load
+            hgb.fit(X[:100], y[:100])  # warm-up
+            start = time.perf_counter()
+            hgb.fit(X, y)  # one iteration, binning included
+            central = time.perf_counter() - start
         plain, plain_kb, _ = round_seconds(X, y, None, 2048, args.n_jobs)
-        print(f"{n_rows:>7} x {n_features:<3}  {'plaintext':>9}  {plain:8.2f}  "
-              f"{'':>7}  {'':>6}  {'':>7}  {plain_kb:9.0f}  {1.0:7.1f}", flush=True)
+        table = f"{n_rows:>7} x {n_features:<3}"
+        print(f"{table}  {'HistGB':>9}  {central:8.2f}", flush=True)
+        print(f"{table}  {'plaintext':>9}  {plain:8.2f}  {'':>7}  {'':>6}  {'':>7}  "
+              f"{plain_kb:9.0f}  {1.0:7.1f}  {plain / central:8.1f}", flush=True)
         for key_size in args.keys:
             seconds, kb, steps = round_seconds(X, y, "paillier", key_size, args.n_jobs)
             naive_seconds = naive[key_size] * n_rows
-            print(f"{n_rows:>7} x {n_features:<3}  {key_size:>4} bits  {seconds:8.2f}  "
+            print(f"{table}  {key_size:>4} bits  {seconds:8.2f}  "
                   f"{steps['encrypt']:7.2f}  {steps['histograms']:6.2f}  "
                   f"{steps['decrypt']:7.2f}  {kb:9.0f}  {seconds / plain:7.0f}  "
-                  f"{naive_seconds:11.1f}  {naive_seconds / seconds:10.1f}", flush=True)
+                  f"{seconds / central:8.0f}  {naive_seconds:11.1f}  "
+                  f"{naive_seconds / seconds:10.1f}", flush=True)
     print("\nencrypt: the active party's gradients (one packed ciphertext per row); "
           "hist: the passive party's\nencrypted histograms, packing and "
           "re-randomisation; "
