@@ -427,7 +427,7 @@ class FederatedKernelKMeans(FederatedMixin, ClusterMixin, BaseEstimator):
     >>> from sklearn.datasets import make_blobs
     >>> from sklearn.metrics import adjusted_rand_score
     >>> from skfed.cluster import FederatedKernelKMeans
-    >>> X, y = make_blobs(200, centers=3, random_state=0)
+    >>> X, y = make_blobs(200, centers=3, random_state=1)
     >>> km = FederatedKernelKMeans(n_clusters=3, max_iter=5, partition=3,
     ...                            random_state=0).fit(X)
     >>> bool(adjusted_rand_score(y, km.labels_) > 0.9)
