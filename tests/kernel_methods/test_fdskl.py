@@ -89,6 +89,7 @@ def _binary_data(n=60, d=5, seed=0):
     (3, (1,), "laplacian", "squared", 200),
     (3, (0, 2), "rbf", "logistic", 200),
     (4, (0,), "rbf", "logistic", 0),
+    (2, (1,), "rbf", "logistic", 0.003),  # 10 of the 60 rows saved
 ])
 def test_model_equals_the_centralized_doubly_stochastic_steps(
         q, active, kernel, loss, cache_size):
@@ -106,6 +107,13 @@ def test_model_equals_the_centralized_doubly_stochastic_steps(
     holders = [k for k, s in enumerate(clf.coef_stores_) if s is not None]
     assert holders == sorted(active)
     assert sum(len(s) for s in clf.coef_stores_ if s is not None) == 36
+
+
+def test_verbose_prints_one_line_per_step(capsys):
+    X, y = _binary_data(n=30)
+    FDSKLRegressor(max_iter=3, verbose=1, random_state=0).fit(X, y.astype(float))
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 3 and lines[-1].startswith("[FDSKL] step 3/3")
 
 
 def test_cache_changes_traffic_not_the_model():
