@@ -195,7 +195,17 @@ class EncryptedArray:
         return self._new(selected, counts=counts)
 
     def reshape(self, *shape):
-        """Same ciphertexts with a new shape (as :meth:`numpy.ndarray.reshape`)."""
+        """Same ciphertexts with a new shape.
+
+        Parameters
+        ----------
+        *shape : int or tuple of int
+            As for :meth:`numpy.ndarray.reshape`.
+
+        Returns
+        -------
+        EncryptedArray
+        """
         counts = None if self.counts is None else self.counts.reshape(*shape)
         return self._new(self.ciphertexts.reshape(*shape), counts=counts)
 
@@ -247,6 +257,16 @@ class EncryptedArray:
 
         Multiplies every plaintext by ``2**(exponent - new_exponent)``, i.e.
         raises each ciphertext to that power (that many modular squarings).
+
+        Parameters
+        ----------
+        new_exponent : int
+            At most ``self.exponent``.
+
+        Returns
+        -------
+        EncryptedArray
+            ``self`` if the exponent is unchanged.
         """
         if new_exponent > self.exponent:
             raise ValueError(
@@ -394,6 +414,7 @@ class EncryptedArray:
         Parameters
         ----------
         axis : int or None, default=None
+            Axis to sum over; None sums every element.
         n_jobs : int or None, default=None
             Worker threads (used for ``axis=None``).
 
@@ -505,6 +526,7 @@ class EncryptedArray:
         obfuscation : {"djn", "standard"}, default="djn"
             See :meth:`PaillierPublicKey.raw_obfuscators`.
         n_jobs : int or None, default=None
+            Worker threads.
 
         Returns
         -------

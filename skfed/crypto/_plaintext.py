@@ -46,7 +46,19 @@ class PlaintextPublicKey:
         return (0, 0, 0)
 
     def encrypt(self, values, *, precision=None, obfuscation="djn", n_jobs=None):
-        """Wrap a copy of ``values`` (float64, or int64 for integer input)."""
+        """Wrap a copy of ``values`` (float64, or int64 for integer input).
+
+        Parameters
+        ----------
+        values : array-like of float or int
+            NaN and infinities are refused, as when encrypting.
+        precision, obfuscation, n_jobs
+            Accepted for interface parity and ignored: values stay exact.
+
+        Returns
+        -------
+        PlaintextArray
+        """
         values = _numeric(values)
         dtype = np.int64 if values.dtype.kind in "iu" else np.float64
         return PlaintextArray(self, values.astype(dtype))
@@ -214,7 +226,22 @@ class PlaintextArray:
         return self._new(np.asarray(self.values.sum(axis=axes)))
 
     def group_sum(self, group_ids, n_groups, n_jobs=None):
-        """Same contract as :meth:`EncryptedArray.group_sum`."""
+        """Sum the elements of each group, as :meth:`EncryptedArray.group_sum`.
+
+        Parameters
+        ----------
+        group_ids : array-like of int, shape (n,) or (n, n_features)
+            Group of each row; negative ids are skipped.
+        n_groups : int
+            Number of groups.
+        n_jobs : int or None
+            Ignored.
+
+        Returns
+        -------
+        PlaintextArray
+            Shape ``(n_groups,) + self.shape[1:]`` or ``(n_features, n_groups)``.
+        """
         ids = np.asarray(group_ids)
         if ids.dtype.kind not in "iu":
             raise TypeError(f"group_ids must be integers, got dtype {ids.dtype}.")

@@ -302,7 +302,9 @@ class PaillierPublicKey:
         encoder : PackedEncoder
             Slot layout (bounds, ``max_summands``, precision).
         obfuscation : {"djn", "standard"}, default="djn"
+            See :meth:`raw_obfuscators`.
         n_jobs : int or None, default=None
+            Worker threads.
 
         Returns
         -------
@@ -368,7 +370,9 @@ class PaillierPrivateKey:
         Parameters
         ----------
         ciphertexts : ndarray of object
+            Raw ciphertexts modulo ``n**2``.
         n_jobs : int or None
+            Worker threads.
 
         Returns
         -------
