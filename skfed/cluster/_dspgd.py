@@ -21,6 +21,9 @@ import numpy as np
 from ..kernel_approximation import RandomFourierBasis
 
 __all__ = [
+    "SERVER",
+    "phase_of",
+    "choose_lambda",
     "user_moments",
     "server_gamma",
     "user_set_gamma",
@@ -46,6 +49,21 @@ __all__ = [
     "user_row_count",
     "server_select_pairs",
 ]
+
+
+#: name of the coordinating party
+SERVER = "server"
+
+
+def phase_of(t):
+    """Phase name of DSPGD iteration ``t`` (zero-padded so phases sort)."""
+    return f"dspgd t={t:03d}"
+
+
+def choose_lambda(theta, n_lambda):
+    """Section 6.1: lambda is the (k+2)-th eigenvalue of the first iteration."""
+    floor = 1e-9 * max(theta[0], 0.0)
+    return max(float(theta[min(n_lambda, len(theta)) - 1]), floor)
 
 
 # -- setup: the kernel width from per-user sums -------------------------------

@@ -1,11 +1,10 @@
 """Federated kernel k-means: DSPGD + CEM + distributed Lanczos.
 
 The data are split by rows: user ``m`` holds ``X[m]``; a server with no data
-coordinates. :func:`_dspgd_with_cem` is the paper's Algorithm 1 (lines 4-18),
-:func:`_dspgd_without_cem` the plain DSPGD of section 4.1 kept for the
-communication comparison, and :func:`~skfed.cluster._coreset.distributed_kmeans`
-line 19. Party code lives in :mod:`._dspgd`, :mod:`._lanczos` and
-:mod:`._coreset`.
+coordinates. ``_dspgd_with_cem`` is the paper's Algorithm 1 (lines 4-18),
+``_plain_dspgd.dspgd_without_cem`` the plain DSPGD of section 4.1 kept for
+the communication comparison, and ``_coreset.distributed_kmeans`` line 19.
+Party code lives in ``_dspgd``, ``_lanczos`` and ``_coreset``.
 """
 
 # Authors: The skfed developers
@@ -22,22 +21,19 @@ from .._docstrings import fill_doc
 from ..base import FederatedMixin, party_seeds
 from ..partition import HorizontalPartition
 from . import _dspgd as dspgd
+from ._dspgd import SERVER, choose_lambda, phase_of
+from ._plain_dspgd import dspgd_without_cem
 from ._coreset import MIN_GROUP, distributed_kmeans
 from ._lanczos import distributed_lanczos, server_collect
 
 __all__ = ["FederatedKernelKMeans", "dspgd_uploads"]
 
-SERVER = "server"
 #: cap on the random features of the out-of-sample map (memory of s x D')
 _MAX_OOS_FEATURES = 2000
 
 
 def _user(m):
     return f"user{m}"
-
-
-def _phase(t):
-    return f"dspgd t={t:03d}"
 
 
 def dspgd_uploads(communication):
@@ -68,7 +64,8 @@ def dspgd_uploads(communication):
 def _setup(fed, users, gamma):
     """The server learns the row counts and, by default, the kernel width."""
     if gamma is None:
-        phase, local_fn, server_fn = "setup: gamma", dspgd.user_moments, dspgd.server_gamma
+        phase, local_fn, server_fn = ("setup: gamma", dspgd.user_moments,
+                                      dspgd.server_gamma)
     else:
         phase, local_fn, server_fn = ("setup: row counts", dspgd.user_row_count,
                                       dspgd.server_row_counts)
@@ -82,17 +79,13 @@ def _setup(fed, users, gamma):
     return float(gamma)
 
 
-def _choose_lambda(theta, n_lambda):
-    """Section 6.1: lambda is the (k+2)-th eigenvalue of the first iteration."""
-    floor = 1e-9 * max(theta[0], 0.0)
-    return max(float(theta[min(n_lambda, len(theta)) - 1]), floor)
-
-
 def _dspgd_with_cem(fed, users, *, n_iter, n_lambda, n_components,
                     lanczos_seeds, verbose, monitor):
+    """Algorithm 1, lines 4-18. Returns lambda, the eigenvalue estimates of
+    the columns of H, and ``(Q_t, r_{t+1})`` per iteration."""
     lam, trace = None, []
     for t in range(1, n_iter + 1):
-        eta, phase = 1.0 / t, _phase(t)
+        eta, phase = 1.0 / t, phase_of(t)
         # Lines 6-9: every user draws A_t[m] and forms W_t[m] (the server only
         # announces the iteration).
         dims = fed.gather(fed[u].call(dspgd.user_form_w, t, eta, sender=SERVER,
@@ -116,14 +109,15 @@ def _dspgd_with_cem(fed, users, *, n_iter, n_lambda, n_components,
         if first:
             theta_all = fed[SERVER].call(dspgd.server_select_pairs, np.inf,
                                          n_lambda).result()[0]
-            lam = _choose_lambda(theta_all, n_lambda)
+            lam = choose_lambda(theta_all, n_lambda)
         shrink = eta * lam
         theta, V = fed[SERVER].call(dspgd.server_select_pairs, shrink,
                                     n_components if last else 0).result()
         # Lines 11-14: the server broadcasts the eigenpairs; each user forms
         # its rows of the eigenvectors and of B_{t+1} (soft threshold).
-        fed.gather(fed[u].call(dspgd.user_update_from_eigenpairs, theta, V, shrink,
-                               sender=SERVER, phase=phase) for u in users)
+        fed.gather(fed[u].call(dspgd.user_update_from_eigenpairs, theta, V,
+                               shrink, sender=SERVER, phase=phase)
+                   for u in users)
         rank = int(np.sum(theta > shrink))
         trace.append((q, rank))
         if verbose:
@@ -139,79 +133,9 @@ def _dspgd_with_cem(fed, users, *, n_iter, n_lambda, n_components,
     return lam, scales ** 2, trace
 
 
-def _dspgd_without_cem(fed, users, *, n_iter, n_lambda, n_components,
-                       lanczos_seeds, n_random_features, n_samples, verbose,
-                       monitor):
-    """Section 4.1: Lanczos on the n x n matrix R_t; Z_t lives on the server."""
-    fed[SERVER].call(_server_init_plain, n_samples).result()
-    lam, trace = None, []
-    for t in range(1, n_iter + 1):
-        eta, phase = 1.0 / t, _phase(t)
-        fed.gather(fed[u].call(dspgd.user_draw_features, t, sender=SERVER,
-                               phase=phase) for u in users)
-
-        def matvec(c):
-            # 1) the server sends c[m] to user m; 2) users upload A_t[m]^T c[m];
-            # 3) the server broadcasts A_t^T c; 4) users upload A_t[m] A_t^T c.
-            pieces = fed[SERVER].call(dspgd.server_split_vector, c).result()
-            partial = fed.gather(fed[u].call(dspgd.user_features_t_times, p,
-                                             sender=SERVER, phase=phase)
-                                 for u, p in zip(users, pieces))
-            fed.gather(fed[SERVER].call(dspgd.server_collect_aux, p, sender=u,
-                                        phase=phase)
-                       for u, p in zip(users, partial))
-            atc = fed[SERVER].call(dspgd.server_sum_aux).result()
-            rows = fed.gather(fed[u].call(dspgd.user_features_times, atc,
-                                          sender=SERVER, phase=phase)
-                              for u in users)
-            # 5) the server concatenates (in combine) and adds (1-eta) Z_t c.
-            fed.gather(fed[SERVER].call(server_collect, r, sender=u, phase=phase)
-                       for u, r in zip(users, rows))
-
-        first, last = lam is None, t == n_iter
-        q = distributed_lanczos(
-            fed, SERVER, n_samples, matvec,
-            threshold=np.inf if first else eta * lam,
-            n_min=n_lambda if first else (n_components if last else 1),
-            seed=lanczos_seeds[t - 1],
-            combine=dspgd.server_plain_combine(eta, n_random_features))
-        if first:
-            theta_all = fed[SERVER].call(dspgd.server_select_pairs, np.inf,
-                                         n_lambda).result()[0]
-            lam = _choose_lambda(theta_all, n_lambda)
-        shrink = eta * lam
-        theta, V = fed[SERVER].call(dspgd.server_select_pairs, shrink,
-                                    n_components if last else 0).result()
-        fed[SERVER].call(dspgd.server_plain_update, theta, V, shrink).result()
-        rank = int(np.sum(theta > shrink))
-        trace.append((q, rank))
-        if verbose:
-            print(f"[FederatedKernelKMeans] t={t}: {q} Lanczos steps, "
-                  f"dimension {n_samples}, rank {rank}")
-        if monitor is not None:
-            monitor(t, theta + (1.0 - eta) * lam,
-                    [fed[SERVER].call(_evaluation_only_server_rows).result()])
-    # The server holds H; each user receives its own rows of it.
-    scales = np.sqrt(theta[:n_components] + (1.0 - eta) * lam)
-    for m, u in enumerate(users):
-        H_m = fed[SERVER].call(dspgd.server_rows_of_h, scales, m).result()
-        fed[u].call(dspgd.user_receive_h, H_m, sender=SERVER,
-                    phase="dspgd: rows of H").result()
-    return lam, scales ** 2, trace
-
-
-def _server_init_plain(state, n_samples):
-    state.Z_vectors = np.zeros((n_samples, 0))
-    state.Z_values = np.zeros(0)
-
-
 def _evaluation_only_rows(state):
     # Not a protocol message: the benchmark's recovery-error curve reads the
     # users' eigenvector rows through this local call.
-    return state.U
-
-
-def _evaluation_only_server_rows(state):
     return state.U
 
 
@@ -495,7 +419,7 @@ class FederatedKernelKMeans(FederatedMixin, ClusterMixin, BaseEstimator):
                 f"n_samples={n_samples} should be >= n_clusters={k}: there are "
                 "more clusters than rows. Use fewer clusters.")
         s = k if self.n_components is None else self.n_components
-        n_lambda = getattr(self, "_n_lambda", None) or max(k + 2, s + 1)
+        n_lambda = max(k + 2, s + 1)
         D = self.n_random_features
         if D < n_lambda:
             raise ValueError(
@@ -535,7 +459,7 @@ class FederatedKernelKMeans(FederatedMixin, ClusterMixin, BaseEstimator):
             if self.communication_efficient:
                 lam, eigenvalues, trace = _dspgd_with_cem(fed, users, **common)
             else:
-                lam, eigenvalues, trace = _dspgd_without_cem(
+                lam, eigenvalues, trace = dspgd_without_cem(
                     fed, users, n_random_features=D, n_samples=n_samples,
                     **common)
             # Line 19: distributed linear k-means over the rows of H.

@@ -98,7 +98,8 @@ def test_lambda_is_the_k_plus_2_th_eigenvalue_of_the_first_iteration(blobs, fitt
 def test_score_is_minus_the_embedded_kmeans_objective(blobs, fitted):
     X, _ = blobs
     basis = RandomFourierBasis(fitted._oos_seed, gamma=fitted.gamma_)
-    E = basis.transform(X, range(fitted.embedding_map_.shape[1])) @ fitted.embedding_map_.T
+    P = fitted.embedding_map_
+    E = basis.transform(X, range(P.shape[1])) @ P.T
     d = ((E[:, None] - fitted.cluster_centers_[None]) ** 2).sum(-1)
     assert fitted.score(X) == pytest.approx(-d.min(1).sum())
     np.testing.assert_array_equal(fitted.predict(X), d.argmin(1))
@@ -224,7 +225,8 @@ def test_pipeline_and_dataframe(blobs):
 def test_sample_party_metadata(blobs):
     X, _ = blobs
     owners = np.arange(len(X)) % 3
-    km = FederatedKernelKMeans(4, max_iter=3, random_state=0).fit(X, sample_party=owners)
+    km = FederatedKernelKMeans(4, max_iter=3, random_state=0)
+    km.fit(X, sample_party=owners)
     np.testing.assert_array_equal(km.partition_.owners, owners)
     assert sum(1 for u in km.communication_.by_party if u.startswith("user")) == 3
 
@@ -251,7 +253,7 @@ def test_routing_in_cross_validation(blobs):
     assert all(e.partition_.n_parties == 4 for e in plain["estimator"])
 
 
-# -- errors -------------------------------------------------------------------------------
+# -- errors ---------------------------------------------------------------------
 
 def test_more_clusters_than_rows():
     with pytest.raises(ValueError, match="more clusters than rows"):
