@@ -138,12 +138,15 @@ def main():
                         help="print federated vs centralized scores and exit")
     parser.add_argument("--n-jobs", type=int, default=2, help="crypto worker threads")
     parser.add_argument("--keys", type=int, nargs="+", default=[1024, 2048])
+    parser.add_argument("--tables", nargs="+", default=["30000x23", "150000x10"],
+                        help="table shapes, rows x columns")
     args = parser.parse_args()
     if args.accuracy:
         accuracy()
         return
     scale = 10 if args.quick else 1
-    shapes = [(30_000 // scale, 23), (150_000 // scale, 10)]
+    shapes = [(int(t.split("x")[0]) // scale, int(t.split("x")[1]))
+              for t in args.tables]
     print(f"SecureBoost seconds per boosting round, 2 parties, depth 3, 32 bins, "
           f"n_jobs={args.n_jobs}{' (--quick: rows / 10)' if args.quick else ''}")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
