@@ -21,9 +21,12 @@ its rows into as many groups as its budget allows (the same sensitivity
 argument: a user with a high local cost gets more groups and a finer
 summary) and sends each group's mean and size. Every group holds at least
 ``MIN_GROUP`` rows -- smaller groups are merged into the nearest other
-group -- so no message is a single row. This is a "local k-means coreset"
-(weighted means, as in merge-and-reduce coresets), whose k-means cost on
-the union bounds the global cost up to the local costs the budget controls.
+group -- so no message is a single row. Why group means suffice: for any
+centers ``c``, a group ``g`` of ``n_g`` rows with mean ``mu_g`` and
+within-group sum of squares ``SS_g`` costs ``n_g ||mu_g - c||^2 + SS_g`` when
+kept together, so the weighted k-means cost of the means plus the local cost
+``sum_g SS_g`` bounds the true cost of the centers found on the means; the
+cost-proportional budget is what keeps ``sum_g SS_g`` small where it matters.
 The labels never leave the users: they come from the broadcast centers.
 """
 
