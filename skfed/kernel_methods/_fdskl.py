@@ -331,7 +331,7 @@ __SHARED__
     }
 
     def __init__(self, partition=None, *, loss="squared", kernel="rbf",
-                 gamma="scale", alpha=1e-4, learning_rate=2.0, max_iter=500,
+                 gamma="scale", alpha=1e-4, learning_rate=3.0, max_iter=800,
                  batch_size=256, n_components_per_iter=32, cache_size=200.0,
                  random_state=None, verbose=0):
         super().__init__(
@@ -389,4 +389,5 @@ expand_shared_doc(
 expand_shared_doc(
     FDSKLRegressor, '{"squared"}', "squared",
     lr_note=("\n        The squared loss curves four times as much as the logistic"
-             "\n        loss, hence a smaller default than the classifier's."))
+             "\n        loss, hence a smaller default than the classifier's, and"
+             "\n        more steps by default (regression converges more slowly)."))
