@@ -206,6 +206,8 @@ def filter_toctree_source(text, srcdir, docdir):
 
 def _on_builder_inited(app):
     srcdir = Path(app.srcdir)
+    if _gallery_executed(app):
+        _drop_placeholders(app)
     api = srcdir / f"{API_DOC}.rst"
     if not api.is_file():
         return
@@ -219,12 +221,32 @@ def _on_builder_inited(app):
     app.config.autosummary_generate = [STUB_SOURCE]
 
 
+PLACEHOLDER_LIST = "skfed_placeholders.txt"
+
+
+def _drop_placeholders(app):
+    """Before an executed build: remove placeholders, re-run their examples.
+
+    sphinx-gallery skips an example whose source did not change since its
+    last run, which would leave a placeholder in place of its figure.
+    """
+    gallery = Path(app.srcdir) / "auto_examples"
+    listing = gallery / "images" / PLACEHOLDER_LIST
+    if not listing.is_file():
+        return
+    for name in set(listing.read_text(encoding="utf-8").split()):
+        (gallery / "images" / name).unlink(missing_ok=True)
+        example = re.sub(r"^sphx_glr_(.+)_\d{3}\.png$", r"\1", name)
+        (gallery / f"{example}.py.md5").unlink(missing_ok=True)
+    listing.unlink()
+
+
 _GALLERY_IMAGE = re.compile(r"auto_examples/images/(sphx_glr_[\w.-]+?\.png)")
 
 
 def _gallery_executed(app):
-    conf = getattr(app.config, "sphinx_gallery_conf", {}) or {}
-    value = conf.get("plot_gallery", True)
+    """Whether sphinx-gallery runs the examples (``-D plot_gallery=0``)."""
+    value = getattr(app.config, "plot_gallery", True)
     if isinstance(value, str):
         return value.strip().lower() not in ("0", "false", "no", "")
     return bool(value)
@@ -244,6 +266,8 @@ def _placeholder_figures(app, text):
                 "no_image.png"
             images.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(placeholder, target)
+            with open(images / PLACEHOLDER_LIST, "a", encoding="utf-8") as f:
+                f.write(name + "\n")
             _logger().info("skfed_docs: placeholder for %s (gallery not run)", name)
 
 
