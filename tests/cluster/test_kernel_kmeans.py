@@ -78,6 +78,14 @@ def test_predict_extends_the_training_embedding(blobs, fitted):
     assert np.mean(fitted.predict(X) == fitted.labels_) >= 0.95
 
 
+def test_predict_on_held_out_rows(blobs):
+    X, y = blobs
+    km = FederatedKernelKMeans(4, max_iter=10, partition=3, random_state=0)
+    km.fit(X[:200])
+    exact = nmi(y, exact_kernel_kmeans(X, 4, 4, km.gamma_))
+    assert nmi(y[200:], km.predict(X[200:])) >= 0.9 * exact
+
+
 # -- the paper's defaults, computed by hand -------------------------------------
 
 def test_gamma_is_the_papers_mean_distance_rule(blobs, fitted):
@@ -182,6 +190,10 @@ def test_server_receives_no_raw_rows_and_no_rows_of_a(blobs):
             assert not any(_contains_row(array, A_t) for A_t in A)
             # Nothing per row crosses with CEM: no array is indexed by rows.
             assert not (message.phase.startswith("dspgd") and array.shape[0] in n_rows)
+    # Every summary point of the distributed k-means averages several rows.
+    coreset = [m for m in to_server if m.phase == "kmeans: coreset"]
+    assert len(coreset) == 3
+    assert all(np.min(m.payload[1]) >= MIN_GROUP for m in coreset)
     # Users only hear from the server, never from each other.
     assert {m.sender for m in rec.messages if m.receiver != "server"} == {"server"}
 
