@@ -141,25 +141,29 @@ def time_split(key_size, rounds):
     X, y, lam, H = breast_cancer()
     print(f"\n== Time split: breast_cancer, hybrid 2x2, {rounds} round(s) after setup, "
           f"{key_size}-bit Paillier (machine shared with other jobs)")
-    print(f"{'run':>22} {'wall s':>9} {'s/round':>9} "
-          f"{'party crypto s (summed)':>24}")
-    walls = {}
-    for encryption in (None, "paillier"):
+    print(f"{'run':>26} {'wall s':>9} {'s/round':>9} "
+          f"{'party crypto s (summed)':>24} {'ciphertexts':>12}")
+    walls, fits = {}, {}
+    for label, encryption, packing in (
+            ("plaintext", None, False),
+            (f"Paillier {key_size} packed", "paillier", True),
+            (f"Paillier {key_size} unpacked", "paillier", False)):
         clf = HyFDCAClassifier(HybridPartition(2, 2), alpha=lam, max_iter=rounds,
                                local_iterations=H, tol=None,
                                encryption=encryption, key_size=key_size,
-                               random_state=0).fit(X, y)
-        label = "plaintext" if encryption is None else f"Paillier {key_size}"
-        walls[encryption] = clf.fit_time_
-        print(f"{label:>22} {clf.fit_time_:>9.2f} {clf.fit_time_ / rounds:>9.3f}"
-              f" {clf.crypto_time_:>24.2f}")
-    # Same protocol and messages in both runs: the difference of wall times is
+                               packing=packing, random_state=0).fit(X, y)
+        walls[label], fits[label] = clf.fit_time_, clf
+        print(f"{label:>26} {clf.fit_time_:>9.2f} {clf.fit_time_ / rounds:>9.3f}"
+              f" {clf.crypto_time_:>24.2f} {clf.communication_.total_ciphertexts:>12}")
+    # Same protocol and messages in every run: the difference of wall times is
     # what encryption costs; the plaintext wall time is everything else.
-    overhead = walls["paillier"] - walls[None]
-    print(f"encryption: {overhead:.2f} s ({overhead / walls['paillier']:.1%} of "
-          f"the encrypted fit), rest: {walls[None]:.2f} s")
+    for label in list(walls)[1:]:
+        overhead = walls[label] - walls["plaintext"]
+        print(f"{label}: encryption {overhead:.2f} s ({overhead / walls[label]:.1%}"
+              f" of the fit), rest {walls['plaintext']:.2f} s")
+    clf = fits[f"Paillier {key_size} packed"]
     comm = clf.communication_
-    print(f"\nMessages of the encrypted fit: {comm.total_messages}, "
+    print(f"\nMessages of the packed encrypted fit: {comm.total_messages}, "
           f"{comm.total_ciphertexts} ciphertexts, {comm.total_bytes / 1e6:.1f} MB")
     print(comm.table())
 

@@ -100,6 +100,13 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
 
     %(key_size)s
 
+    packing : bool, default=True
+        With encryption, pack several values into each Paillier plaintext
+        (as many as the key holds: 28 for 2048 bits), each with magnitude at
+        most 2^20 and absolute precision 2^-40. Cuts encryption work and
+        message sizes by that factor. ``False`` encrypts every value alone
+        (precision 2^-48, no magnitude limit).
+
     %(n_jobs)s
 
     %(random_state)s
@@ -205,8 +212,11 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
       messages.
     - The two sides share one Paillier key pair generated from the operating
       system's randomness (never ``random_state``); the server only has the
-      public key. Every encryption uses the same fixed-point precision
-      (2^-48) so the server's sums need no exponent alignment.
+      public key. Values are packed ``n_slots`` per ciphertext in the rows'
+      order (``packing=True``; every client of a row group uses the same
+      layout, so the server adds packed ciphertexts slot by slot), or
+      encrypted one by one with a shared fixed-point precision of 2^-48;
+      either way the server's sums need no exponent alignment.
 
     What each party learns: the server sees ciphertexts of the duals and
     inner products, the plaintext local sums ``w_hat_k`` and the model
@@ -250,6 +260,7 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
         "tol": [None, Interval(numbers.Real, 0, None, closed="left")],
         "encryption": [None, StrOptions({"paillier"})],
         "key_size": [Interval(numbers.Integral, 128, None, closed="left")],
+        "packing": ["boolean"],
         "n_jobs": [None, numbers.Integral],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -259,7 +270,7 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
                  max_iter=300, local_iterations=10, participation=1.0,
                  schedule="random", step_size="auto", fit_intercept=True,
                  intercept_scaling=1.0, tol=1e-4, encryption="paillier",
-                 key_size=2048, n_jobs=None, random_state=None, verbose=0):
+                 key_size=2048, packing=True, n_jobs=None, random_state=None, verbose=0):
         self.partition = partition
         self.loss = loss
         self.alpha = alpha
@@ -273,6 +284,7 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
         self.tol = tol
         self.encryption = encryption
         self.key_size = key_size
+        self.packing = packing
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.verbose = verbose
@@ -352,17 +364,23 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
         # Keys: one pair shared by the clients, the public half to the server.
         public_key, private_key = generate_keypair(
             self.key_size, plaintext=self.encryption is None)
+        encoder = None
+        if self.encryption is not None and self.packing:
+            # enc(alpha) gains |B_n| summands per round: the layout must
+            # leave room for all of them (and for the newcomers' resends).
+            encoder = P.packing_encoder(
+                self.key_size, 2 + 2 * (self.max_iter + 1) * n_col_groups)
         seeds = party_seeds(self.random_state, K + 1)
         states = {SERVER: P.server_state(
             public_key, rows, columns, row_group_of, partition.n_row_groups,
             n_features + int(self.fit_intercept), Y.shape[1], lam=lam,
-            n_samples=n_samples, n_jobs=self.n_jobs)}
+            n_samples=n_samples, n_jobs=self.n_jobs, encoder=encoder)}
         for k in range(K):
             states[client_name(k)] = P.client_state(
                 blocks[k], Y[rows[k]], public_key, private_key, loss=self.loss,
                 lam=lam, n_samples=n_samples, n_holders=n_col_groups,
                 local_iterations=self.local_iterations, seed=seeds[k + 1],
-                n_jobs=self.n_jobs)
+                n_jobs=self.n_jobs, encoder=encoder)
         participants = Participation(K, float(self.participation),
                                       self.schedule, seeds[0])
         start = time.perf_counter()

@@ -29,8 +29,11 @@ from functools import reduce
 import numpy as np
 from scipy.special import expit, xlogy
 
+from ..crypto import PackedEncoder
+
 __all__ = [
     "PRECISION",
+    "packing_encoder",
     "client_state",
     "server_state",
     "dual_step",
@@ -41,6 +44,10 @@ __all__ = [
 #: absolute precision of every fixed-point encryption: one shared exponent,
 #: so the server's homomorphic sums never need to align exponents.
 PRECISION = 2.0 ** -48
+
+#: packed encryption: |value| <= 2**20 with 60 bits below the bound
+PACKED_BOUND = 2.0 ** 20
+PACKED_BITS = 60
 
 
 # -- losses: primal values, dual (conjugate) values, exact 1-D dual steps ----
@@ -102,7 +109,7 @@ def dual_step(loss, a, b, c):
 # -- setup -------------------------------------------------------------------
 
 def client_state(X, Y, public_key, private_key, *, loss, lam, n_samples,
-                 n_holders, local_iterations, seed, n_jobs):
+                 n_holders, local_iterations, seed, n_jobs, encoder=None):
     """Private state of one client (a dict the Federation turns into a state)."""
     n_rows, n_tasks = Y.shape
     return {
@@ -110,6 +117,7 @@ def client_state(X, Y, public_key, private_key, *, loss, lam, n_samples,
         "loss": loss, "lam": lam, "N": n_samples, "n_holders": n_holders,
         "H": min(int(local_iterations), n_rows),
         "rng": np.random.RandomState(seed), "n_jobs": n_jobs,
+        "encoder": encoder,
         "alpha": np.zeros((n_rows, n_tasks)),
         "w": np.zeros((X.shape[1], n_tasks)),
         "xw": np.zeros((n_rows, n_tasks)), "sqnorm": None,
@@ -118,13 +126,15 @@ def client_state(X, Y, public_key, private_key, *, loss, lam, n_samples,
 
 
 def server_state(public_key, client_rows, client_columns, row_group_of,
-                 n_row_groups, n_weights, n_tasks, *, lam, n_samples, n_jobs):
+                 n_row_groups, n_weights, n_tasks, *, lam, n_samples, n_jobs,
+                 encoder=None):
     """Public state of the server: key, ids and the encrypted duals."""
     return {
         "public_key": public_key, "client_rows": client_rows,
         "client_columns": client_columns, "row_group_of": row_group_of,
         "n_row_groups": n_row_groups, "n_weights": n_weights,
         "n_tasks": n_tasks, "lam": lam, "N": n_samples, "n_jobs": n_jobs,
+        "encoder": encoder,
         "enc_alpha": None, "w_hat": {}, "ip": {}, "reports": {},
         "w": np.zeros((n_weights, n_tasks)),
         "best_w": np.zeros((n_weights, n_tasks)),
@@ -133,19 +143,53 @@ def server_state(public_key, client_rows, client_columns, row_group_of,
     }
 
 
+def packing_encoder(key_size, max_summands):
+    """The public layout that packs several values into one plaintext.
+
+    Every slot holds a value of magnitude at most ``PACKED_BOUND`` with
+    ``PACKED_BITS`` bits below it (absolute precision ``2**-40``), and room for
+    ``max_summands`` additions without carries; as many slots as the key's
+    plaintext holds.
+    """
+    n_slots = PackedEncoder.max_slots(key_size, max_summands, PACKED_BITS)
+    if n_slots < 2:
+        return None
+    return PackedEncoder([PACKED_BOUND] * n_slots, max_summands, PACKED_BITS)
+
+
 def _encrypt(state, values):
+    """Encrypt ``values``; with a packing layout, ``n_slots`` values per
+    ciphertext in row-major order (zero-padded)."""
     start = time.perf_counter()
-    out = state.public_key.encrypt(values, precision=PRECISION,
-                                   n_jobs=state.n_jobs)
+    values = np.asarray(values, dtype=np.float64)
+    if state.encoder is None:
+        out = state.public_key.encrypt(values, precision=PRECISION,
+                                       n_jobs=state.n_jobs)
+    else:
+        largest = float(np.max(np.abs(values), initial=0.0))
+        if largest > PACKED_BOUND:
+            raise ValueError(
+                f"packing=True encrypts values of magnitude at most 2^20, got "
+                f"{largest:.3g}. Scale the features (e.g. StandardScaler) or "
+                "pass packing=False.")
+        n_slots = state.encoder.n_slots
+        flat = np.concatenate([values.ravel(),
+                               np.zeros((-values.size) % n_slots)])
+        out = state.public_key.encrypt_packed(flat.reshape(-1, n_slots),
+                                              state.encoder, n_jobs=state.n_jobs)
     state.crypto_seconds += time.perf_counter() - start
     return out
 
 
-def _decrypt(state, encrypted):
+def _decrypt(state, encrypted, shape):
+    """Decrypt into an array of ``shape`` (undoing the packing layout)."""
     start = time.perf_counter()
-    out = state.private_key.decrypt(encrypted, n_jobs=state.n_jobs)
+    out = np.asarray(state.private_key.decrypt(encrypted, n_jobs=state.n_jobs),
+                     dtype=np.float64)
+    if state.encoder is not None:
+        out = out.ravel()[:int(np.prod(shape))]
     state.crypto_seconds += time.perf_counter() - start
-    return np.asarray(out, dtype=np.float64)
+    return out.reshape(shape)
 
 
 def _encrypted_sum(state, arrays):
@@ -189,7 +233,7 @@ def server_sum_over_row_groups(server, parts):
 
 
 def client_receive_sqnorms(client, enc_sqnorm):
-    client.sqnorm = _decrypt(client, enc_sqnorm)
+    client.sqnorm = _decrypt(client, enc_sqnorm, (client.X.shape[0],))
 
 
 # -- sending the global duals ------------------------------------------------
@@ -200,7 +244,7 @@ def server_duals_for(server, clients):
 
 
 def client_receive_duals(client, enc_alpha):
-    client.alpha = _decrypt(client, enc_alpha)
+    client.alpha = _decrypt(client, enc_alpha, client.alpha.shape)
 
 
 # -- PrimalAggregation (Algorithm 4) ------------------------------------------
@@ -255,7 +299,7 @@ def server_inner_products(server, partials):
 
 
 def client_receive_inner_products(client, enc_xw):
-    client.xw = _decrypt(client, enc_xw)
+    client.xw = _decrypt(client, enc_xw, client.xw.shape)
 
 
 def client_local_inner_products(client):

@@ -210,7 +210,8 @@ def test_multiclass_one_vs_rest():
 
 # -- encryption and privacy ---------------------------------------------------------
 
-def test_encrypted_run_matches_plaintext_and_messages_respect_privacy():
+@pytest.mark.parametrize("packing", [True, False])
+def test_encrypted_run_matches_plaintext_and_messages_respect_privacy(packing):
     X, y = load_iris(return_X_y=True)
     X, y = StandardScaler().fit_transform(X)[:60], y[:60]  # classes 0 and 1
     params = dict(partition=HybridPartition(2, 2, split="random", random_state=0),
@@ -218,10 +219,12 @@ def test_encrypted_run_matches_plaintext_and_messages_respect_privacy():
                   participation=0.75, random_state=0)
     plain = HyFDCAClassifier(encryption=None, **params).fit(X, y)
     with record_messages() as rec:
-        secure = HyFDCAClassifier(encryption="paillier", **params).fit(X, y)
-    np.testing.assert_allclose(secure.coef_, plain.coef_, atol=1e-10)
+        secure = HyFDCAClassifier(encryption="paillier", packing=packing,
+                                  **params).fit(X, y)
+    # Fixed-point encodings: 2^-48 (alone) or 2^-40 (packed) per value.
+    np.testing.assert_allclose(secure.coef_, plain.coef_, atol=1e-8)
     np.testing.assert_allclose(secure.objective_curve_, plain.objective_curve_,
-                               atol=1e-10)
+                               atol=1e-8)
     assert secure.crypto_time_ > 0
     part = secure.partition_
     to_server = rec.received_by("server")
@@ -254,8 +257,11 @@ def test_encrypted_run_matches_plaintext_and_messages_respect_privacy():
         for m in received:
             (payload,) = m.payload
             if m.phase in ("send duals", "inner products", "squared norms"):
+                # One value per own row, n_slots of them per ciphertext.
                 assert isinstance(payload, EncryptedArray)
-                assert payload.shape == (own_rows,) or payload.shape == (own_rows, 1)
+                assert (payload.encoder is not None) == packing
+                slots = payload.encoder.n_slots if packing else 1
+                assert payload.size == -(-own_rows // slots)
             elif m.phase == "primal weights":
                 assert payload.shape == (len(own_cols), 1)
             else:
@@ -266,6 +272,14 @@ def test_encrypted_run_matches_plaintext_and_messages_respect_privacy():
     for m in last:
         k = int(m.receiver[len("client"):])
         np.testing.assert_allclose(m.payload[0].ravel(), final_w[own_columns[k]])
+
+
+def test_packing_refuses_values_beyond_its_bound():
+    X, y = _breast_cancer()
+    X, y = 1e7 * X[:40, :4], y[:40]
+    with pytest.raises(Exception, match="packing=False"):
+        HyFDCAClassifier(alpha=0.1, max_iter=2, key_size=256,
+                         random_state=0).fit(X, y)
 
 
 def test_horizontal_split_needs_no_secure_inner_product():
