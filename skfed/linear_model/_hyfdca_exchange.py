@@ -88,15 +88,12 @@ class Protocol:
                                           phase=phase)
             for k, message in messages.items())
 
-    def _row_sums(self, clients, partial_fn, receive_fn, phase):
+    def _row_sums(self, clients, partial_fn, sum_fn, receive_fn, phase):
         """Encrypted per-row parts, added by the server over each row group,
         then returned to the clients of that row group (Algorithm 2's shape).
         """
         self._to_server(phase, self._local(clients, partial_fn))
-        sums = self.server.call(P.server_run, P.server_inner_products
-                                if phase == "inner products"
-                                else P.server_sum_over_row_groups,
-                                phase).result()
+        sums = self.server.call(P.server_run, sum_fn, phase).result()
         self._from_server(phase, receive_fn,
                           {k: sums[self.row_group[k]] for k in clients})
 
@@ -106,6 +103,7 @@ class Protocol:
             self._local(clients, P.client_local_sqnorms)
         else:
             self._row_sums(clients, P.client_partial_sqnorms,
+                           P.server_sum_over_row_groups,
                            P.client_receive_sqnorms, "squared norms")
 
     def send_duals(self, clients):
@@ -128,6 +126,7 @@ class Protocol:
             self._local(clients, P.client_local_inner_products)
         else:
             self._row_sums(clients, P.client_partial_inner_products,
+                           P.server_inner_products,
                            P.client_receive_inner_products, "inner products")
 
     def objective(self, clients):
