@@ -3,6 +3,7 @@
 Every function here runs on one party's thread (``fed[name].call(fn, ...)``)
 and sees only that party's private state and the message it received; what it
 returns is the message it sends. The driver in :mod:`._hyfdca` strings them
+(through the exchanges of :mod:`._hyfdca_exchange`)
 together as in Algorithm 1 of the paper.
 
 Client state (set in :func:`client_state`): its block ``X`` (its rows ``I_k``
