@@ -119,7 +119,7 @@ def main():
     parser.add_argument("--n-phe", type=int, default=200,
                         help="values encrypted by phe's loop and by our standard "
                         "obfuscation (both slow); half as many decrypted by phe")
-    parser.add_argument("--repeat", type=int, default=3,
+    parser.add_argument("--repeat", type=int, default=2,
                         help="interleaved rounds; the best of each is reported")
     parser.add_argument("--processes", action="store_true",
                         help="also measure encryption with a 2-process pool")
