@@ -204,8 +204,28 @@ def filter_toctree_source(text, srcdir, docdir):
     return "\n".join(out) + "\n", skipped, extra
 
 
+def _drop_stale_examples(srcdir):
+    """Remove gallery pages of examples that were deleted or renamed.
+
+    sphinx-gallery leaves them behind, and they would be orphans.
+    """
+    gallery = srcdir / "auto_examples"
+    stale = False
+    for page in gallery.glob("plot_*.rst"):
+        if not (srcdir.parent / "examples" / f"{page.stem}.py").is_file():
+            for leftover in gallery.glob(f"{page.stem}.*"):
+                leftover.unlink()
+            _logger().info("skfed_docs: removed the stale page %s", page.name)
+            stale = True
+    if stale:  # the timing pages list them too (rewritten by executed builds)
+        for timings in (srcdir / "sg_execution_times.rst",
+                        gallery / "sg_execution_times.rst"):
+            timings.unlink(missing_ok=True)
+
+
 def _on_builder_inited(app):
     srcdir = Path(app.srcdir)
+    _drop_stale_examples(srcdir)
     if _gallery_executed(app):
         _drop_placeholders(app)
     api = srcdir / f"{API_DOC}.rst"
