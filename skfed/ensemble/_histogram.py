@@ -25,7 +25,7 @@ right" candidates first (:meth:`BinMapper.candidates`).
 
 import numpy as np
 
-from ..crypto import concatenate
+from ..crypto import PlaintextArray, concatenate
 from ._binning import BinMapper
 from ._packing import histogram_sums, pack_candidates, unpack_candidates
 
@@ -123,7 +123,9 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
 
 def _stack(columns):
     """Stack per-bin arrays ``(n_features,)`` into ``(n_features, n_bins)``."""
-    expanded = [c.reshape(c.shape[0], 1, *c.shape[1:]) if hasattr(c, "values")
+    # A plaintext histogram keeps its (g, h[, count]) axis last.
+    expanded = [c.reshape(c.shape[0], 1, *c.shape[1:])
+                if isinstance(c, PlaintextArray)
                 else c.reshape(c.shape[0], 1) for c in columns]
     return concatenate(expanded, axis=1)
 
