@@ -159,7 +159,8 @@ sphinx_gallery_conf = {
     "reference_url": {"skfed": None},
     "backreferences_dir": "generated/backreferences",
     "inspect_global_variables": False,
-    "within_subsection_order": "FileNameSortKey",
+    # plot_partition_basics.py first (it needs no estimator), then by name
+    "within_subsection_order": "skfed_docs.ExampleOrder",
     "remove_config_comments": True,
     "matplotlib_animations": False,
     "image_scrapers": ("matplotlib",),

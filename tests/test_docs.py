@@ -254,3 +254,10 @@ def test_doc_build_needs_no_network(monkeypatch):
         assert location is not None and Path(location).is_file(), (
             f"intersphinx would fetch {name} from the network")
     assert conf["numpydoc_show_class_members"] is False
+
+
+def test_gallery_starts_with_the_partition_example():
+    names = ["plot_alignment_x.py", "plot_partition_basics.py", "plot_fdskl_y.py"]
+    order = sorted(names, key=skfed_docs.ExampleOrder("examples"))
+    assert order == ["plot_partition_basics.py", "plot_alignment_x.py",
+                     "plot_fdskl_y.py"]

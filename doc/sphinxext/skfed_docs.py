@@ -37,6 +37,23 @@ import shutil
 from pathlib import Path
 
 
+class ExampleOrder:
+    """Gallery order: the foundation example first, then by file name.
+
+    Used as sphinx-gallery's ``within_subsection_order`` (by its qualified
+    name, so the configuration stays picklable).
+    """
+
+    FIRST = ("plot_partition_basics.py",)
+
+    def __init__(self, src_dir=None):
+        self.src_dir = src_dir
+
+    def __call__(self, filename):
+        name = Path(filename).name
+        return (0 if name in self.FIRST else 1, name)
+
+
 def _logger():
     # Imported here so the filters above can be tested without Sphinx.
     from sphinx.util import logging
