@@ -10,6 +10,7 @@ thread. Actors are killed when the federation stops.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import numpy as np
 import sklearn
 
 from .party import PartyError, PartyFuture, PartyState, _name_of, deliver
@@ -26,6 +27,23 @@ def import_ray():
     return ray
 
 
+def _writable(obj):
+    """Writable copies of arrays that Ray deserialised read-only (zero-copy).
+
+    With threads a party owns the arrays it receives and may update them in
+    place; the Ray backend keeps that semantics.
+    """
+    if isinstance(obj, np.ndarray):
+        return obj if obj.flags.writeable else obj.copy()
+    if isinstance(obj, tuple) and type(obj) is tuple:
+        return tuple(_writable(o) for o in obj)
+    if isinstance(obj, list):
+        return [_writable(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _writable(v) for k, v in obj.items()}
+    return obj
+
+
 class _PartyActor:
     """The body of a party's Ray actor."""
 
@@ -37,10 +55,12 @@ class _PartyActor:
             gmpy2.get_context().allow_release_gil = True
         except ImportError:  # pragma: no cover
             pass
-        self._state = PartyState(**state) if isinstance(state, dict) else state
+        if isinstance(state, dict):
+            state = PartyState(**_writable(state))
+        self._state = state
 
     def run(self, fn, args, kwargs):
-        return fn(self._state, *args, **kwargs)
+        return fn(self._state, *_writable(args), **_writable(kwargs))
 
 
 _actor_classes = {}
@@ -64,7 +84,7 @@ class RayFuture(PartyFuture):
         ray = import_ray()
         timeout = self._timeout if timeout is None else timeout
         try:
-            return ray.get(self._future, timeout=timeout)
+            return _writable(ray.get(self._future, timeout=timeout))
         except ray.exceptions.GetTimeoutError:
             raise self._timeout_error(timeout) from None
         except ray.exceptions.RayTaskError as exc:

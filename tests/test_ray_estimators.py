@@ -1,0 +1,98 @@
+"""Every estimator fitted with Ray actors equals the threads backend's model."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, make_blobs, make_regression
+from sklearn.preprocessing import StandardScaler
+
+import skfed
+from skfed.cluster import FederatedKernelKMeans
+from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
+from skfed.kernel_methods import AVFKAMRanker, FDSKLClassifier, FDSKLRegressor
+from skfed.linear_model import HyFDCAClassifier
+from skfed.partition import HybridPartition, VerticalPartition
+from skfed.utils import all_estimators
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.xdist_group("ray")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_instance():
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def _classification():
+    X, y = load_breast_cancer(return_X_y=True)
+    idx = np.random.RandomState(0).permutation(len(y))[:150]
+    return StandardScaler().fit_transform(X[idx][:, :8]), y[idx]
+
+
+def _regression():
+    X, y = make_regression(n_samples=120, n_features=6, noise=1.0, random_state=0)
+    return X, y / y.std()
+
+
+def _clusters():
+    X, _ = make_blobs(n_samples=150, centers=3, random_state=0)
+    return X, None
+
+
+CASES = {
+    "FDSKLClassifier": (FDSKLClassifier(partition=3, max_iter=8, batch_size=16,
+                                        n_components_per_iter=8, random_state=0),
+                        _classification),
+    "FDSKLRegressor": (FDSKLRegressor(partition=2, max_iter=15, batch_size=16,
+                                      n_components_per_iter=8, random_state=0),
+                       _regression),
+    "AVFKAMRanker": (AVFKAMRanker(VerticalPartition(3, active_parties=(0, 1)),
+                                  asynchronous=False, max_iter=10,
+                                  n_random_features=64, batch_size=8,
+                                  features_per_step=16, random_state=0),
+                     _classification),
+    # Real (small-key) Paillier: ciphertext arrays cross process boundaries.
+    "SecureBoostClassifier": (SecureBoostClassifier(n_estimators=2, key_size=256,
+                                                    random_state=0),
+                              _classification),
+    "SecureBoostRegressor": (SecureBoostRegressor(n_estimators=3, encryption=None,
+                                                  random_state=0),
+                             _regression),
+    "FederatedKernelKMeans": (FederatedKernelKMeans(n_clusters=3, max_iter=3,
+                                                    n_random_features=20,
+                                                    random_state=0),
+                              _clusters),
+    "HyFDCAClassifier": (HyFDCAClassifier(HybridPartition(2, 2), max_iter=3, tol=None,
+                                          key_size=256, random_state=0),
+                         _classification),
+}
+
+
+def test_every_estimator_has_a_ray_case():
+    assert sorted(CASES) == [name for name, _ in all_estimators()]
+
+
+def _fit_predict(estimator, X, y, backend):
+    from sklearn.base import clone
+
+    model = clone(estimator)
+    with skfed.config_context(backend=backend):
+        model.fit(X, y)
+        out = (model.decision_function(X) if hasattr(model, "decision_function")
+               else model.predict(X))
+    return model, np.asarray(out)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_ray_model_equals_threads_model(name):
+    estimator, make_data = CASES[name]
+    X, y = make_data()
+    threads_model, threads_out = _fit_predict(estimator, X, y, "threads")
+    ray_model, ray_out = _fit_predict(estimator, X, y, "ray")
+    np.testing.assert_allclose(ray_out, threads_out, rtol=1e-9, atol=1e-9)
+    assert ray_model.communication_ == threads_model.communication_
+    assert ray_model.communication_.total_messages > 0
