@@ -261,3 +261,22 @@ def test_gallery_starts_with_the_partition_example():
     order = sorted(names, key=skfed_docs.ExampleOrder("examples"))
     assert order == ["plot_partition_basics.py", "plot_alignment_x.py",
                      "plot_fdskl_y.py"]
+
+
+def test_imports_in_the_guide_name_real_objects():
+    # Snippets in the pages are not run by the build; at least every name
+    # they import from skfed must exist (once its module does).
+    problems = []
+    pages = sorted(DOC.glob("*.rst")) + sorted((DOC / "user_guide").glob("*.rst"))
+    for page in pages:
+        text = page.read_text()
+        for modname, names in re.findall(
+                r"from (skfed[\w.]*) import \(?([\w, \n]+?)\)?$", text, re.M):
+            try:
+                module = importlib.import_module(modname)
+            except ModuleNotFoundError:
+                continue
+            for name in re.split(r"[,\s]+", names.strip()):
+                if name and not hasattr(module, name):
+                    problems.append(f"{page.name}: {modname}.{name}")
+    assert not problems, f"the guide imports names that do not exist: {problems}"
