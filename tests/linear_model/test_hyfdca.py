@@ -337,9 +337,9 @@ def _small():
 
 def test_deterministic_and_pickles():
     X, y = _small()
-    a = HyFDCAClassifier(alpha=0.1, max_iter=30, encryption=None,
+    a = HyFDCAClassifier(alpha=0.1, max_iter=30, tol=None, encryption=None,
                          participation=0.5, random_state=3).fit(X, y)
-    b = HyFDCAClassifier(alpha=0.1, max_iter=30, encryption=None,
+    b = HyFDCAClassifier(alpha=0.1, max_iter=30, tol=None, encryption=None,
                          participation=0.5, random_state=3).fit(X, y)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     c = pickle.loads(pickle.dumps(a))
@@ -351,12 +351,12 @@ def test_dataframe_with_named_column_groups_and_pipeline():
     X, y = _small()
     df = pd.DataFrame(X[:, :4], columns=["a", "b", "c", "d"])
     clf = HyFDCAClassifier(HybridPartition(2, [["a", "c"], ["b", "d"]]),
-                           alpha=0.1, max_iter=50, encryption=None,
+                           alpha=0.1, max_iter=50, tol=None, encryption=None,
                            random_state=0).fit(df, y)
     assert clf.partition_.client_columns(1).tolist() == [1, 3]
     assert clf.feature_names_in_.tolist() == ["a", "b", "c", "d"]
     pipe = make_pipeline(StandardScaler(), HyFDCAClassifier(
-        alpha=0.1, max_iter=50, encryption=None, random_state=0))
+        alpha=0.1, max_iter=50, tol=None, encryption=None, random_state=0))
     assert pipe.fit(X, y).score(X, y) > 0.9
 
 
@@ -364,13 +364,13 @@ def test_sample_party_metadata_sets_row_groups_and_routes():
     X, y = _small()
     groups = np.arange(len(y)) % 3
     clf = HyFDCAClassifier(HybridPartition(3, 2), alpha=0.1, max_iter=30,
-                           encryption=None, random_state=0)
+                           tol=None, encryption=None, random_state=0)
     clf.fit(X, y, sample_party=groups)
     np.testing.assert_array_equal(clf.partition_.owners, groups)
     assert cross_val_score(clf, X, y, cv=3).mean() > 0.9  # rule-based split
     with config_context(enable_metadata_routing=True):
         routed = HyFDCAClassifier(HybridPartition(3, 2), alpha=0.1,
-                                  max_iter=30, encryption=None,
+                                  max_iter=30, tol=None, encryption=None,
                                   random_state=0).set_fit_request(
                                       sample_party=True)
         scores = cross_val_score(routed, X, y, cv=3,
