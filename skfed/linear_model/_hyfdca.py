@@ -95,6 +95,8 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
     tol : float or None, default=1e-4
         Stop when the relative duality gap ``(P - D) / P`` reported at the
         start of a round is below ``tol``. ``None`` runs ``max_iter`` rounds.
+        With partial participation the gap is the server's estimate from
+        partly stale reports.
 
     %(encryption)s
 
