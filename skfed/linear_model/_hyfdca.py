@@ -239,7 +239,7 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> X = StandardScaler().fit_transform(X)
     >>> clf = HyFDCAClassifier(partition=HybridPartition(2, 2), alpha=0.1,
-    ...                        max_iter=100, tol=1e-2, encryption=None,
+    ...                        max_iter=200, tol=1e-2, encryption=None,
     ...                        random_state=0)
     >>> clf.fit(X, y).score(X, y) > 0.95
     True
