@@ -266,8 +266,11 @@ def _owners_from_metadata(sample_party, n_samples, n_parties):
             "sample_party must hold integer party ids 0..n_parties-1, got dtype "
             f"{owners.dtype}."
         )
-    if n_parties is not None and owners.size and (
-            owners.min() < 0 or owners.max() >= n_parties):
+    if owners.size and owners.min() < 0:
+        raise ValueError(
+            "sample_party holds negative ids "
+            f"{_format(np.unique(owners[owners < 0]))}; party ids are 0, 1, ...")
+    if n_parties is not None and owners.size and owners.max() >= n_parties:
         raise ValueError(
             f"sample_party holds ids outside 0..{n_parties - 1}: "
             f"{_format(np.unique(owners[(owners < 0) | (owners >= n_parties)]))}."
@@ -527,6 +530,11 @@ def resolve_partition(spec, X, *, kind, feature_names=None, sample_party=None):
             f"partition object; got {type(spec).__name__}."
         )
     if kind == "hybrid" and spec.kind == "vertical":
+        if sample_party is not None:
+            raise ValueError(
+                "sample_party gives rows to row groups, but the partition is "
+                "vertical (one row group). Pass a HybridPartition to split rows "
+                "too, or drop sample_party.")
         spec = HybridPartition(1, spec.groups)
     elif kind == "hybrid" and spec.kind == "horizontal":
         spec = HybridPartition(spec.n_parties, 1, spec.split, spec.random_state)

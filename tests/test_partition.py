@@ -97,6 +97,9 @@ def test_horizontal_metadata_and_errors():
     with pytest.raises(ValueError, match=r"Party \[1\] hold\(s\) no rows"):
         resolve_partition(HorizontalPartition(3), X, kind="horizontal",
                           sample_party=[0, 0, 2, 2, 0, 2])
+    with pytest.raises(ValueError, match=r"negative ids \[-1\]"):
+        resolve_partition(None, X, kind="horizontal",
+                          sample_party=[0, 1, -1, 0, 1, 0])
     with pytest.raises(ValueError, match="one party per row"):
         resolve_partition(None, X, kind="horizontal", sample_party=[0, 1])
     with pytest.raises(ValueError, match="7 parties"):
@@ -120,6 +123,9 @@ def test_hybrid_grid_and_special_cases():
     assert (horizontal.n_row_groups, horizontal.n_column_groups) == (2, 1)
     with pytest.raises(ValueError, match="HybridPartition"):
         resolve_partition(3, X6, kind="hybrid")
+    with pytest.raises(ValueError, match="partition is vertical"):
+        resolve_partition([[0, 1, 2], [3, 4, 5]], X6, kind="hybrid",
+                          sample_party=[0, 1, 0, 1])
     with pytest.raises(ValueError, match="needs a vertical partition"):
         resolve_partition(HorizontalPartition(2), X6, kind="vertical")
 
