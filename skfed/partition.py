@@ -34,7 +34,7 @@ def _even_groups(n_items, n_groups):
 
 
 def _format(items, limit=10):
-    items = list(items)
+    items = [i.item() if isinstance(i, np.generic) else i for i in items]
     text = ", ".join(repr(i) for i in items[:limit])
     return f"[{text}{', ...' if len(items) > limit else ''}]"
 
