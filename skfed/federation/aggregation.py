@@ -314,7 +314,7 @@ def _subtract(state, total, offsets):
 _mask_keys = itertools.count()
 
 
-def masked_tree_sum(fed, trees, local, *args, phase="masked-sum"):
+def masked_tree_sum(fed, trees, local, *args, phase="masked-sum", sender=None):
     """FDSKL Algorithm 3: the sum of all values plus one party's offset.
 
     Parameters
@@ -332,6 +332,11 @@ def masked_tree_sum(fed, trees, local, *args, phase="masked-sum"):
     *args
         Passed to ``local`` on every party (a broadcast message, e.g. a seed).
 
+    sender : str, optional
+        The party that broadcasts ``args``; they are then counted as its
+        messages to every other party (phase ``"<phase>/request"``). Leave it
+        ``None`` when the protocol has already sent them.
+
     Returns
     -------
     PartyFuture
@@ -344,7 +349,8 @@ def masked_tree_sum(fed, trees, local, *args, phase="masked-sum"):
         raise ValueError("Both trees must be led by the receiving party.")
     parties1, parties2 = tree_leaves(t1), tree_leaves(t2)
     key = ("masked-sum", next(_mask_keys))
-    masked = {p: fed[p].call(_mask_locally, local, key, *args, phase=phase)
+    masked = {p: fed[p].call(_mask_locally, Local(local), Local(key), *args,
+                             sender=sender, phase=f"{phase}/request")
               for p in parties1}
     xi = tree_sum(fed, t1, masked, phase=f"{phase}/T1")
     # l' keeps its offset: it becomes the feature's phase b (FDSKL Lemma 1).

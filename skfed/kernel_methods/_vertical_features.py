@@ -85,7 +85,7 @@ class CoefficientStore:
     def decay(self, factor):
         self._scale *= factor
         if self._scale < 1e-150:  # fold the scale in before it underflows
-            self._coef *= self._scale
+            self._coef = self._coef * self._scale
             self._scale = 1.0
 
     @property
@@ -202,9 +202,10 @@ def masked_features(fed, names, receiver, rows, feature_ids, basis_seed,
     parts, positions = [], []
     for ex in dict.fromkeys(excluded):  # first-seen order: deterministic
         pos = np.flatnonzero(excluded == ex)
+        # The receiver asks every party for these rows and features.
         total = masked_tree_sum(fed, trees_for(names, receiver, ex),
                                 _local_projection, rows, feature_ids[pos],
-                                phase=phase)
+                                phase=phase, sender=receiver)
         parts.append(total.result())
         positions.append(pos)
     return fed[receiver].call(_to_features, Local(parts), Local(positions),
