@@ -17,14 +17,8 @@ from threadpoolctl import threadpool_limits
 
 from ..base import FederatedMixin, party_seeds
 from ..partition import VerticalPartition
-from ._fdskl_protocol import (
-    federated_gamma,
-    federated_scores,
-    owner_capacity,
-    setup_party,
-    train,
-)
-from ._vertical_features import make_party_states, party_name
+from ._fdskl_protocol import federated_gamma, owner_capacity, setup_party, train
+from ._vertical_features import federated_decision, make_party_states, party_name
 
 __all__ = ["_BaseFDSKL", "expand_shared_doc"]
 
@@ -129,7 +123,7 @@ class _BaseFDSKL(FederatedMixin, BaseEstimator):
                                    stores=self.coef_stores_)
         with threadpool_limits(limits=1, user_api="blas"), \
                 self._federation(states, record=False) as fed:
-            return federated_scores(fed, names, receiver, X.shape[0],
+            return federated_decision(fed, names, receiver, X.shape[0],
                                       self._n_outputs, self._basis_seed)
 
     def __sklearn_tags__(self):

@@ -40,19 +40,9 @@ from ..kernel_approximation import (
     variance_from_moments,
 )
 from ..losses import get_loss
-from ._fdskl_trees import leak_free_trees
-from ._vertical_features import (
-    _BLOCK_ENTRIES,
-    CoefficientStore,
-    _local_projection,
-    _store_ids,
-    _to_features,
-    excluded_parties,
-    local_decision,
-)
+from ._vertical_features import CoefficientStore, excluded_parties, trees_for
 
-__all__ = ["setup_party", "federated_gamma", "train", "owner_capacity",
-           "federated_scores"]
+__all__ = ["setup_party", "federated_gamma", "train", "owner_capacity"]
 
 
 def owner_capacity(owner_index, n_owners, max_iter, m):
@@ -274,8 +264,10 @@ def _features_for(fed, names, owner, phase):
         received = {}
         for ex, other in enumerate(names):
             if other != owner:
+                # The trees are totally different and checked node by node
+                # (no party can cancel its T1 inputs with its T2 inputs).
                 received[ex] = masked_tree_sum(
-                    fed, leak_free_trees(names, owner, other), _party_pair_projection,
+                    fed, trees_for(names, owner, other), _party_pair_projection,
                     owner, ex, phase=phase).result()
     fed[owner].call(_owner_save_features, Local(received)).result()
 
@@ -317,65 +309,3 @@ def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
             print(f"[FDSKL] step {t + 1}/{max_iter} by {active}: mean |alpha| "
                   f"of the new coefficients {np.abs(coef).mean():.3g}")
     return max_iter
-
-
-# --------------------------------------------------------------------------
-# Prediction: Algorithm 2 on new rows.
-# --------------------------------------------------------------------------
-
-def _masked_block(fed, names, owner, rows, ids, basis_seed, phase):
-    """``phi_j(x)`` of ``owner``'s features on ``rows``, held by ``owner``.
-
-    As :func:`._vertical_features.masked_features`, with the leak-free trees
-    of :mod:`._fdskl_trees`.
-    """
-    excluded = excluded_parties(basis_seed, ids, owner, names)
-    parts, positions = [], []
-    for ex in dict.fromkeys(excluded):  # first-seen order: deterministic
-        pos = np.flatnonzero(excluded == ex)
-        parts.append(masked_tree_sum(
-            fed, leak_free_trees(names, owner, ex), _local_projection, rows,
-            ids[pos], phase=phase).result())
-        positions.append(pos)
-    return fed[owner].call(_to_features, Local(parts), Local(positions),
-                           Local(len(ids)))
-
-
-def _single_party_scores(state, rows):
-    value, offset = _local_projection(state, rows, state.store.feature_ids)
-    return local_decision(state, np.sqrt(2.0) * np.cos(value + offset))
-
-
-def federated_scores(fed, names, receiver, n_rows, n_outputs, basis_seed,
-                     phase="predict"):
-    """``f(x)`` of every row of the parties' ``X`` blocks, at ``receiver``.
-
-    Every holder of coefficients gets the features of its coefficients by
-    Algorithm 3, computes ``f^l(x)`` (Algorithm 2), and the ``f^l`` are
-    tree-summed to ``receiver`` (Algorithm 1, line 7).
-    """
-    if len(names) == 1:
-        return fed[names[0]].call(_single_party_scores, None).result()
-    ids = dict(zip(names, fed.gather(fed[p].call(_store_ids) for p in names)))
-    owners = [p for p in names if ids[p] is not None and len(ids[p])]
-    out = np.zeros((n_rows, n_outputs))
-    if not owners:
-        return out
-    tree = balanced_tree([receiver] + [p for p in names if p != receiver])
-    step = max(1, _BLOCK_ENTRIES // max(len(ids[p]) for p in owners))
-    for begin in range(0, n_rows, step):
-        rows = np.arange(begin, min(begin + step, n_rows))
-        local = {}
-        for p in names:
-            if p in owners:
-                phi = _masked_block(fed, names, p, rows, ids[p], basis_seed,
-                                    phase=f"{phase}/features")
-                local[p] = fed[p].call(local_decision, Local(phi.result()))
-            else:
-                local[p] = fed[p].call(_zeros, len(rows), n_outputs)
-        out[rows] = _result(tree_sum(fed, tree, local, phase=f"{phase}/sum"))
-    return out
-
-
-def _zeros(state, n_rows, n_outputs):
-    return np.zeros((n_rows, n_outputs))

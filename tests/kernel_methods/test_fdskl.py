@@ -17,11 +17,15 @@ from skfed.federation import (
     record_messages,
     tree_leader,
     tree_leaves,
+    unmaskable,
 )
 from skfed.kernel_approximation import random_offsets, spectral_directions
 from skfed.kernel_methods import FDSKLClassifier, FDSKLRegressor
-from skfed.kernel_methods._fdskl_trees import leak_free_trees, unmaskable
-from skfed.kernel_methods._vertical_features import excluded_parties, party_name
+from skfed.kernel_methods._vertical_features import (
+    excluded_parties,
+    party_name,
+    trees_for,
+)
 from skfed.losses import get_loss
 from skfed.partition import VerticalPartition
 
@@ -270,8 +274,8 @@ def test_privacy_of_recorded_messages():
             assert m.phase in {"gamma/moments", "gamma/broadcast", "step/indices",
                                "step/features/T1", "step/features/T2",
                                "step/decision", "step/decay",
-                               "predict/features/T1", "predict/features/T2",
-                               "predict/sum"}
+                               "predict/features/request", "predict/features/T1",
+                               "predict/features/T2", "predict/sum"}
             assert _hits(_floats(m.payload), np.sort(np.unique(y))) == 0
     assert [s is not None for s in clf.coef_stores_] == [False, True, False, False]
 
@@ -327,14 +331,15 @@ def test_bad_parameters_and_targets():
 
 def test_tree_pairs_let_nobody_unmask_a_partial_sum():
     # Over three parties, the receiver of two balanced trees gets a leaf's
-    # masked value over T1 and the same leaf's offset over T2.
+    # masked value over T1 and the same leaf's offset over T2: the trees
+    # FDSKL uses must not allow that, nor any other cancellation.
     assert unmaskable((("a", "b"), "c"), ("a", "c")) == [("a", frozenset({"c"}))]
     assert unmaskable(("a", ("b", "c")), ("a", "c")) == []
     for q in range(2, 8):
         names = [f"p{k}" for k in range(q)]
         for receiver, excluded in itertools.permutations(names[:3], 2):
             if excluded in names:
-                t1, t2 = leak_free_trees(names, receiver, excluded)
+                t1, t2 = trees_for(names, receiver, excluded)
                 assert sorted(tree_leaves(t1)) == sorted(names)
                 assert sorted(tree_leaves(t2)) == sorted(set(names) - {excluded})
                 assert tree_leader(t1) == tree_leader(t2) == receiver
