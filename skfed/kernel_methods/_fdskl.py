@@ -117,9 +117,10 @@ __SHARED__
     (no common subtree with more than one leaf). With the receiver as the
     leftmost leaf of two balanced trees that still lets it pair a leaf's
     masked value from ``T1`` with the same leaf's offset from ``T2`` (always,
-    with three parties). Here the receiver's only ``T1`` child is the
-    subtree of all other parties, and every node is checked: no party can
-    cancel its ``T1`` inputs with its ``T2`` inputs.
+    with three parties). The trees of
+    :func:`~skfed.federation.totally_different_trees` make the receiver's
+    only ``T1`` child the subtree of all other parties and are checked node
+    by node: no party can cancel its ``T1`` inputs with its ``T2`` inputs.
 
     What each party learns: the passive parties receive the minibatch row
     indices, the feature ids, partial sums of masked projections and of
@@ -129,9 +130,10 @@ __SHARED__
     paper's guarantee concerns single values, and it asks for normalized
     data (Section 3).
 
-    Cost: with the locally saved features, each (row, feature) pair goes
-    through Algorithm 3 once; the plain loop recomputes every earlier
-    feature of each drawn row, ``O(t^2)`` work and traffic after ``t`` steps.
+    Cost: with the locally saved features, each (row, feature) pair of the
+    rows that fit in ``cache_size`` goes through Algorithm 3 once; the plain
+    loop (and rows past the budget) recomputes every earlier feature of each
+    drawn row, ``O(t^2)`` work and traffic after ``t`` steps.
 
     References
     ----------
