@@ -10,6 +10,8 @@ thread. Actors are killed when the federation stops.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import time
+
 import numpy as np
 import sklearn
 
@@ -25,6 +27,10 @@ def import_ray():
         raise ImportError(
             "The 'ray' backend needs Ray: pip install 'skfed[ray]'.") from exc
     return ray
+
+
+def _noop(state):
+    return None
 
 
 def _writable(obj):
@@ -128,8 +134,18 @@ class RayParty:
         if self._actor is None:
             return
         ray = import_ray()
-        ray.kill(self._actor, no_restart=True)
-        self._actor = None
+        actor, self._actor = self._actor, None
+        ray.kill(actor, no_restart=True)
+        # ray.kill is asynchronous: wait until the actor is really gone, so
+        # no party outlives the fit that started it.
+        deadline = time.monotonic() + max(wait, 10.0)
+        while time.monotonic() < deadline:
+            try:
+                ray.get(actor.run.remote(_noop, (), {}), timeout=deadline
+                        - time.monotonic())
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                return
+            time.sleep(0.01)
 
     @property
     def is_alive(self):
