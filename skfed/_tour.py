@@ -43,11 +43,19 @@ def _score(case, model, X, y):
     return model.score(X, y)
 
 
+_ORDER = ("FDSKL", "SecureBoost", "FederatedKernelKMeans", "AVFKAM", "HyFDCA")
+
+
+def _rank(case):
+    return next((i for i, key in enumerate(_ORDER) if case.name.startswith(key)),
+                len(_ORDER))
+
+
 def _cases():
     """Every available tour case, in the README's order."""
     from skfed import _tour_cases
 
-    return [case for case in (make() for make in _tour_cases.CASES) if case]
+    return sorted((make() for make in _tour_cases.CASES), key=_rank)
 
 
 def run_tour(cases=None, out=print):
