@@ -78,7 +78,9 @@ def _resolve_column_groups(groups, n_features, feature_names):
             raise ValueError(
                 "The partition names columns "
                 f"{_format(c for c in flat)}, but X has no column names. Pass X "
-                "as a pandas DataFrame, or give the groups as integer indices."
+                "as a pandas DataFrame (inside a Pipeline, keep the names with "
+                "pipeline.set_output(transform='pandas')), or give the groups as "
+                "integer indices."
             )
         position = {name: i for i, name in enumerate(feature_names)}
         unknown = [c for c in flat if c not in position]
