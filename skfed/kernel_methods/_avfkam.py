@@ -19,10 +19,10 @@ from ..kernel_approximation import KERNELS
 from ..losses import get_loss
 from ..partition import VerticalPartition
 from . import _avfkam_protocol as protocol
-from ._fdskl_protocol import federated_gamma
 from ._vertical_features import (
     CoefficientStore,
     federated_decision,
+    federated_gamma,
     make_party_states,
     masked_features,
     party_name,

@@ -17,8 +17,13 @@ from threadpoolctl import threadpool_limits
 
 from ..base import FederatedMixin, party_seeds
 from ..partition import VerticalPartition
-from ._fdskl_protocol import federated_gamma, owner_capacity, setup_party, train
-from ._vertical_features import federated_decision, make_party_states, party_name
+from ._fdskl_protocol import owner_capacity, setup_party, train
+from ._vertical_features import (
+    federated_decision,
+    federated_gamma,
+    make_party_states,
+    party_name,
+)
 
 __all__ = ["_BaseFDSKL", "expand_shared_doc"]
 

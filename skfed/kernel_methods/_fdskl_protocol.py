@@ -33,16 +33,11 @@ it are recomputed every time, which is the paper's plain loop.
 import numpy as np
 
 from ..federation import Local, balanced_tree, masked_tree_sum, tree_broadcast, tree_sum
-from ..kernel_approximation import (
-    random_offsets,
-    resolve_gamma,
-    spectral_directions,
-    variance_from_moments,
-)
+from ..kernel_approximation import random_offsets, spectral_directions
 from ..losses import get_loss
 from ._vertical_features import CoefficientStore, excluded_parties, trees_for
 
-__all__ = ["setup_party", "federated_gamma", "train", "owner_capacity"]
+__all__ = ["setup_party", "train", "owner_capacity"]
 
 
 def owner_capacity(owner_index, n_owners, max_iter, m):
@@ -90,16 +85,6 @@ def setup_party(state, config):
         state.loss = get_loss(config["loss"])
         state.rng = np.random.RandomState(config["sampling_seeds"][k])
         state.order, state.pos = np.empty(0, dtype=np.int64), 0
-
-
-def _party_moments(state):
-    # gamma="scale" needs var(X): each party contributes its block's sums.
-    X = state.X
-    return np.array([X.sum(), np.square(X).sum(), X.size, X.shape[1]], dtype=float)
-
-
-def _party_set_gamma(state, gamma):
-    state.gamma = float(gamma)
 
 
 def _active_pick_minibatch(state, batch_size):
@@ -239,19 +224,6 @@ def _sum_local(state, value_offset):
 
 def _result(item):
     return item.result() if hasattr(item, "result") else item
-
-
-def federated_gamma(fed, names, root, gamma):
-    """Resolve ``gamma`` (``'scale'`` from tree-summed moments) and share it."""
-    tree = balanced_tree([root] + [p for p in names if p != root])
-    if isinstance(gamma, str):
-        moments = {p: fed[p].call(_party_moments) for p in names}
-        total = _result(tree_sum(fed, tree, moments, phase="gamma/moments"))
-        variance = variance_from_moments(total[0], total[1], total[2])
-        gamma = resolve_gamma(gamma, int(total[3]), variance)
-    fed.gather(tree_broadcast(fed, tree, float(gamma), _party_set_gamma,
-                              phase="gamma/broadcast").values())
-    return float(gamma)
 
 
 def _features_for(fed, names, owner, phase):

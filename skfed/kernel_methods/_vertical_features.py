@@ -36,13 +36,21 @@ from ..federation import (
     balanced_tree,
     masked_tree_sum,
     totally_different_trees,
+    tree_broadcast,
     tree_sum,
 )
-from ..kernel_approximation import hashed_uniform, random_offsets, spectral_directions
+from ..kernel_approximation import (
+    hashed_uniform,
+    random_offsets,
+    resolve_gamma,
+    spectral_directions,
+    variance_from_moments,
+)
 
 __all__ = [
     "party_name",
     "make_party_states",
+    "federated_gamma",
     "CoefficientStore",
     "excluded_parties",
     "trees_for",
@@ -133,6 +141,35 @@ def make_party_states(partition, X, y, basis_seed, offset_seeds, kernel, gamma,
             store=None if stores is None else stores[k],
         )
     return states
+
+
+def _party_moments(state):
+    # gamma="scale" needs var(X): each party contributes its block's sums.
+    X = state.X
+    return np.array([X.sum(), np.square(X).sum(), X.size, X.shape[1]], dtype=float)
+
+
+def _party_set_gamma(state, gamma):
+    state.gamma = float(gamma)
+
+
+def federated_gamma(fed, names, root, gamma):
+    """Resolve ``gamma`` and give it to every party.
+
+    ``'scale'`` (1 / (n_features var(X)), as in sklearn's SVC) comes from
+    each party's sums over its own block, tree-summed to ``root``; nothing
+    but four numbers per party moves.
+    """
+    tree = balanced_tree([root] + [p for p in names if p != root])
+    if isinstance(gamma, str):
+        moments = {p: fed[p].call(_party_moments) for p in names}
+        total = tree_sum(fed, tree, moments, phase="gamma/moments")
+        total = total.result() if hasattr(total, "result") else total
+        variance = variance_from_moments(total[0], total[1], total[2])
+        gamma = resolve_gamma(gamma, int(total[3]), variance)
+    fed.gather(tree_broadcast(fed, tree, float(gamma), _party_set_gamma,
+                              phase="gamma/broadcast").values())
+    return float(gamma)
 
 
 def excluded_parties(basis_seed, feature_ids, receiver, names):
