@@ -136,3 +136,144 @@ class DJNObfuscator:
                 acc = acc * row[d] % nsquare
             out.append(acc)
         return out
+
+
+class CRTDJNObfuscator:
+    """DJN obfuscators ``h_s**a mod n**2`` computed by the key owner with CRT.
+
+    The same obfuscators as :class:`DJNObfuscator` of the public key: the same
+    ``h_s``, and ``a`` uniform with the same length (``8 * exponent_bytes``
+    bits, from :func:`secrets.token_bytes`, the same bytes read the same way,
+    little-endian), so the ciphertexts have exactly the distribution of the
+    public-key path's. Only the arithmetic differs, which needs the factors:
+    ``h_s**a`` is computed modulo ``p**2`` and modulo ``q**2`` with two
+    fixed-base tables of ``window_bits``-bit digits (bases ``h_s mod p**2``
+    and ``h_s mod q**2``), and recombined modulo ``n**2`` by the Chinese
+    remainder theorem (one product modulo ``p**2`` and one plain product).
+
+    A product modulo ``p**2`` costs a third of one modulo ``n**2``
+    (measured at 2048 bits: 1.29 us against 3.92 us, of which the reduction
+    is two thirds), and a wider window means fewer products per obfuscator:
+    ``ceil(8 * exponent_bytes / window_bits)`` per half, 86 at 2048 bits with
+    12-bit windows against 128 (8-bit windows, modulo ``n**2``) for the public
+    path. The digits are cut from the random bytes with numpy for a whole
+    batch at once, so the inner loop is one lookup, one product and one
+    reduction per digit.
+
+    Measured on the 2-core benchmark machine at 2048 bits, obfuscators per
+    second with one thread (public DJN path: 1690/s): see
+    :meth:`skfed.crypto.PaillierPrivateKey.raw_encrypt` for the end-to-end
+    numbers and the choice of the window.
+
+    Parameters
+    ----------
+    djn : DJNObfuscator
+        The public key's obfuscator (its ``h_s`` and exponent length are
+        used; its table is not needed).
+    p, q : mpz
+        The prime factors of ``n``.
+    window_bits : int, default=12
+        Bits of ``a`` per table row. Memory: ``2 * ceil(bits(a) / w) * 2**w``
+        numbers of ``key_size`` bits. At 2048 bits: 12 bits -> 86 rows of
+        4096 per half, ~180 MB (built in ~1 s, two threads take 0.5 s);
+        10 bits -> ~55 MB; 8 bits -> 16 MB. At 1024 bits a quarter of that.
+    """
+
+    def __init__(self, djn, p, q, window_bits=10):
+        self.h_s = djn.h_s
+        self.n = djn.n
+        self.nsquare = djn.nsquare
+        self.exponent_bytes = djn.exponent_bytes
+        self.exponent_bits = 8 * djn.exponent_bytes
+        self.window_bits = int(window_bits)
+        if not 1 <= self.window_bits <= 16:
+            raise ValueError(f"window_bits must be in [1, 16], got {window_bits}.")
+        p, q = gmpy2.mpz(p), gmpy2.mpz(q)
+        self.psquare, self.qsquare = p * p, q * q
+        if self.psquare * self.qsquare != self.nsquare:
+            raise ValueError("p * q does not equal n.")
+        # s = s_q + q**2 ((s_p - s_q) (q**2)**-1 mod p**2): the CRT recombination.
+        self.q2_inverse = gmpy2.invert(self.qsquare, self.psquare)
+        self.n_rows = -(-self.exponent_bits // self.window_bits)
+        self._tables = None
+        self._lock = threading.Lock()
+
+    def _build_half(self, modulus):
+        # Row i holds b**(d * 2**(w i)) for every digit d, b = h_s mod modulus;
+        # the top row only as many entries as the top digit can take.
+        w = self.window_bits
+        base = self.h_s % modulus
+        rows = []
+        for i in range(self.n_rows):
+            size = 1 << min(w, self.exponent_bits - w * i)
+            row = [gmpy2.mpz(1), base]
+            for _ in range(size - 2):
+                row.append(row[-1] * base % modulus)
+            rows.append(row)
+            base = row[-1] * base % modulus  # b**(2**(w (i + 1)))
+        return rows
+
+    def build(self, n_jobs=None):
+        """Build both tables (once per key; ``n_jobs=2`` builds them in parallel)."""
+        from ._parallel import parallel_tasks
+
+        if self._tables is None:
+            with self._lock:
+                if self._tables is None:
+                    self._tables = tuple(parallel_tasks(
+                        self._build_half, [self.psquare, self.qsquare],
+                        min(effective_jobs(n_jobs), 2)))
+        return self._tables
+
+    def _digits(self, raw, count):
+        """``window_bits``-bit digits of the exponents in ``raw``, by position.
+
+        ``raw`` holds ``count`` little-endian exponents of ``exponent_bytes``.
+        """
+        import numpy as np
+
+        w = self.window_bits
+        bits = np.unpackbits(
+            np.frombuffer(raw, dtype=np.uint8).reshape(count, self.exponent_bytes),
+            axis=1, bitorder="little")
+        pad = self.n_rows * w - self.exponent_bits
+        if pad:
+            bits = np.concatenate([bits, np.zeros((count, pad), np.uint8)], axis=1)
+        weights = (1 << np.arange(w, dtype=np.int64))
+        # One list per row (digit position), one digit per exponent.
+        return (bits.reshape(count, self.n_rows, w) @ weights).T.tolist()
+
+    def obfuscators_from_bytes(self, raw):
+        """Obfuscators ``h_s**a mod n**2`` for the exponents given as bytes.
+
+        ``raw`` is ``count * exponent_bytes`` bytes, exponent ``k`` being
+        ``int.from_bytes(raw[k E:(k + 1) E], "little")``. Deterministic: the
+        randomness is in ``raw`` (see :meth:`obfuscators`); exposed so that
+        tests can check the result against ``pow(h_s, a, n**2)``.
+        """
+        count = len(raw) // self.exponent_bytes
+        if count == 0:
+            return []
+        table_p, table_q = self.build()
+        psquare, qsquare, q2_inverse = self.psquare, self.qsquare, self.q2_inverse
+        # Row by row over the whole batch: each row's entries (0.25 MB per
+        # half at 2048 bits, 10-bit windows) stay in cache while the batch
+        # uses them, which measured 15% faster than obfuscator by obfuscator.
+        columns = self._digits(raw, count)
+        first = columns[0]
+        sp = [table_p[0][d] for d in first]
+        sq = [table_q[0][d] for d in first]
+        for row_p, row_q, column in zip(table_p[1:], table_q[1:], columns[1:]):
+            sp = [s * row_p[d] % psquare for s, d in zip(sp, column)]
+            sq = [s * row_q[d] % qsquare for s, d in zip(sq, column)]
+        return [b + qsquare * ((a - b) * q2_inverse % psquare) for a, b in zip(sp, sq)]
+
+    def obfuscators(self, count):
+        """``count`` fresh obfuscators ``h_s**a mod n**2``, ``a`` from :mod:`secrets`."""
+        return self.obfuscators_from_bytes(secrets.token_bytes(count * self.exponent_bytes))
+
+
+def effective_jobs(n_jobs):
+    from ._parallel import effective_n_jobs
+
+    return effective_n_jobs(n_jobs)

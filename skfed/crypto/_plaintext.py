@@ -86,6 +86,18 @@ class PlaintextPrivateKey:
     def __repr__(self):
         return f"<PlaintextPrivateKey for {self.public_key!r}>"
 
+    def encrypt(self, values, *, precision=None, n_jobs=None):
+        """As :meth:`PaillierPrivateKey.encrypt` (key-owner encryption): no-op wrap.
+
+        Same result as ``self.public_key.encrypt(values)``, so that protocol
+        code encrypting as the key owner runs unchanged in plaintext mode.
+        """
+        return self.public_key.encrypt(values, precision=precision, n_jobs=n_jobs)
+
+    def encrypt_packed(self, values, encoder, *, n_jobs=None):
+        """As :meth:`PaillierPrivateKey.encrypt_packed`: ``public_key.encrypt_packed``."""
+        return self.public_key.encrypt_packed(values, encoder, n_jobs=n_jobs)
+
     def decrypt(self, encrypted, n_jobs=None):
         if not isinstance(encrypted, PlaintextArray):
             raise TypeError(

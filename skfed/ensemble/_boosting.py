@@ -80,7 +80,7 @@ def active_gradients(state, round_index, subsample, send, with_counts=False):
     if not send:
         return None
     encrypted = [state.layout.encrypt_pairs(state.public_key, state.qg[k], state.qh[k],
-                                            state.n_jobs)
+                                            state.n_jobs, state.private_key)
                  for k in range(state.n_outputs)]
     # Row ids travel as int32 (4 bytes each).
     return state.layout.public_part(), sample.astype(np.int32), encrypted

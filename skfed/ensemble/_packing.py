@@ -110,17 +110,23 @@ class GradientLayout:
         """Integers ``round(values / 2**exponent)`` (int64)."""
         return np.rint(np.ldexp(values, -exponent)).astype(np.int64)
 
-    def encrypt_pairs(self, public_key, qg, qh, n_jobs=None):
-        """One ciphertext per row holding ``(qh, qg[, 1])`` as signed slots."""
+    def encrypt_pairs(self, public_key, qg, qh, n_jobs=None, private_key=None):
+        """One ciphertext per row holding ``(qh, qg[, 1])`` as signed slots.
+
+        The active party owns the key pair: given ``private_key``, it encrypts
+        with the key owner's CRT path (same ciphertext distribution, ~2x
+        faster; see ``PaillierPrivateKey.raw_encrypt``).
+        """
+        encrypter = public_key if private_key is None else private_key
         if isinstance(public_key, PlaintextPublicKey):
             columns = [qg, qh] + ([np.ones_like(qg)] if self.n_slots == 3 else [])
-            return public_key.encrypt(np.stack(columns, axis=1))
+            return encrypter.encrypt(np.stack(columns, axis=1))
         shift = self.slot_bits
         count = (1 << (2 * shift)) if self.n_slots == 3 else 0
         plaintexts = np.empty(qg.shape[0], dtype=object)
         plaintexts[:] = [h + (g << shift) + count
                          for g, h in zip(qg.tolist(), qh.tolist())]
-        ciphertexts = public_key.raw_encrypt(plaintexts, n_jobs=n_jobs)
+        ciphertexts = encrypter.raw_encrypt(plaintexts, n_jobs=n_jobs)
         return EncryptedArray(public_key, ciphertexts, 0, is_integer=True)
 
 
