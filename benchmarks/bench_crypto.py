@@ -1,7 +1,8 @@
 """Array Paillier (skfed.crypto) against python-paillier (phe), side by side.
 
 For each key size, prints encryptions and decryptions per second of
-``skfed.crypto`` (n_jobs=1 and 2; DJN and standard obfuscation) and of phe's
+``skfed.crypto`` (n_jobs=1 and 2; DJN and standard obfuscation; the key
+owner's CRT encryption, ``private_key.encrypt``) and of phe's
 ``encrypt``/``decrypt`` in a loop, measured in the same run, with the ratio;
 and the time to group-sum 30,000 ciphertexts into 32 bins for 10 features
 (one SecureBoost histogram round).
@@ -67,6 +68,7 @@ def bench_key_size(key_size, n_values, n_phe, repeat, processes):
     public_key, private_key = generate_keypair(key_size)
     keygen = time.perf_counter() - start
     table_time = _timed(lambda: public_key.djn.table)
+    crt_table_time = _timed(lambda: private_key.crt_djn.build(n_jobs=2))
     phe_public, phe_private = public_key.phe_public_key, private_key.phe_private_key
 
     values = rng.normal(size=n_values)
@@ -78,6 +80,11 @@ def bench_key_size(key_size, n_values, n_phe, repeat, processes):
             lambda: public_key.encrypt(few, obfuscation="standard"), n_phe),
         "ours djn, n_jobs=1": (lambda: public_key.encrypt(values), n_values),
         "ours djn, n_jobs=2": (lambda: public_key.encrypt(values, n_jobs=2), n_values),
+        # The key owner's path (SecureBoost's active party, HyFDCA's clients):
+        # the same DJN obfuscators computed modulo p**2 and q**2 (CRT).
+        "key-owner CRT, n_jobs=1": (lambda: private_key.encrypt(values), n_values),
+        "key-owner CRT, n_jobs=2": (
+            lambda: private_key.encrypt(values, n_jobs=2), n_values),
     }
     encrypted = public_key.encrypt(values[: n_values // 2], n_jobs=2)
     phe_numbers = [phe_public.encrypt(v) for v in few[: n_phe // 2].tolist()]
@@ -107,7 +114,7 @@ def bench_key_size(key_size, n_values, n_phe, repeat, processes):
         assert np.allclose(private_key.decrypt(result), values)
         rows.insert(4, ("encrypt", "ours djn, 2 processes", r, r / rows[0][2]))
     group_times = {name: 1 / r for name, r in best_rates(group_sums, repeat).items()}
-    return keygen, table_time, rows, group_times
+    return keygen, (table_time, crt_table_time), rows, group_times
 
 
 def main():
@@ -131,8 +138,9 @@ def main():
         keygen, table_time, rows, group_times = bench_key_size(
             key_size, args.n_values, args.n_phe, args.repeat, args.processes
         )
-        print(f"\n== {key_size}-bit key (keygen {keygen:.2f} s, "
-              f"DJN table {table_time:.2f} s, once per key) ==")
+        print(f"\n== {key_size}-bit key (keygen {keygen:.2f} s, DJN table "
+              f"{table_time[0]:.2f} s, key-owner CRT tables {table_time[1]:.2f} s, "
+              "once per key) ==")
         print(f"{'op':<8} {'implementation':<28} {'per second':>12} {'vs phe':>8}")
         for op, name, r, ratio in rows:
             print(f"{op:<8} {name:<28} {r:>12.0f} {ratio:>7.1f}x")

@@ -95,7 +95,7 @@ class PlaintextPrivateKey:
         return self.public_key.encrypt(values, precision=precision, n_jobs=n_jobs)
 
     def encrypt_packed(self, values, encoder, *, n_jobs=None):
-        """As :meth:`PaillierPrivateKey.encrypt_packed`: ``public_key.encrypt_packed``."""
+        """As :meth:`PaillierPrivateKey.encrypt_packed`: the public key's."""
         return self.public_key.encrypt_packed(values, encoder, n_jobs=n_jobs)
 
     def decrypt(self, encrypted, n_jobs=None):

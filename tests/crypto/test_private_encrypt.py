@@ -84,7 +84,8 @@ def test_encrypt_and_encrypt_packed_match_public_path(keypair):
     b = public_key.encrypt(x)
     assert a.public_key == public_key and a.exponent == b.exponent
     np.testing.assert_array_equal(private_key.decrypt(a), private_key.decrypt(b))
-    np.testing.assert_array_equal(private_key.decrypt(a + b), 2 * private_key.decrypt(b))
+    np.testing.assert_array_equal(private_key.decrypt(a + b),
+                                  2 * private_key.decrypt(b))
     k = np.arange(-3, 4)
     np.testing.assert_array_equal(private_key.decrypt(private_key.encrypt(k)), k)
 
