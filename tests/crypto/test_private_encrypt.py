@@ -133,10 +133,10 @@ def test_encrypt_pairs_with_private_key_is_lossless(keypair):
     from skfed.ensemble._packing import GradientLayout
 
     public_key, private_key = keypair
-    layout = GradientLayout(50, public_key.key_size)
+    layout = GradientLayout(300, public_key.key_size)
     rng = np.random.default_rng(1)
-    qg = rng.integers(-(2**20), 2**20, size=50)
-    qh = rng.integers(0, 2**20, size=50)
+    qg = rng.integers(-(2**20), 2**20, size=300)
+    qh = rng.integers(0, 2**20, size=300)
     a = layout.encrypt_pairs(public_key, qg, qh, 2, private_key)
     b = layout.encrypt_pairs(public_key, qg, qh)
     np.testing.assert_array_equal(private_key.decrypt(a), private_key.decrypt(b))
