@@ -133,11 +133,14 @@ def fork_available():
     """Whether :func:`fork_map` can fork worker processes here.
 
     Needs the ``fork`` start method (POSIX, not macOS's default but available
-    on Linux) and is refused inside a Ray worker process, whose gRPC threads
-    do not survive a fork.
+    on Linux) and is refused inside a daemonic process (which may not have
+    children) and once Ray is initialised (its gRPC threads do not survive a
+    fork).
     """
     if "fork" not in multiprocessing.get_all_start_methods():
         return False
+    if multiprocessing.current_process().daemon:
+        return False  # daemonic processes may not have children
     ray = sys.modules.get("ray")
     try:
         if ray is not None and ray.is_initialized():
