@@ -7,7 +7,13 @@ import gmpy2
 import numpy as np
 import pytest
 
-from skfed.crypto import PackedEncoder, generate_keypair
+
+@pytest.fixture(autouse=True)
+def fork_small_batches(monkeypatch):
+    # Test keys are small: fork from 100 values per process, as at 2048 bits.
+    monkeypatch.setattr(paillier, "_MIN_ITEMS_PER_PROCESS_2048", 100 // 16)
+
+from skfed.crypto import PackedEncoder, generate_keypair, paillier
 from skfed.crypto._obfuscation import CRTDJNObfuscator
 from skfed.crypto._parallel import fork_map, parallel_map
 
@@ -140,3 +146,22 @@ def test_encrypt_pairs_with_private_key_is_lossless(keypair):
     a = layout.encrypt_pairs(public_key, qg, qh, 2, private_key)
     b = layout.encrypt_pairs(public_key, qg, qh)
     np.testing.assert_array_equal(private_key.decrypt(a), private_key.decrypt(b))
+
+
+def test_raw_encrypt_forks_workers(keypair, monkeypatch):
+    from skfed.crypto import _parallel
+
+    public_key, private_key = keypair
+    calls = []
+    real = _parallel.ProcessPoolExecutor
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("max_workers"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_parallel, "ProcessPoolExecutor", spy)
+    m = np.empty(300, dtype=object)
+    m[:] = list(range(300))
+    c = private_key.raw_encrypt(m, n_jobs=2)
+    assert calls == [2]
+    assert [int(r) for r in private_key.raw_decrypt(c).tolist()] == list(range(300))
