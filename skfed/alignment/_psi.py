@@ -132,7 +132,19 @@ class DHGroup:
         return f"DHGroup(name={self.name!r}, bits={self.bits})"
 
     def hash_ids(self, ids):
-        """``H(x) = (SHAKE-256(domain || x) mod p)^2``: ids into the subgroup."""
+        """``H(x) = (SHAKE-256(domain || x) mod p)^2``: ids into the subgroup.
+
+        Parameters
+        ----------
+        ids : iterable of int or str
+            The ids to hash; their type is part of the hash, so ``5`` and
+            ``"5"`` differ.
+
+        Returns
+        -------
+        elements : list of mpz
+            One element of the order-q subgroup per id.
+        """
         p, out = self.p, []
         for x in ids:
             data = self._domain + _encode_id(x)
@@ -148,8 +160,18 @@ class DHGroup:
         return out
 
     def random_exponent(self, bits=256):
-        """A secret key in ``[1, q)``: ``bits`` random bits, or full-length
-        if ``bits`` is None or at least the size of ``q``."""
+        """A secret key in ``[1, q)`` from :mod:`secrets`.
+
+        Parameters
+        ----------
+        bits : int or None, default=256
+            Length of the key; ``None`` (or at least the size of ``q``)
+            means full length.
+
+        Returns
+        -------
+        key : mpz
+        """
         if bits is None or bits >= self.q.bit_length():
             return gmpy2.mpz(secrets.randbelow(int(self.q) - 1) + 1)
         # The top bit is set so the key has exactly ``bits`` bits.

@@ -494,8 +494,10 @@ class FederatedKernelKMeans(FederatedMixin, ClusterMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training rows, split over the users by the partition.
 
         y : Ignored
+            Not used, present for API consistency.
 
         sample_party : array-like of int of shape (n_samples,), default=None
             The user that holds each row.
@@ -534,6 +536,7 @@ class FederatedKernelKMeans(FederatedMixin, ClusterMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            New rows, embedded through the out-of-sample map.
 
         Returns
         -------
@@ -547,8 +550,10 @@ class FederatedKernelKMeans(FederatedMixin, ClusterMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            New rows, embedded through the out-of-sample map.
 
         y : Ignored
+            Not used, present for API consistency.
 
         Returns
         -------

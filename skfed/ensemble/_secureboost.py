@@ -275,12 +275,34 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
         return self._fit(X, y, "log_loss_multinomial", n_classes, True)
 
     def decision_function(self, X):
-        """Raw scores: log-odds (binary, shape (n,)) or per-class logits."""
+        """Raw scores: log-odds (binary) or per-class logits.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New rows; every party evaluates the nodes it owns on its own
+            columns (missing values allowed).
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
         raw = self._raw_predict(X)
         return raw[:, 0] if raw.shape[1] == 1 else raw
 
     def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes)."""
+        """Class probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New rows; every party evaluates the nodes it owns on its own
+            columns (missing values allowed).
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
         raw = self._raw_predict(X)
         if raw.shape[1] == 1:
             p = expit(raw[:, 0])
@@ -288,17 +310,50 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
         return softmax(raw, axis=1)
 
     def predict(self, X):
-        """Most probable class of each row."""
+        """Most probable class of each row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New rows; every party evaluates the nodes it owns on its own
+            columns (missing values allowed).
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
         check_is_fitted(self)
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
     def staged_decision_function(self, X):
-        """Raw scores after each round (one federated inference for all rounds)."""
+        """Raw scores after each round (one federated inference for all rounds).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New rows; every party evaluates the nodes it owns on its own
+            columns (missing values allowed).
+
+        Yields
+        ------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
         for raw in self._raw_predict(X, staged=True):
             yield raw[:, 0] if raw.shape[1] == 1 else raw
 
     def staged_predict_proba(self, X):
-        """Class probabilities after each round."""
+        """Class probabilities after each round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New rows; every party evaluates the nodes it owns on its own
+            columns (missing values allowed).
+
+        Yields
+        ------
+        proba : ndarray of shape (n_samples, n_classes)
+        """
         for raw in self._raw_predict(X, staged=True):
             if raw.shape[1] == 1:
                 p = expit(raw[:, 0])
@@ -307,7 +362,18 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
                 yield softmax(raw, axis=1)
 
     def staged_predict(self, X):
-        """Predicted classes after each round."""
+        """Predicted classes after each round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New rows; every party evaluates the nodes it owns on its own
+            columns (missing values allowed).
+
+        Yields
+        ------
+        y : ndarray of shape (n_samples,)
+        """
         for proba in self.staged_predict_proba(X):
             yield self.classes_[np.argmax(proba, axis=1)]
 
@@ -375,10 +441,32 @@ class SecureBoostRegressor(RegressorMixin, _BaseSecureBoost):
         return self._fit(X, y.astype(np.float64), "squared_error", 1, False)
 
     def predict(self, X):
-        """Predicted target of each row."""
+        """Predicted target of each row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New rows; every party evaluates the nodes it owns on its own
+            columns (missing values allowed).
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+        """
         return self._raw_predict(X)[:, 0]
 
     def staged_predict(self, X):
-        """Predicted target after each round (one federated inference)."""
+        """Predicted target after each round (one federated inference).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New rows; every party evaluates the nodes it owns on its own
+            columns (missing values allowed).
+
+        Yields
+        ------
+        y : ndarray of shape (n_samples,)
+        """
         for raw in self._raw_predict(X, staged=True):
             yield raw[:, 0]

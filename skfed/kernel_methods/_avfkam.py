@@ -424,6 +424,8 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Rows to score; each party evaluates its block of the random
+            features on its own columns.
 
         Returns
         -------
@@ -443,6 +445,8 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Rows to score; each party evaluates its block of the random
+            features on its own columns.
 
         Yields
         ------
@@ -459,6 +463,8 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Rows to score; each party evaluates its block of the random
+            features on its own columns.
 
         Returns
         -------
@@ -473,10 +479,14 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Rows to score; each party evaluates its block of the random
+            features on its own columns.
 
         y : array-like of shape (n_samples,)
+            True labels.
 
         sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the rows in the AUC.
 
         Returns
         -------
