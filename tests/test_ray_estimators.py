@@ -14,17 +14,8 @@ from skfed.partition import HybridPartition, VerticalPartition
 from skfed.utils import all_estimators
 
 ray = pytest.importorskip("ray")
-pytestmark = pytest.mark.xdist_group("ray")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ray_instance():
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             configure_logging=False)
-    yield
-    ray.shutdown()
+pytestmark = [pytest.mark.xdist_group("ray"),
+              pytest.mark.usefixtures("ray_instance")]
 
 
 def _classification():

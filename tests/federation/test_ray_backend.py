@@ -15,17 +15,8 @@ from skfed.federation import (
 )
 
 ray = pytest.importorskip("ray")
-pytestmark = pytest.mark.xdist_group("ray")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def ray_instance():
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(num_cpus=2, resources={"bank_b": 1}, include_dashboard=False,
-             log_to_driver=False, configure_logging=False)
-    yield
-    ray.shutdown()
+pytestmark = [pytest.mark.xdist_group("ray"),
+              pytest.mark.usefixtures("ray_instance")]
 
 
 def _values(state):
