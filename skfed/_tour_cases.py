@@ -4,11 +4,19 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
 
 
 def _split(X, y, random_state=0):
     return train_test_split(X, y, test_size=0.25, random_state=random_state,
                             stratify=y)
+
+
+def _scaled_split(X, y, random_state=0):
+    """Stratified split, standardised with the training rows' statistics."""
+    X_train, X_test, y_train, y_test = _split(X, y, random_state)
+    scaler = StandardScaler().fit(X_train)
+    return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
 
 
 # Each _case_* returns a skfed._tour.TourCase.
@@ -20,7 +28,6 @@ def _case_avfkam():
     import numpy as np
     from sklearn.datasets import load_breast_cancer
     from sklearn.metrics import roc_auc_score
-    from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVC
 
     from skfed._tour import TourCase
@@ -34,9 +41,7 @@ def _case_avfkam():
         rng = np.random.RandomState(0)
         pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
         keep = np.r_[neg, rng.choice(pos, len(neg) // 9, replace=False)]
-        X_train, X_test, y_train, y_test = _split(X[keep], y[keep])
-        scaler = StandardScaler().fit(X_train)
-        return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
+        return _scaled_split(X[keep], y[keep])
 
     return TourCase(
         name="AVFKAMRanker (async, 2 active)",
@@ -83,7 +88,6 @@ CASES.append(_case_secureboost)
 
 def _case_hyfdca():
     from sklearn.datasets import load_breast_cancer
-    from sklearn.preprocessing import StandardScaler
     from sklearn.svm import LinearSVC
 
     from skfed._tour import TourCase
@@ -92,9 +96,7 @@ def _case_hyfdca():
 
     def make_data():
         X, y = load_breast_cancer(return_X_y=True)
-        X_train, X_test, y_train, y_test = _split(X, y)
-        scaler = StandardScaler().fit(X_train)
-        return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
+        return _scaled_split(X, y)
 
     # Packed encryption keeps 30 rounds of 100 coordinates per client short
     # at 1024 bits; the baseline minimises the same objective
@@ -116,7 +118,6 @@ CASES.append(_case_hyfdca)
 
 def _case_fdskl():
     from sklearn.datasets import load_breast_cancer
-    from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVC
 
     from skfed._tour import TourCase
@@ -124,9 +125,7 @@ def _case_fdskl():
 
     def make_data():
         X, y = load_breast_cancer(return_X_y=True)
-        X_train, X_test, y_train, y_test = _split(X, y)
-        scaler = StandardScaler().fit(X_train)
-        return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
+        return _scaled_split(X, y)
 
     return TourCase(
         name="FDSKLClassifier (3 parties)",
