@@ -19,7 +19,8 @@ from threadpoolctl import threadpool_limits
 from .federation import Federation
 from .partition import resolve_partition
 
-__all__ = ["FederatedMixin", "party_seeds", "check_labels_not_single_class"]
+__all__ = ["FederatedMixin", "PrivacyMixin", "party_seeds",
+           "check_labels_not_single_class"]
 
 
 def party_seeds(random_state, n):
@@ -28,7 +29,84 @@ def party_seeds(random_state, n):
     return [int(s) for s in rng.randint(0, 2**31 - 1, size=n)]
 
 
-class FederatedMixin:
+class PrivacyMixin:
+    """Defaults of the privacy hooks read by :mod:`skfed.privacy`.
+
+    An estimator adds ``_privacy_contract()`` (its protocol's
+    :class:`~skfed.privacy.Contract`) and ``_privacy_attacks()``; the roles
+    of its parties and the private data of each (for the semantic checks of
+    :func:`~skfed.privacy.check_messages`) default to what the resolved
+    partition says and may be extended.
+    """
+
+    _party_prefix = {"vertical": "party", "horizontal": "user",
+                     "hybrid": "client"}
+
+    def _privacy_party_names(self):
+        """Party names in partition order."""
+        prefix = self._party_prefix[self._partition_kind]
+        partition = self.partition_
+        n = (partition.n_clients if self._partition_kind == "hybrid"
+             else partition.n_parties)
+        return [f"{prefix}{k}" for k in range(n)]
+
+    def _privacy_roles(self):
+        """``{party name: set of roles}`` for the contract's rules."""
+        names = self._privacy_party_names()
+        if self._partition_kind == "vertical":
+            active = set(self.partition_.active_parties)
+            roles = {name: {"active" if k in active else "passive", "party"}
+                     for k, name in enumerate(names)}
+        else:
+            role = "user" if self._partition_kind == "horizontal" else "client"
+            roles = {name: {role, "party"} for name in names}
+            roles["server"] = {"server"}
+        return roles
+
+    def _privacy_attacks(self):
+        return []
+
+    def _privacy_secrets(self, X, y=None, **fit_params):
+        """Each party's private columns or rows, and the labels it holds."""
+        from sklearn.preprocessing import LabelEncoder, OneHotEncoder
+
+        from .privacy import Secret
+
+        X = np.asarray(X, dtype=float)
+        partition = self.partition_
+        names = self._privacy_party_names()
+        labels = None
+        if y is not None:
+            y = np.asarray(y)
+            if y.dtype.kind in "f" and not hasattr(self, "classes_"):
+                labels = y.astype(float)
+            else:
+                codes = LabelEncoder().fit_transform(y.ravel())
+                labels = (codes.astype(float) if codes.max(initial=0) < 2 else
+                          OneHotEncoder().fit_transform(codes[:, None]).toarray())
+        out = []
+        kind = self._partition_kind
+        for k, name in enumerate(names):
+            if kind == "vertical":
+                rows, cols = slice(None), partition.columns(k)
+                holds_labels = k in partition.active_parties
+            elif kind == "horizontal":
+                rows, cols = partition.rows(k), slice(None)
+                holds_labels = True
+            else:
+                rows, cols = partition.client_rows(k), partition.client_columns(k)
+                holds_labels = True
+            block = X[rows][:, cols]
+            out.append(Secret(name, "columns", f"columns of {name}", block))
+            if kind != "vertical":
+                out.append(Secret(name, "rows", f"rows of {name}", block))
+            if labels is not None and holds_labels:
+                out.append(Secret(name, "labels", f"labels held by {name}",
+                                  labels[rows]))
+        return out
+
+
+class FederatedMixin(PrivacyMixin):
     """Mixin for estimators that run a protocol between simulated parties.
 
     Subclasses set ``_partition_kind`` to ``"vertical"``, ``"horizontal"`` or

@@ -1,0 +1,65 @@
+"""Privacy you can check: message contracts, their checker, and attacks.
+
+Every protocol of skfed declares, next to its code, a :class:`Contract`: for
+each phase and direction (sender role -> receiver role), what each payload
+element may be. :func:`check_messages` holds recorded messages against it
+(a whitelist, plus semantic checks against the parties' private data), and
+:func:`audit` fits an estimator while recording, checks the messages and runs
+the attacks an honest-but-curious party could mount, reporting how much each
+one recovers beside what chance gives.
+
+Examples
+--------
+>>> from sklearn.datasets import make_classification
+>>> from skfed.privacy import audit
+>>> from skfed.ensemble import SecureBoostClassifier
+>>> X, y = make_classification(n_samples=200, n_features=6, random_state=0)
+>>> report = audit(SecureBoostClassifier(n_estimators=2, key_size=1024,
+...                                      random_state=0), X, y)
+>>> report.violations
+[]
+>>> list(report.attacks.columns)
+['attack', 'attacker', 'victim', 'target', 'metric', 'value', 'chance']
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from ._audit import ATTACK_COLUMNS, AuditReport, attack_row, audit
+from ._check import R2_THRESHOLD, ROW_TOLERANCE, check_messages
+from ._contract import (
+    Aggregate,
+    Ciphertext,
+    Contract,
+    Element,
+    Inherent,
+    Masked,
+    OwnShare,
+    Public,
+    RandomIds,
+    Rule,
+    Secret,
+    Violation,
+)
+
+__all__ = [
+    "Contract",
+    "Rule",
+    "Element",
+    "Ciphertext",
+    "Masked",
+    "RandomIds",
+    "Public",
+    "Aggregate",
+    "OwnShare",
+    "Inherent",
+    "Secret",
+    "Violation",
+    "check_messages",
+    "audit",
+    "AuditReport",
+    "attack_row",
+    "ATTACK_COLUMNS",
+    "R2_THRESHOLD",
+    "ROW_TOLERANCE",
+]

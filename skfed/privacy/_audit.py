@@ -1,0 +1,131 @@
+"""``audit``: fit while recording, check the contract, run the attacks."""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import time
+from dataclasses import dataclass, field
+
+from sklearn.base import clone
+
+from ..federation import record_messages
+from ._check import check_messages
+
+__all__ = ["audit", "AuditReport", "attack_row", "ATTACK_COLUMNS"]
+
+ATTACK_COLUMNS = ["attack", "attacker", "victim", "target", "metric", "value",
+                  "chance"]
+
+
+def attack_row(attack, attacker, victim, target, metric, value, chance):
+    """One row of an audit's attack table.
+
+    Parameters
+    ----------
+    attack : str
+        The attack's name (``"column_reconstruction"``, ``"deshuffle"``...).
+    attacker, victim : str
+        Party names (the victim may be a group, e.g. ``"passive parties"``).
+    target : str
+        What the attacker tries to learn (``"column 3"``).
+    metric : str
+        How success is measured (``"r2"``, ``"relative_error"``...).
+    value : float
+        The attacker's score.
+    chance : float
+        What the metric is for an attacker who learnt nothing (a guess).
+    """
+    return {"attack": str(attack), "attacker": str(attacker),
+            "victim": str(victim), "target": str(target),
+            "metric": str(metric), "value": float(value),
+            "chance": float(chance)}
+
+
+@dataclass
+class AuditReport:
+    """What :func:`audit` found.
+
+    Attributes
+    ----------
+    violations : list of Violation
+        Messages the contract does not allow.
+    attacks : pandas.DataFrame
+        One row per attack, attacker, victim and target, with the columns
+        ``attack, attacker, victim, target, metric, value, chance``.
+    messages : list of Message
+        Every message of the audited fit.
+    estimator : estimator
+        The fitted clone.
+    seconds : float
+        Wall time of the fit and of the attacks.
+    """
+
+    violations: list
+    attacks: object
+    messages: list = field(repr=False)
+    estimator: object = field(repr=False)
+    seconds: float = 0.0
+
+    def __str__(self):
+        head = (f"{type(self.estimator).__name__}: {len(self.messages)} "
+                f"messages, {len(self.violations)} contract violation(s)")
+        lines = [head] + [f"  {v}" for v in self.violations[:10]]
+        if len(self.violations) > 10:
+            lines.append(f"  ... and {len(self.violations) - 10} more")
+        if len(self.attacks):
+            lines.append(self.attacks.to_string(index=False))
+        return "\n".join(lines)
+
+
+def audit(estimator, X, y=None, attacks=None, **fit_params):
+    """Fit a clone while recording, check its messages, run the attacks.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A skfed estimator (unfitted or fitted: a clone is fitted).
+
+    X : array-like of shape (n_samples, n_features)
+
+    y : array-like of shape (n_samples,), optional
+
+    attacks : list of str, optional
+        Names of the attacks to run (default: every attack that applies,
+        ``estimator._privacy_attacks()``).
+
+    **fit_params
+        Passed to ``fit`` (e.g. ``sample_party``).
+
+    Returns
+    -------
+    AuditReport
+        ``.violations`` (from :func:`check_messages`, semantic checks
+        included) and ``.attacks`` (a pandas DataFrame).
+
+    Notes
+    -----
+    Every attack sees only what its attacker party received plus what that
+    party holds itself and public information; the other parties' data is
+    used only to score the attack. ``chance`` is the score of an attacker
+    who learnt nothing.
+    """
+    import pandas as pd
+
+    start = time.perf_counter()
+    fitted = clone(estimator)
+    with record_messages() as recorder:
+        if y is None:
+            fitted.fit(X, **fit_params)
+        else:
+            fitted.fit(X, y, **fit_params)
+    messages = list(recorder.messages)
+    violations = check_messages(fitted, messages, X, y, **fit_params)
+    rows = []
+    for attack in fitted._privacy_attacks():
+        name = getattr(attack, "attack_name", attack.__name__)
+        if attacks is not None and name not in attacks:
+            continue
+        rows.extend(attack(fitted, messages, X, y, **fit_params))
+    table = pd.DataFrame(rows, columns=ATTACK_COLUMNS)
+    return AuditReport(violations, table, messages, fitted,
+                       time.perf_counter() - start)

@@ -1,0 +1,242 @@
+"""Privacy contracts: what every message of a protocol may contain.
+
+A :class:`Contract` is a whitelist of :class:`Rule` objects. A rule names a
+protocol phase (an :mod:`fnmatch` pattern), the roles of sender and receiver,
+and one element spec per payload element. The element specs say what kind of
+value may travel: a ciphertext under a named key owner, a masked value, ids
+from a CSPRNG, public parameters, an aggregate over at least ``k`` rows, the
+receiver's own share, or a plaintext exposure the paper itself accepts.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+
+import numpy as np
+
+__all__ = [
+    "Element",
+    "Ciphertext",
+    "Masked",
+    "RandomIds",
+    "Public",
+    "Aggregate",
+    "OwnShare",
+    "Inherent",
+    "Rule",
+    "Contract",
+    "Secret",
+    "Violation",
+]
+
+
+class Element:
+    """What one payload element may be (base class of the element specs).
+
+    Parameters
+    ----------
+    note : str, default=""
+        What the element is, in words (shown in violations and docs).
+
+    dtype : str or None, default=None
+        Allowed numpy dtype kinds of plaintext leaves (e.g. ``"f"``,
+        ``"iu"``); None allows any numeric or boolean kind.
+
+    exempt : tuple of str, default=()
+        Secret kinds (``"labels"``, ``"columns"``...) the semantic check does
+        not flag in this element.
+    """
+
+    kind = "element"
+    #: whether plaintext leaves are compared with other parties' secrets
+    semantic = True
+
+    def __init__(self, note="", *, dtype=None, exempt=()):
+        self.note = note
+        self.dtype = dtype
+        self.exempt = tuple(exempt)
+
+    def describe(self):
+        text = self.kind + (f" ({self.note})" if self.note else "")
+        if self.dtype:
+            text += f" of dtype kind {self.dtype!r}"
+        return text
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.note!r})"
+
+
+class Ciphertext(Element):
+    """Encrypted arrays under the key of the party with role ``key_owner``.
+
+    With ``fresh=True`` (default) the raw ciphertexts must never repeat (see
+    :func:`~skfed.privacy.check_messages`); set ``fresh=False`` for a party
+    that forwards ciphertexts it received.
+    """
+
+    kind = "ciphertext"
+    semantic = False
+
+    def __init__(self, key_owner, note="", *, fresh=True):
+        super().__init__(note)
+        self.key_owner = key_owner
+        self.fresh = fresh
+
+    def describe(self):
+        text = f"ciphertext under {self.key_owner}'s key"
+        return text + (f" ({self.note})" if self.note else "")
+
+    def __repr__(self):
+        return f"Ciphertext({self.key_owner!r}, fresh={self.fresh})"
+
+
+class Masked(Element):
+    """Plaintext values hidden by a mask (say which in ``note``)."""
+
+    kind = "masked value"
+
+
+class RandomIds(Element):
+    """Identifiers or seeds drawn from the sender's CSPRNG."""
+
+    kind = "CSPRNG ids"
+
+
+class Public(Element):
+    """Public parameters: hyperparameters, shapes, public seeds, counters."""
+
+    kind = "public"
+
+
+class Aggregate(Element):
+    """A plaintext aggregate over at least ``min_rows`` rows."""
+
+    kind = "aggregate"
+
+    def __init__(self, min_rows, note="", **kwargs):
+        super().__init__(note, **kwargs)
+        self.min_rows = int(min_rows)
+
+    def describe(self):
+        return f"aggregate over >= {self.min_rows} rows" + (
+            f" ({self.note})" if self.note else "")
+
+
+class OwnShare(Element):
+    """The receiver's own data or model share, coming back to it."""
+
+    kind = "receiver's own share"
+    semantic = False
+
+
+class Inherent(Element):
+    """A plaintext exposure the paper accepts (documented as such).
+
+    ``exempt`` names the secret kinds it may legitimately correlate with.
+    """
+
+    kind = "inherent exposure"
+
+
+@dataclass
+class Rule:
+    """One allowed kind of message.
+
+    Parameters
+    ----------
+    phase : str
+        :mod:`fnmatch` pattern matched against ``Message.phase``.
+    sender, receiver : str
+        Roles (see ``_privacy_roles``), or ``"*"`` for any party.
+    elements : tuple of Element
+        One spec per payload element, in order.
+    note : str
+        Why the message is safe (the guarantee it keeps).
+    """
+
+    phase: str
+    sender: str
+    receiver: str
+    elements: tuple = ()
+    note: str = ""
+
+    def matches(self, phase, sender_roles, receiver_roles):
+        return (fnmatchcase(str(phase), self.phase)
+                and (self.sender == "*" or self.sender in sender_roles)
+                and (self.receiver == "*" or self.receiver in receiver_roles))
+
+    def describe(self):
+        parts = ", ".join(e.describe() for e in self.elements) or "nothing"
+        return (f"phase {self.phase!r} {self.sender} -> {self.receiver}: "
+                f"({parts})")
+
+
+@dataclass
+class Contract:
+    """The whitelist of a protocol's messages.
+
+    Parameters
+    ----------
+    name : str
+        The protocol.
+    rules : list of Rule
+    """
+
+    name: str
+    rules: list = field(default_factory=list)
+
+    def __add__(self, other):
+        return Contract(f"{self.name}+{other.name}",
+                        list(self.rules) + list(other.rules))
+
+    def phases(self):
+        return sorted({r.phase for r in self.rules})
+
+    def rules_for(self, phase):
+        return [r for r in self.rules if fnmatchcase(str(phase), r.phase)]
+
+    def table(self):
+        """The contract as plain-text lines, one per rule (for docs)."""
+        return "\n".join(r.describe() + (f"  -- {r.note}" if r.note else "")
+                         for r in self.rules)
+
+
+@dataclass
+class Secret:
+    """A private value of one party, for the semantic checks.
+
+    Parameters
+    ----------
+    owner : str
+        The party holding it.
+    kind : str
+        ``"columns"``, ``"labels"``, ``"gradients"``, ``"bins"``, ``"rows"``...
+    name : str
+        Human-readable name (e.g. ``"column 3"``).
+    values : ndarray of shape (n,) or (n, k)
+        For kind ``"rows"``, one private row per line.
+    """
+
+    owner: str
+    kind: str
+    name: str
+    values: np.ndarray
+
+
+@dataclass
+class Violation:
+    """A message the contract does not allow."""
+
+    index: int
+    sender: str
+    receiver: str
+    phase: str
+    found: str
+    allowed: str
+
+    def __str__(self):
+        return (f"message {self.index} {self.sender} -> {self.receiver} "
+                f"(phase {self.phase!r}): found {self.found}; the contract "
+                f"allows {self.allowed}")
