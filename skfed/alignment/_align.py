@@ -14,7 +14,7 @@ that says which columns are whose.
 import pandas as pd
 
 from ..partition import VerticalPartition
-from ._psi import check_id_lists, run_psi
+from ._psi import DEFAULT_GROUP, check_id_lists, run_psi
 
 __all__ = ["align"]
 
@@ -101,7 +101,7 @@ def _check_tables(tables, on, label):
     return names, frames, holder
 
 
-def align(tables, on="id", label=None, *, group="modp2048", exponent_bits=256,
+def align(tables, on="id", label=None, *, group=DEFAULT_GROUP, exponent_bits=256,
           n_jobs=None, return_communication=False):
     """Align the parties' tables on their common ids, privately.
 
@@ -124,8 +124,12 @@ def align(tables, on="id", label=None, *, group="modp2048", exponent_bits=256,
     label : str or None, default=None
         The label column, present in exactly one table (the label holder).
 
-    group : {"modp2048", "modp3072"} or DHGroup, default="modp2048"
-        The Diffie-Hellman group (RFC 3526 MODP groups).
+    group : {"modp3072", "modp2048"} or DHGroup, default="modp3072"
+        The Diffie-Hellman group: RFC 3526 group 15 (3072 bits, 128-bit
+        security) by default. Groups below 128-bit security, such as
+        ``"modp2048"``, are refused unless
+        ``skfed.set_config(allow_insecure_keys=True)`` (for tests); see
+        :func:`private_set_intersection`.
 
     exponent_bits : int or None, default=256
         Bits of every party's secret exponent (None: full-length); see

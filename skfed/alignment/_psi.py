@@ -45,10 +45,19 @@ import secrets
 import gmpy2
 import numpy as np
 
+from .._config import get_config
 from ..crypto._parallel import effective_n_jobs, parallel_map
 from ..federation import Federation, Local
 
 __all__ = ["DHGroup", "GROUPS", "private_set_intersection"]
+
+#: The security strength (bits) every PSI run must reach, unless the caller
+#: opts in with ``skfed.set_config(allow_insecure_keys=True)`` (for tests).
+MIN_SECURITY_BITS = 128
+
+# NIST SP 800-57 Part 1 Rev. 5, Table 2: the security strength of
+# finite-field discrete-logarithm groups by the size of the modulus p.
+_FFC_STRENGTH = ((15360, 256), (7680, 192), (3072, 128), (2048, 112), (1024, 80))
 
 # RFC 3526, group 14: the 2048-bit MODP group, a safe prime p = 2q + 1
 # (p = 2^2048 - 2^1984 - 1 + 2^64 * (floor(2^1918 pi) + 124476)).
@@ -102,12 +111,18 @@ class DHGroup:
     bits : int
         The bit length of ``p``.
 
+    security_bits : int
+        The security strength of a group of this size, per NIST SP 800-57
+        Part 1 (Table 2): 112 for 2048 bits, 128 for 3072, 192 for 7680,
+        256 for 15360; 0 below 1024 bits (less than 80). PSI refuses groups
+        below 128 (see :func:`private_set_intersection`).
+
     Examples
     --------
     >>> from skfed.alignment import GROUPS
-    >>> group = GROUPS["modp2048"]
-    >>> group.bits
-    2048
+    >>> group = GROUPS["modp3072"]
+    >>> group.bits, group.security_bits
+    (3072, 128)
     >>> h = group.hash_ids(["alice"])[0]
     >>> pow(h, group.q, group.p) == 1  # in the order-q subgroup
     True
@@ -122,6 +137,8 @@ class DHGroup:
         self.p = p
         self.q = (p - 1) // 2
         self.bits = p.bit_length()
+        self.security_bits = next(
+            (strength for size, strength in _FFC_STRENGTH if self.bits >= size), 0)
         self.name = name or f"safe-prime-{self.bits}"
         # Hash to more bits than p so that the reduction mod p is within
         # 2^-128 of uniform; squaring then lands uniformly in the subgroup.
@@ -183,6 +200,11 @@ GROUPS = {
     "modp3072": DHGroup(_MODP_3072, "modp3072"),
 }
 
+#: The group :func:`private_set_intersection` and :func:`align` use unless
+#: told otherwise: RFC 3526 group 15, the smallest MODP group of 128-bit
+#: security.
+DEFAULT_GROUP = "modp3072"
+
 
 def _resolve_group(group):
     if isinstance(group, DHGroup):
@@ -192,6 +214,49 @@ def _resolve_group(group):
     raise ValueError(
         f"group={group!r} is not a known group; use one of {sorted(GROUPS)} "
         "or a DHGroup(p) built from your own safe prime.")
+
+
+def _strength(bits):
+    return f"about {bits}-bit" if bits else "less than 80-bit"
+
+
+def check_security(group, exponent_bits):
+    """Refuse a group or an exponent length below :data:`MIN_SECURITY_BITS`.
+
+    Two things bound the security of DH-PSI: the discrete logarithm in the
+    group (NIST SP 800-57's strength of a modulus of that size) and the
+    length of the secret exponents (Pollard's kangaroo finds a ``k``-bit
+    exponent in about ``2^(k/2)`` steps). Exponents shorter than 128 bits
+    are always refused; anything else below the bar only with
+    ``skfed.set_config(allow_insecure_keys=True)``, which the tests use to
+    stay fast with small groups.
+    """
+    if exponent_bits is not None and (
+            isinstance(exponent_bits, bool)
+            or not isinstance(exponent_bits, numbers.Integral)
+            or exponent_bits < 128):
+        raise ValueError(
+            f"exponent_bits={exponent_bits!r} is too short to keep the keys "
+            f"secret; use at least {2 * MIN_SECURITY_BITS} (the default 256), "
+            "or None for full-length keys.")
+    if get_config().get("allow_insecure_keys", False):
+        return
+    if group.security_bits < MIN_SECURITY_BITS:
+        raise ValueError(
+            f"The {group.bits}-bit group {group.name!r} gives "
+            f"{_strength(group.security_bits)} security (NIST SP 800-57), below "
+            f"the {MIN_SECURITY_BITS} bits private set intersection requires. "
+            f"Use group={DEFAULT_GROUP!r} (the default, RFC 3526 group 15, "
+            "3072 bits) or a DHGroup of at least 3072 bits. Tests may opt in "
+            "to small groups with skfed.set_config(allow_insecure_keys=True).")
+    if exponent_bits is not None and exponent_bits < 2 * MIN_SECURITY_BITS:
+        raise ValueError(
+            f"exponent_bits={exponent_bits} gives about {exponent_bits // 2}-bit "
+            "security (Pollard's kangaroo recovers a k-bit exponent in about "
+            f"2^(k/2) steps), below the {MIN_SECURITY_BITS} bits private set "
+            f"intersection requires. Use exponent_bits={2 * MIN_SECURITY_BITS} "
+            "(the default) or None for full-length keys. Tests may opt in with "
+            "skfed.set_config(allow_insecure_keys=True).")
 
 
 def _encode_id(x):
@@ -242,9 +307,21 @@ def _raise_to(values, key, state):
 # Each function runs on one party's thread, sees only that party's state and
 # the message it received, and returns the message it sends (or its output).
 
+def _draw_key(state):
+    """Any party: its secret exponent, from its own CSPRNG (:mod:`secrets`,
+    through :meth:`DHGroup.random_exponent`), drawn on its own thread."""
+    key = state.group.random_exponent(state.exponent_bits)
+    if state.key_log is not None:
+        # Only when PSIAudit asks: the party keeps a copy of its own key
+        # where the audit's attacks, playing this party, can use it (as a
+        # real party can). It never enters a message.
+        state.key_log[state.name] = key
+    return key
+
+
 def _blind_own_ids(state):
     """Any party: ``H(x)^a`` of its own ids, in a secret random order."""
-    state.stash["key"] = state.group.random_exponent(state.exponent_bits)
+    state.stash["key"] = _draw_key(state)
     order = _secret_permutation(len(state.ids))
     state.stash["order"] = order
     hashed = parallel_map(state.group.hash_ids,
@@ -309,34 +386,47 @@ def _routes(n_parties, hub):
     return routes
 
 
-def run_psi(id_lists, hub=0, group="modp2048", exponent_bits=256, n_jobs=None,
-            party_names=None, timeout=None):
+def _schedule(n_parties, hub):
+    """The "exponentiate ids" messages in the order they are sent, as
+    ``(owner of the set, sender, receiver)``: one hop of every set at a
+    time, then L hands the hub its own set. Public: every party can work it
+    out from the number of parties and the hub."""
+    routes = _routes(n_parties, hub)
+    holder = list(range(n_parties))
+    schedule = []
+    for hop in range(n_parties - 1):
+        for owner in range(n_parties):
+            receiver = routes[owner][hop]
+            schedule.append((owner, holder[owner], receiver))
+            holder[owner] = receiver
+    schedule.append((hub, routes[hub][-1], hub))
+    return schedule
+
+
+def run_psi(id_lists, hub=0, group=DEFAULT_GROUP, exponent_bits=256, n_jobs=None,
+            party_names=None, timeout=None, key_log=None):
     """Run the protocol; return each party's rows in the intersection and the
     :class:`~skfed.federation.CommunicationSummary`.
 
     ``rows[k]`` holds the sorted positions, in ``id_lists[k]``, of the ids
-    that party ``k`` learned to be in the intersection.
+    that party ``k`` learned to be in the intersection. ``key_log`` (a dict,
+    for :class:`~skfed.alignment.PSIAudit` only) receives each party's
+    secret exponent by party name, so that an audit's attacks can play a
+    party with what that party holds.
     """
     group = _resolve_group(group)
     effective_n_jobs(n_jobs)  # a clear error for n_jobs=0 before any thread starts
-    if exponent_bits is not None and (
-            isinstance(exponent_bits, bool)
-            or not isinstance(exponent_bits, numbers.Integral)
-            or exponent_bits < 128):
-        raise ValueError(
-            f"exponent_bits={exponent_bits!r} is too short to keep the keys "
-            "secret; use at least 224 (the default 256), or None for "
-            "full-length keys.")
+    check_security(group, exponent_bits)
     n = len(id_lists)
     names = ([f"party{k}" for k in range(n)] if party_names is None
              else [str(name) for name in party_names])
     if len(names) != n or len(set(names)) != n:
         raise ValueError(f"party_names must be {n} distinct names; got {names}.")
-    states = {names[k]: {"ids": list(ids), "group": group,
-                         "exponent_bits": exponent_bits, "n_jobs": n_jobs}
+    states = {names[k]: {"name": names[k], "ids": list(ids), "group": group,
+                         "exponent_bits": exponent_bits, "n_jobs": n_jobs,
+                         "key_log": key_log}
               for k, ids in enumerate(id_lists)}
-    routes = _routes(n, hub)
-    last = routes[hub][-1]  # L, who shuffles the hub's set
+    last = _routes(n, hub)[hub][-1]  # L, who shuffles the hub's set
 
     with Federation(states, timeout=timeout) as fed:
         def party(k):
@@ -345,26 +435,24 @@ def run_psi(id_lists, hub=0, group="modp2048", exponent_bits=256, n_jobs=None,
         # Step 1: every party blinds its own ids with its key.
         blinded = {k: party(k).call(_blind_own_ids, phase="blind own ids")
                    for k in range(n)}
-        holder = {k: k for k in range(n)}
         # Step 2: the sets travel their routes, one hop at a time for all
-        # sets at once (a party's worker serves the sets reaching it in turn).
-        for hop in range(n - 1):
-            for k in range(n):
-                receiver, sender = routes[k][hop], holder[k]
-                if receiver == hub:
-                    blinded[k] = party(hub).call(
-                        _add_key_and_keep, blinded[k].result(), Local(k),
-                        sender=names[sender], phase="exponentiate ids")
-                else:
-                    blinded[k] = party(receiver).call(
-                        _add_key, blinded[k].result(),
-                        Local(k == hub and receiver == last),
-                        sender=names[sender], phase="exponentiate ids")
-                holder[k] = receiver
-        fed.gather([blinded[k] for k in range(n) if k != hub])
-        # L hands the hub its own set, shuffled.
-        party(hub).call(_keep_own, blinded[hub].result(), sender=names[last],
-                        phase="exponentiate ids").result()
+        # sets at once (a party's worker serves the sets reaching it in turn);
+        # last, L hands the hub its own set, shuffled.
+        for k, sender, receiver in _schedule(n, hub):
+            if k == hub and receiver == hub:
+                fed.gather([blinded[j] for j in range(n) if j != hub])
+                party(hub).call(_keep_own, blinded[hub].result(),
+                                sender=names[sender],
+                                phase="exponentiate ids").result()
+            elif receiver == hub:
+                blinded[k] = party(hub).call(
+                    _add_key_and_keep, blinded[k].result(), Local(k),
+                    sender=names[sender], phase="exponentiate ids")
+            else:
+                blinded[k] = party(receiver).call(
+                    _add_key, blinded[k].result(),
+                    Local(k == hub and receiver == last),
+                    sender=names[sender], phase="exponentiate ids")
         # Step 3: the hub compares.
         positions = party(hub).call(_intersect, phase="intersect").result()
         # Step 4: everyone learns its rows of the intersection.
@@ -432,7 +520,7 @@ def check_id_lists(id_lists, names=None, what="ids"):
     return id_lists
 
 
-def private_set_intersection(sets, *, hub=0, group="modp2048", exponent_bits=256,
+def private_set_intersection(sets, *, hub=0, group=DEFAULT_GROUP, exponent_bits=256,
                              n_jobs=None, party_names=None,
                              return_communication=False):
     """The ids every party holds, found without revealing the others.
@@ -452,14 +540,19 @@ def private_set_intersection(sets, *, hub=0, group="modp2048", exponent_bits=256
         sizes of all sub-intersections (never their ids); pick the party
         trusted to learn that, usually the label holder.
 
-    group : {"modp2048", "modp3072"} or DHGroup, default="modp2048"
-        The group (RFC 3526 MODP groups, 2048 bits by default).
+    group : {"modp3072", "modp2048"} or DHGroup, default="modp3072"
+        The group: RFC 3526 group 15 (3072 bits, 128-bit security) by
+        default. Groups below 128-bit security (NIST SP 800-57), such as
+        ``"modp2048"`` (about 112 bits), are refused with a ``ValueError``
+        unless ``skfed.set_config(allow_insecure_keys=True)`` (for tests).
 
     exponent_bits : int or None, default=256
         Bits of every party's secret key. 256-bit keys in the prime-order
-        subgroup of a 2048-bit safe prime keep the group's ~112-bit security
-        (RFC 7919, section 5.2) and make each exponentiation about 7x
-        cheaper than a full-length key; None draws full-length keys.
+        subgroup keep the 3072-bit group's 128-bit security (the best attack
+        on a ``k``-bit key costs about ``2^(k/2)``; RFC 7919, section 5.2)
+        and make each exponentiation about 10x cheaper than a full-length
+        key; None draws full-length keys. Below 256 bits is refused like a
+        small group.
 
     n_jobs : int or None, default=None
         Worker threads per party for the exponentiations (-1: all cores).

@@ -1,5 +1,6 @@
 import pytest
 
+import skfed
 from skfed.alignment import DHGroup
 
 # A 512-bit safe prime generated once for these tests (gmpy2.next_prime on
@@ -14,3 +15,12 @@ TEST_PRIME_512 = int(
 @pytest.fixture(scope="session")
 def small_group():
     return DHGroup(TEST_PRIME_512, "test512")
+
+
+@pytest.fixture(autouse=True)
+def _small_groups_allowed():
+    """The tests run the protocol in the 512-bit test group, far below the
+    128-bit security PSI requires; they opt in explicitly (tests that check
+    the refusal switch it off again)."""
+    with skfed.config_context(allow_insecure_keys=True):
+        yield

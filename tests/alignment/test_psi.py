@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 import numpy as np
 import pytest
 
+import skfed
 from skfed.alignment import GROUPS, DHGroup, private_set_intersection
 from skfed.alignment._psi import _routes, run_psi
 from skfed.federation import record_messages
@@ -83,15 +84,44 @@ def test_full_length_keys_string_ids_and_empty_intersection(small_group):
                                     group=small_group) == []
 
 
-def test_default_group_is_the_2048_bit_one():
-    result, communication = private_set_intersection(
-        [[1, 2, 3], [3, 2, 9]], return_communication=True)
+def test_default_group_is_the_3072_bit_one():
+    with skfed.config_context(allow_insecure_keys=False):
+        result, communication = private_set_intersection(
+            [[1, 2, 3], [3, 2, 9]], return_communication=True)
     assert result == [2, 3]
-    # Each blinded id is a 2048-bit group element (about 256 bytes); each
+    # Each blinded id is a 3072-bit group element (about 384 bytes); each
     # party's set crosses once, and the hub's comes back from the other party.
     blinded = communication.by_phase["exponentiate ids"]
     assert blinded["messages"] == 3 and blinded["scalars"] == 9
-    assert 9 * 250 < blinded["bytes"] <= 9 * 256
+    assert 9 * 376 < blinded["bytes"] <= 9 * 384
+
+
+@pytest.mark.parametrize("name, strength", [("modp2048", 112), ("modp3072", 128)])
+def test_security_strength_of_the_named_groups(name, strength, small_group):
+    assert GROUPS[name].security_bits == strength
+    assert small_group.security_bits == 0  # below NIST's 1024-bit row
+
+
+def test_groups_below_128_bit_security_are_refused():
+    with skfed.config_context(allow_insecure_keys=False):
+        with pytest.raises(ValueError, match=r"'modp2048' gives about 112-bit "
+                           r"security.*Use group='modp3072'"):
+            private_set_intersection([[1, 2], [2, 3]], group="modp2048")
+        with pytest.raises(ValueError, match=r"'test512' gives less than "
+                           r"80-bit security.*allow_insecure_keys=True"):
+            private_set_intersection([[1, 2], [2, 3]],
+                                     group=DHGroup(TEST_PRIME_512, "test512"))
+        with pytest.raises(ValueError, match=r"exponent_bits=224 gives about "
+                           r"112-bit security.*exponent_bits=256"):
+            private_set_intersection([[1, 2], [2, 3]], exponent_bits=224)
+
+
+def test_opting_in_allows_the_2048_bit_group_but_never_tiny_exponents():
+    with skfed.config_context(allow_insecure_keys=True):
+        assert private_set_intersection([[1, 2], [2, 3]], group="modp2048",
+                                        exponent_bits=160) == [2]
+        with pytest.raises(ValueError, match="too short"):
+            private_set_intersection([[1, 2], [2, 3]], exponent_bits=127)
 
 
 def test_routes_visit_every_party_once_and_end_at_the_hub():
