@@ -129,7 +129,7 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
     public_key = A.call(active_setup, params["max_bins"], params["key_size"],
                         params["plaintext"], phase="setup").result()
     fed.gather([fed[p].call(passive_setup, Local(params["max_bins"]), public_key,
-                            sender=active, phase="setup") for p in passives])
+                            sender=active, phase="setup/key") for p in passives])
     train_scores, val_scores = [], []
     n_outputs = params["n_outputs"]
     for it in range(params["n_estimators"]):

@@ -23,7 +23,7 @@ from ._histogram import (
     passive_histograms,
 )
 from ._predictor import Tree
-from ._split import passive_split, record_split, split_gains
+from ._split import break_tie, passive_split, record_split, split_gains
 
 __all__ = ["grow_tree"]
 
@@ -90,9 +90,10 @@ def find_splits(state, params):
 
     Returns
     -------
-    decisions : list of (node id, party, candidate id, rows)
-        For nodes won by a passive party; the active party's own winners are
-        split here directly, leaves are left as they are.
+    decisions : list of (node id, party, candidate ids, rows)
+        For nodes won by a passive party (the ids of every candidate with the
+        best gain, usually one); the active party's own winners are split
+        here directly, leaves are left as they are.
     """
     tree = state.tree
     qg, qh = state.qg[tree.output], state.qh[tree.output]
@@ -119,7 +120,7 @@ def find_splits(state, params):
         g_total = int(qg[node.positions].sum())
         h_total = int(qh[node.positions].sum())
         n_total = node.positions.size
-        best = (-np.inf, None, None)
+        best = (-np.inf, None, None, None)
         # Fixed order (own party, then passive parties by name): ties break
         # the same way in every run and in both encryption modes.
         for party in [own] + sorted(p for p in node.candidates if p != own):
@@ -139,18 +140,22 @@ def find_splits(state, params):
                 gains[small] = -np.inf
             c = int(np.argmax(gains))
             if gains[c] > best[0]:
-                best = (float(gains[c]), party, c)
-        gain, party, c = best
+                best = (float(gains[c]), party, c, gains)
+        gain, party, c, gains = best
         if party is None or not gain > 0:
             continue
+        tied = np.flatnonzero(gains == gains[c])
         if party == own:
-            record_id, left = record_split(
-                state, state.cand_features[c], state.cand_bins[c],
-                state.cand_missing_left[c], node.rows)
-            feature = state.columns[state.cand_features[c]]
+            f, b, missing_left = break_tie(state, tied)
+            record_id, left = record_split(state, f, b, missing_left, node.rows)
+            feature = state.columns[f]
             split_node(state, node_id, own, record_id, left, gain=gain, feature=feature)
         else:
-            decisions.append((node_id, party, int(tree.candidate_ids[party][c]),
+            # A passive party's candidates arrive in a secret random order, so
+            # the first best one is random: send every candidate with the best
+            # gain and let the owner pick by its own (feature, bin) order.
+            # The fitted model then does not depend on the permutation.
+            decisions.append((node_id, party, tree.candidate_ids[party][tied],
                               node.rows.astype(np.int32)))
     return decisions
 
@@ -244,24 +249,24 @@ def grow_tree(fed, active, passives, tree_key, output, params, use_passives,
         # Passive parties: encrypted, packed, shuffled candidate sums.
         replies = {p: fed[p].call(passive_histograms, tree_key, output, node_rows,
                                   Local(params["n_jobs"]), sender=active,
-                                  phase="histogram")
+                                  phase="histogram/rows")
                    for p in helpers}
         replies = {p: reply.result() for p, reply in replies.items()}
         lap("histograms")
         # Active party: decrypt (sibling sums come by subtraction).
         fed.gather([A.call(active_receive_candidates, Local(p), *replies[p],
-                           Local(node_ids), sender=p, phase="histogram")
+                           Local(node_ids), sender=p, phase="histogram/sums")
                     for p in helpers])
         lap("decrypt")
         # Active party: score all candidates with eq. 3; split its own winners.
         decisions = A.call(find_splits, params, phase="split").result()
         # Winning passive party: look up the candidate, record it, answer I_L.
         answers = [(node_id, party,
-                    fed[party].call(passive_split, tree_key, candidate_id, rows,
-                                    sender=active, phase="split"))
-                   for node_id, party, candidate_id, rows in decisions]
+                    fed[party].call(passive_split, tree_key, candidate_ids, rows,
+                                    sender=active, phase="split/choice"))
+                   for node_id, party, candidate_ids, rows in decisions]
         fed.gather([A.call(split_node, Local(node_id), Local(party), *future.result(),
-                           sender=party, phase="split")
+                           sender=party, phase="split/answer")
                     for node_id, party, future in answers])
         done = A.call(finish_level, phase="split").result() == 0
         lap("split")

@@ -23,6 +23,8 @@ right" candidates first (:meth:`BinMapper.candidates`).
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import secrets
+
 import numpy as np
 
 from ..crypto import PlaintextArray, concatenate
@@ -65,11 +67,19 @@ def passive_receive_gradients(state, layout, sample_rows, encrypted):
 def _tree_order(state, tree_key):
     """The candidate permutation and random ids of this tree (kept by the owner).
 
+    Both are protocol secrets: they come from a generator seeded from the
+    operating system's CSPRNG here, on the passive party, at the tree's first
+    level, never from ``random_state`` (whoever knows the seed would otherwise
+    regenerate them and read off every candidate's feature and bin). They do
+    not shape the model: the active party scores candidates whatever their
+    order, and the owner breaks ties between equal gains by its own candidate
+    order (:func:`~._split.passive_split`).
+
     Returns ``(order, ids, new)``; ``new`` is True on the tree's first level.
     """
     new = state.stash.get("tree_key") != tree_key
     if new:
-        rng = np.random.default_rng([state.seed, *tree_key])
+        rng = np.random.default_rng(secrets.randbits(128))
         n = state.cand_features.size
         state.stash["tree_key"] = tree_key
         state.stash["order"] = rng.permutation(n)

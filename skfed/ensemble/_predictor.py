@@ -181,9 +181,9 @@ def federated_raw_predict(fed, active, names, dataset, tree_indices, n_outputs,
         if not queries:
             break
         replies = {k: fed[names[k]].call(answer_queries, dataset, *q, sender=active,
-                                         phase="predict")
+                                         phase="predict/query")
                    for k, q in queries.items()}
         fed.gather([A.call(advance, Local(k), reply.result(), sender=names[k],
-                           phase="predict")
+                           phase="predict/answer")
                     for k, reply in replies.items()])
     return A.call(finish_walk, n_outputs, per_tree, phase="predict").result()

@@ -3,7 +3,9 @@
 The active party scores every candidate of every party with eq. 3 from the
 left sums it decrypted (or computed, for its own columns) and the node's
 totals; the right sums are ``total - left``. It tells the winning party only
-the winning candidate's random id. The owner turns the id into
+the winning candidate's random id (the ids of all candidates with the best
+gain, in the rare case of a tie; the owner takes the first in its own
+order). The owner turns the id into
 ``(feature, threshold, missing side)``, stores it under a new record id in
 its lookup table, and answers with the record id and the node's left rows
 (:func:`passive_split`). The threshold and the feature never leave it.
@@ -14,7 +16,8 @@ its lookup table, and answers with the record id and the node's left rows
 
 import numpy as np
 
-__all__ = ["split_gains", "apply_lookup", "passive_split", "record_split"]
+__all__ = ["split_gains", "apply_lookup", "passive_split", "record_split",
+           "break_tie"]
 
 
 def split_gains(g_left, h_left, g_total, h_total, reg_lambda, gamma, min_child_weight):
@@ -52,8 +55,13 @@ def record_split(state, feature, bin_index, missing_left, rows):
     return len(state.records) - 1, rows[go_left].astype(np.int32)
 
 
-def passive_split(state, tree_key, candidate_id, rows):
-    """Passive party: the active party chose ``candidate_id`` for a node.
+def passive_split(state, tree_key, candidate_ids, rows):
+    """Passive party: the active party chose ``candidate_ids`` for a node.
+
+    ``candidate_ids`` are the random ids of the candidates with the best
+    gain (usually one). Of several, the owner chooses by its own candidate
+    order (:func:`break_tie`), so that ties are broken the same way whatever
+    the secret permutation of this tree.
 
     Returns
     -------
@@ -64,12 +72,28 @@ def passive_split(state, tree_key, candidate_id, rows):
     if state.stash.get("tree_key") != tuple(tree_key):
         raise ValueError("Split request for a tree this party did not build.")
     order, ids = state.stash["order"], state.stash["ids"]
-    matches = np.flatnonzero(ids == candidate_id)
-    if matches.size != 1:
-        raise ValueError(f"Unknown split candidate id {candidate_id}.")
-    c = order[matches[0]]
-    return record_split(state, state.cand_features[c], state.cand_bins[c],
-                        state.cand_missing_left[c], rows)
+    candidate_ids = np.atleast_1d(np.asarray(candidate_ids, dtype=np.int64))
+    slots = np.flatnonzero(np.isin(ids, candidate_ids))
+    if candidate_ids.size == 0 or slots.size != np.unique(candidate_ids).size:
+        raise ValueError(f"Unknown split candidate id(s) {candidate_ids.tolist()}.")
+    return record_split(state, *break_tie(state, order[slots]), rows)
+
+
+def break_tie(state, tied):
+    """The owner's choice among tied candidates: ``(feature, bin, missing_left)``.
+
+    Ties come from bins that are empty in the node: neighbouring thresholds
+    of one feature then send the same rows left. The owner keeps the first
+    feature (and missing side) of its own candidate order and, of that
+    feature's tied thresholds, the middle one, which lies mid-gap between the
+    node's values (what a uniformly random pick gives on average).
+    """
+    tied = np.sort(np.asarray(tied))
+    first = tied[0]
+    same = tied[(state.cand_features[tied] == state.cand_features[first])
+                & (state.cand_missing_left[tied] == state.cand_missing_left[first])]
+    c = same[(same.size - 1) // 2]
+    return state.cand_features[c], state.cand_bins[c], state.cand_missing_left[c]
 
 
 def apply_lookup(records, X, record_ids, rows):
