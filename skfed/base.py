@@ -114,8 +114,6 @@ class FederatedMixin(PrivacyMixin):
     """
 
     _partition_kind = "vertical"
-    #: seconds a caller waits for one party call
-    _party_timeout = 600.0
 
     def _resolve_partition(self, X, sample_party=None):
         """Resolve ``self.partition`` against ``X`` and store ``partition_``."""
@@ -133,15 +131,33 @@ class FederatedMixin(PrivacyMixin):
         With ``record=False`` (prediction) the counts are not stored, since
         ``predict`` must not change the estimator; a
         :func:`~skfed.federation.record_messages` recorder still sees them.
+        Each call waits at most ``skfed.get_config()["party_timeout"]``.
+
+        If ``fit`` fails, times out or is interrupted inside, every party is
+        told to stop and the fitted attributes set so far are removed, so
+        the estimator looks unfitted (``check_is_fitted`` raises) rather
+        than half fitted.
         """
-        fed = Federation(states, timeout=self._party_timeout)
-        # Every party thread runs its own numpy work at once: a multithreaded
-        # BLAS in each would oversubscribe the cores (measured ~10x slower for
-        # FDSKL on 2 cores), so BLAS gets one thread while parties run.
-        with threadpool_limits(limits=1, user_api="blas"), fed:
-            yield fed
+        fed = Federation(states)
+        try:
+            # Every party thread runs its own numpy work at once: a
+            # multithreaded BLAS in each would oversubscribe the cores
+            # (measured ~10x slower for FDSKL on 2 cores), so BLAS gets one
+            # thread while parties run.
+            with threadpool_limits(limits=1, user_api="blas"), fed:
+                yield fed
+        except BaseException:
+            if record:
+                self._forget_fit()
+            raise
         if record:
             self.communication_ = fed.summary()
+
+    def _forget_fit(self):
+        """Remove every fitted attribute (a failed ``fit`` leaves none)."""
+        for name in [k for k in vars(self)
+                     if k.endswith("_") and not k.startswith("__")]:
+            delattr(self, name)
 
 
 def check_labels_not_single_class(classes):

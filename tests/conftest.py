@@ -1,6 +1,15 @@
 """Fixtures shared across the test suite."""
 
+import os
+
 import pytest
+
+# The suite uses small Paillier keys (512 bits) and small PSI groups to stay
+# fast: it opts in to insecure keys once, for this process and every process
+# it starts (xdist workers set it again when they import this file). Tests of
+# the key policy itself turn it off with skfed.config_context. The warning
+# that small keys still raise is filtered in setup.cfg.
+os.environ["SKFED_ALLOW_INSECURE_KEYS"] = "1"
 
 
 @pytest.fixture(scope="session")

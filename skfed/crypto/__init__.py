@@ -3,7 +3,9 @@
 Keys
     :func:`generate_keypair` ``(key_size=2048, plaintext=False)`` returns
     ``(public_key, private_key)`` from the operating system's cryptographic
-    generator (never from ``random_state``). ``plaintext=True`` returns keys
+    generator (never from ``random_state``). Keys below 2048 bits warn
+    (:class:`InsecureKeyWarning`), below 1024 bits they are refused unless
+    ``skfed.set_config(allow_insecure_keys=True)`` (:func:`check_key_size`). ``plaintext=True`` returns keys
     whose arrays are plain numpy values behind the same interface
     (:class:`PlaintextArray`), so protocol code runs unchanged without
     encryption (teaching, lossless comparisons).
@@ -55,18 +57,21 @@ array([-0.5  ,  0.375])
 """
 
 from ._array import EncryptedArray, concatenate
+from ._key_policy import InsecureKeyWarning, check_key_size
 from ._plaintext import PlaintextArray, PlaintextPrivateKey, PlaintextPublicKey
 from .encoding import PackedEncoder
 from .paillier import PaillierPrivateKey, PaillierPublicKey, generate_keypair
 
 __all__ = [
     "EncryptedArray",
+    "InsecureKeyWarning",
     "PackedEncoder",
     "PaillierPrivateKey",
     "PaillierPublicKey",
     "PlaintextArray",
     "PlaintextPrivateKey",
     "PlaintextPublicKey",
+    "check_key_size",
     "concatenate",
     "generate_keypair",
 ]

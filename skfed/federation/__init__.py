@@ -32,6 +32,8 @@ from .party import (
     PartyError,
     PartyFuture,
     PartyState,
+    PartyStopped,
+    check_stop,
 )
 
 __all__ = [
@@ -40,6 +42,8 @@ __all__ = [
     "PartyFuture",
     "PartyError",
     "FederationTimeoutError",
+    "PartyStopped",
+    "check_stop",
     "Local",
     "Federation",
     "Message",

@@ -15,7 +15,8 @@ import time
 import numpy as np
 import sklearn
 
-from .party import PartyError, PartyFuture, PartyState, _name_of, deliver
+from .. import _config
+from .party import _WAIT_SLICE, PartyFuture, PartyState, _name_of, deliver
 
 __all__ = ["RayParty", "import_ray"]
 
@@ -53,8 +54,10 @@ def _writable(obj):
 class _PartyActor:
     """The body of a party's Ray actor."""
 
-    def __init__(self, state, sklearn_config):
+    def __init__(self, state, sklearn_config, skfed_config=None):
         sklearn.set_config(**sklearn_config)
+        if skfed_config is not None:
+            _config._get_threadlocal_config().update(skfed_config)
         try:
             import gmpy2
 
@@ -89,15 +92,25 @@ class RayFuture(PartyFuture):
     def result(self, timeout=None):
         ray = import_ray()
         timeout = self._timeout if timeout is None else timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        # Wait in slices, as the thread backend does: an interrupt of the
+        # caller is raised promptly, as KeyboardInterrupt, not as a failure.
+        while True:
+            step = _WAIT_SLICE
+            if deadline is not None:
+                step = min(step, max(0.0, deadline - time.monotonic()))
+            ready, _ = ray.wait([self._future], timeout=step)
+            if ready:
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                raise self._timeout_error(timeout) from None
         try:
-            return _writable(ray.get(self._future, timeout=timeout))
-        except ray.exceptions.GetTimeoutError:
-            raise self._timeout_error(timeout) from None
+            return _writable(ray.get(self._future))
         except ray.exceptions.RayTaskError as exc:
             cause = exc.cause if getattr(exc, "cause", None) is not None else exc
-            raise PartyError(self.party, self.phase, self._function, cause) from exc
+            raise self._party_error(cause) from exc
         except ray.exceptions.RayActorError as exc:
-            raise PartyError(self.party, self.phase, self._function, exc) from exc
+            raise self._party_error(exc) from exc
 
 
 class RayParty:
@@ -112,6 +125,7 @@ class RayParty:
         self._options = {"num_cpus": 0, **(actor_options or {})}
         self._init_kwargs = init_kwargs or {}
         self._actor = None
+        self._last_phase = None
 
     def start(self):
         ray = import_ray()
@@ -119,7 +133,8 @@ class RayParty:
             ray.init(**{"include_dashboard": False, "log_to_driver": False,
                         "configure_logging": False, **self._init_kwargs})
         cls = _actor_class(ray).options(**self._options)
-        self._actor = cls.remote(self._state, sklearn.get_config())
+        self._actor = cls.remote(self._state, sklearn.get_config(),
+                                 _config.get_config())
         self._state = None  # the state now lives in the actor only
         return self
 
@@ -127,8 +142,18 @@ class RayParty:
         if self._actor is None:
             raise RuntimeError(f"Party '{self.name}' is not running.")
         args = deliver(self.name, self._log, args, kwargs, sender, phase)
+        last_phase = self._last_phase
+        if phase is not None:
+            self._last_phase = phase
         ref = self._actor.run.remote(fn, args, kwargs)
-        return RayFuture(ref, self.name, phase, _name_of(fn), self._timeout)
+        return RayFuture(ref, self.name, phase, _name_of(fn), self._timeout,
+                         last_phase=last_phase, on_timeout=self.request_stop)
+
+    def request_stop(self):
+        """Kill the actor now (a Ray actor runs one call at a time, so it
+        cannot read a stop flag while busy); :meth:`stop` waits for it."""
+        if self._actor is not None:
+            import_ray().kill(self._actor, no_restart=True)
 
     def stop(self, wait=1.0):
         if self._actor is None:

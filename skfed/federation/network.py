@@ -13,6 +13,7 @@ for teaching and for the privacy tests.
 
 import numbers
 import threading
+import time
 from collections import namedtuple
 from contextlib import contextmanager
 
@@ -279,8 +280,11 @@ class Federation:
     """The simulated network: a set of parties and the log of their messages.
 
     Used as a context manager, it starts one thread per party on entry and
-    stops them all on exit, whether the protocol succeeded, failed or was
-    interrupted; the parties' private states are dropped at that point.
+    stops them all on exit, whether the protocol succeeded, failed, timed out
+    or was interrupted; the parties' private states are dropped at that
+    point. The parties share one stop flag: when one call fails or times out,
+    or the caller is interrupted, all of them are told to stop (see
+    :func:`~skfed.federation.check_stop`).
 
     Parameters
     ----------
@@ -288,9 +292,11 @@ class Federation:
         The private state of each party, by party name (dicts become
         :class:`~skfed.federation.PartyState`, read by attribute).
 
-    timeout : float or None, default=600.0
+    timeout : float or None, default=None
         Seconds a caller waits for any single party call before
-        :class:`~skfed.federation.FederationTimeoutError` is raised.
+        :class:`~skfed.federation.FederationTimeoutError` is raised; ``None``
+        reads ``skfed.get_config()["party_timeout"]`` (600 s unless set; a
+        configured ``None`` means no limit).
 
     backend : {"threads", "ray"} or None, default=None
         How the parties run; ``None`` reads :func:`skfed.get_config`.
@@ -303,17 +309,22 @@ class Federation:
     [1, 2]
     """
 
-    def __init__(self, states, timeout=600.0, backend=None):
+    #: Seconds :meth:`stop` waits, in total, for parties to finish.
+    stop_wait = 1.0
+
+    def __init__(self, states, timeout=None, backend=None):
         from .._config import get_config
         from .party import Party
 
         config = get_config()
         self.backend = backend or config["backend"]
         self.log = MessageLog()
-        self.timeout = timeout
+        self.timeout = config["party_timeout"] if timeout is None else timeout
+        self._stop_event = threading.Event()
         if self.backend == "threads":
             self._parties = {
-                str(name): Party(name, state, log=self.log, timeout=timeout)
+                str(name): Party(name, state, log=self.log, timeout=self.timeout,
+                                 stop_event=self._stop_event)
                 for name, state in states.items()
             }
         elif self.backend == "ray":
@@ -322,7 +333,7 @@ class Federation:
             options = config["ray_actor_options"] or {}
             self._parties = {
                 str(name): RayParty(
-                    name, state, log=self.log, timeout=timeout,
+                    name, state, log=self.log, timeout=self.timeout,
                     actor_options=(options(str(name)) if callable(options) else
                                    options.get(str(name), options.get("*"))),
                     init_kwargs=config["ray_init_kwargs"])
@@ -352,9 +363,27 @@ class Federation:
         self._running = True
         return self
 
-    def stop(self):
+    def request_stop(self):
+        """Tell every party to stop, without waiting (see :meth:`stop`)."""
+        self._stop_event.set()
         for party in self._parties.values():
-            party.stop()
+            party.request_stop()
+
+    @property
+    def stop_requested(self):
+        return self._stop_event.is_set()
+
+    def stop(self):
+        """Stop every party: cancel their pending calls, wait briefly, drop states.
+
+        Every party is told to stop first, then each is waited for, all
+        within :attr:`stop_wait` seconds in total, so a run with several
+        stuck parties does not wait for each in turn.
+        """
+        self.request_stop()
+        deadline = time.monotonic() + self.stop_wait
+        for party in self._parties.values():
+            party.stop(wait=max(0.0, deadline - time.monotonic()))
         self._running = False
 
     def __enter__(self):
@@ -367,18 +396,31 @@ class Federation:
     def gather(self, futures):
         """Wait for every future, then return their results in order.
 
-        All futures are waited for before the first failure is re-raised, so
-        no party is still working on a failed step when the caller moves on.
+        If a party fails or times out, every party is told to stop, the
+        other futures are given a moment to end (so no party is still
+        working on the failed step when the caller moves on), and the first
+        failure is re-raised. An interrupt of the caller is re-raised at
+        once.
         """
+        from .party import PartyError, PartyStopped, FederationTimeoutError
+
         futures = list(futures)
-        results, first_error = [], None
+        results, first_error, deadline = [], None, None
         for future in futures:
+            if first_error is not None:
+                try:  # a stopped party ends its call promptly
+                    future.result(timeout=max(0.01, deadline - time.monotonic()))
+                except (PartyError, PartyStopped, FederationTimeoutError):
+                    pass
+                results.append(None)
+                continue
             try:
                 results.append(future.result())
-            except BaseException as exc:
+            except (PartyError, PartyStopped, FederationTimeoutError) as exc:
                 results.append(None)
-                if first_error is None:
-                    first_error = exc
+                first_error = exc
+                deadline = time.monotonic() + self.stop_wait
+                self.request_stop()
         if first_error is not None:
             raise first_error
         return results

@@ -10,21 +10,39 @@ party's own local work.
 
 This small surface (``call`` and futures) is the seam that lets the same
 protocol code run on other backends, such as one process per party.
+
+Faults. A failure inside a party surfaces in the caller as
+:class:`PartyError`; a call that does not end within the timeout as
+:class:`FederationTimeoutError`; both name the party, the phase and the
+function. Either way, and on ``KeyboardInterrupt`` in the caller, every party
+of the run is told to stop: a stop flag is checked before each call and by
+long local loops (:func:`check_stop`), so party threads end promptly instead
+of piling up. Party threads come from a small per-process pool and are
+reused by later runs (gmpy2 keeps a per-thread cache that a thread's exit
+never frees, so a new thread per party and fit leaks a little each time).
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import os
 import queue
 import threading
-from types import SimpleNamespace
-from concurrent.futures import Future
+import time
+from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as _FutureTimeout
+from types import SimpleNamespace
 
 import sklearn
 
-__all__ = ["Party", "PartyState", "PartyFuture", "PartyError",
-           "FederationTimeoutError", "Local"]
+from .. import _config
+
+__all__ = ["Party", "PartyState", "PartyFuture", "PartyError", "PartyStopped",
+           "FederationTimeoutError", "Local", "check_stop"]
+
+
+class PartyStopped(Exception):
+    """Raised inside a party whose run was told to stop (see :func:`check_stop`)."""
 
 
 class PartyState(SimpleNamespace):
@@ -38,23 +56,105 @@ class PartyState(SimpleNamespace):
         super().__init__(**attributes)
         self.stash = {}
 
+    def should_stop(self):
+        """Whether this party's run was told to stop (timeout, failure, interrupt).
+
+        Cheap (one flag read): long local loops call it, or
+        :func:`check_stop`, every few iterations.
+        """
+        event = self.__dict__.get("_stop_event")
+        return event is not None and event.is_set()
+
+    def __repr__(self):
+        shown = {k: v for k, v in self.__dict__.items() if k != "_stop_event"}
+        return f"PartyState({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+
+# The stop flag of the party served by the current thread, for code that has
+# no state at hand (crypto loops running on a party's thread).
+_current = threading.local()
+
+
+def check_stop(state=None):
+    """Raise :class:`PartyStopped` if the party's run was told to stop.
+
+    Call it between the steps of long local loops of protocol code (per tree
+    node, per block of rows, per iteration): a party whose run failed, timed
+    out or was interrupted then ends within one step instead of finishing
+    work nobody waits for. Outside a party thread, and for parties of the
+    Ray backend (whose actors are killed instead), it does nothing.
+
+    Parameters
+    ----------
+    state : PartyState, optional
+        The party's state; without it, the party served by the current
+        thread.
+    """
+    event = (state.__dict__.get("_stop_event") if isinstance(state, PartyState)
+             else None)
+    if event is None:
+        event = getattr(_current, "stop_event", None)
+    if event is not None and event.is_set():
+        raise PartyStopped("the party was told to stop")
+
+
+def _describe_phase(phase, last_phase):
+    if phase is not None:
+        return f"phase '{phase}'"
+    if last_phase is not None:
+        return f"phase '{last_phase}' (local work)"
+    return "local work before any phase"
+
 
 class PartyError(RuntimeError):
-    """An exception raised inside a party thread, re-raised in the caller."""
+    """An exception raised inside a party thread, re-raised in the caller.
 
-    def __init__(self, party, phase, function, error):
+    Attributes
+    ----------
+    party : str
+    phase : str or None
+        The phase named by the call, or for local work the last phase the
+        party took part in.
+    function : str
+        The name of the function the party was running.
+    error : BaseException
+        The original exception (also ``__cause__``).
+    """
+
+    def __init__(self, party, phase, function, error, last_phase=None):
         self.party = party
-        self.phase = phase
+        self.phase = phase if phase is not None else last_phase
+        self.function = function
         self.error = error
-        where = f" during phase '{phase}'" if phase else ""
+        where = _describe_phase(phase, last_phase)
         super().__init__(
-            f"Party '{party}' failed{where} while running {function}: "
+            f"Party '{party}' failed during {where} while running {function}: "
             f"{type(error).__name__}: {error}"
         )
 
+    def __reduce__(self):  # pickles (joblib, Ray) with its attributes
+        return (_rebuild_party_error,
+                (self.party, self.phase, self.function, self.error, str(self)))
+
+
+def _rebuild_party_error(party, phase, function, error, message):
+    exc = PartyError.__new__(PartyError)
+    RuntimeError.__init__(exc, message)
+    exc.party, exc.phase, exc.function, exc.error = party, phase, function, error
+    return exc
+
 
 class FederationTimeoutError(TimeoutError):
-    """A party did not answer a call in time."""
+    """A party did not answer a call in time; names the party, phase and function."""
+
+    def __init__(self, message, party=None, phase=None, function=None):
+        super().__init__(message)
+        self.party = party
+        self.phase = phase
+        self.function = function
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.party, self.phase, self.function))
 
 
 class Local:
@@ -71,40 +171,93 @@ class Local:
         self.value = value
 
 
+# How often a waiting caller wakes up: lets a KeyboardInterrupt (which only
+# the main thread receives, and which may not interrupt a blocked lock) be
+# raised promptly, and the deadline be checked.
+_WAIT_SLICE = 0.1
+
+
 class PartyFuture:
     """The pending answer of a party call.
 
     ``result()`` waits (up to the federation's timeout by default) and
-    re-raises a failure as :class:`PartyError` naming the party and phase.
+    re-raises a failure inside the party as :class:`PartyError` naming the
+    party and phase. An interrupt of the *waiting* thread (``Ctrl-C``) is not
+    the party's failure: it propagates as ``KeyboardInterrupt``.
     """
 
-    def __init__(self, future, party, phase, function, timeout):
+    def __init__(self, future, party, phase, function, timeout, last_phase=None,
+                 on_timeout=None):
         self._future = future
         self.party = party
         self.phase = phase
+        self._last_phase = last_phase
         self._function = function
         self._timeout = timeout
+        self._on_timeout = on_timeout
 
     def done(self):
         return self._future.done()
 
+    def _where(self):
+        return _describe_phase(self.phase, self._last_phase)
+
     def _timeout_error(self, timeout):
+        if self._on_timeout is not None:
+            self._on_timeout()
         return FederationTimeoutError(
-            f"Party '{self.party}' did not answer within {timeout} s "
-            f"(phase '{self.phase}', {self._function}). Raise the timeout "
-            "if the work is legitimately long."
-        )
+            f"Party '{self.party}' did not answer within {timeout:g} s "
+            f"({self._where()}, function {self._function}); it was told to "
+            "stop. If the work is legitimately long, raise the limit with "
+            "skfed.set_config(party_timeout=...) (None for no limit).",
+            self.party, self.phase if self.phase is not None else self._last_phase,
+            self._function)
+
+    def _party_error(self, exc):
+        return PartyError(self.party, self.phase, self._function, exc,
+                          last_phase=self._last_phase)
+
+    def _wait(self, timeout):
+        """The exception the party raised (None on success), waiting in slices."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            step = _WAIT_SLICE
+            if deadline is not None:
+                step = min(step, max(0.0, deadline - time.monotonic()))
+            try:
+                return self._future.exception(timeout=step)
+            except _FutureTimeout:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise self._timeout_error(timeout) from None
+            except CancelledError:
+                return PartyStopped("the call was cancelled: the run had been "
+                                    "told to stop before it started")
 
     def result(self, timeout=None):
+        """The party's answer.
+
+        Parameters
+        ----------
+        timeout : float, optional
+            Seconds to wait; defaults to the federation's timeout.
+
+        Raises
+        ------
+        PartyError
+            The party failed; ``error`` holds the party's exception.
+        FederationTimeoutError
+            No answer in time; the party was told to stop.
+        KeyboardInterrupt
+            The waiting thread was interrupted (not wrapped: it is no party's
+            failure).
+        """
         timeout = self._timeout if timeout is None else timeout
-        try:
-            return self._future.result(timeout=timeout)
-        except _FutureTimeout:
-            raise self._timeout_error(timeout) from None
-        except PartyError:
-            raise
-        except BaseException as exc:  # the exception came from the party thread
-            raise PartyError(self.party, self.phase, self._function, exc) from exc
+        exc = self._wait(timeout)
+        if exc is None:
+            return self._future.result(timeout=0)
+        if isinstance(exc, (PartyError, FederationTimeoutError)):
+            raise exc  # a nested federation's error already names its party
+        raise self._party_error(exc) from exc
 
 
 def deliver(party, log, args, kwargs, sender, phase):
@@ -125,6 +278,87 @@ def _name_of(fn):
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
 
 
+# -- the per-process pool of party threads -----------------------------------
+
+_IDLE_NAME = "skfed-idle-worker"
+#: Idle party threads kept for later runs; beyond this many, a thread that
+#: finishes serving its party exits.
+MAX_IDLE_THREADS = 32
+
+
+class _Worker:
+    """A reusable thread that serves one party at a time."""
+
+    def __init__(self):
+        self._inbox = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._loop, name=_IDLE_NAME,
+                                       daemon=True)
+        self.thread.start()
+
+    def serve(self, party):
+        self.thread.name = f"skfed-party-{party.name}"
+        self._inbox.put(party)
+
+    def _loop(self):
+        try:  # gmpy2 releases the GIL only when asked to, per thread
+            import gmpy2
+
+            gmpy2.get_context().allow_release_gil = True
+        except ImportError:  # pragma: no cover
+            pass
+        thread = threading.current_thread()
+        while True:
+            party = self._inbox.get()
+            if party is None:
+                return
+            try:
+                party._serve()
+            finally:
+                party = None
+                thread.name = _IDLE_NAME
+                _current.stop_event = None
+            if not _pool.release(self):
+                return
+
+
+class _WorkerPool:
+    def __init__(self):
+        self._idle = []
+        self._lock = threading.Lock()
+
+    def acquire(self):
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return _Worker()
+
+    def release(self, worker):
+        with self._lock:
+            if len(self._idle) < MAX_IDLE_THREADS:
+                self._idle.append(worker)
+                return True
+        return False
+
+    def clear(self):
+        """End every idle thread (tests; threads serving a party finish first)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker._inbox.put(None)
+        for worker in idle:
+            worker.thread.join(5.0)
+
+    def _after_fork(self):
+        # A forked child has only the forking thread: the idle list is stale.
+        self._idle = []
+        self._lock = threading.Lock()
+
+
+_pool = _WorkerPool()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_pool._after_fork)
+
+
 class Party:
     """An actor: a name, a private state and one worker thread.
 
@@ -142,10 +376,14 @@ class Party:
         Where messages to this party are counted.
 
     timeout : float or None, default=None
-        Default seconds to wait in :meth:`PartyFuture.result`.
+        Default seconds to wait in :meth:`PartyFuture.result` (None: no limit).
+
+    stop_event : threading.Event, optional
+        The run's stop flag, shared by the parties of one federation; a new
+        one by default.
     """
 
-    def __init__(self, name, state, log=None, timeout=None):
+    def __init__(self, name, state, log=None, timeout=None, stop_event=None):
         self.name = str(name)
         if isinstance(state, dict):
             state = PartyState(**state)
@@ -153,37 +391,53 @@ class Party:
         self._log = log
         self._timeout = timeout
         self._queue = queue.SimpleQueue()
-        self._thread = None
-        self._config = None
+        self._worker = None
+        self._finished = threading.Event()
+        self._stop_event = stop_event if stop_event is not None else threading.Event()
+        self._configs = None
+        self._last_phase = None
 
     def start(self):
-        # sklearn's configuration is thread-local: the worker re-enters the
-        # caller's, so e.g. assume_finite or array_api settings hold inside.
-        self._config = sklearn.get_config()
-        self._thread = threading.Thread(
-            target=self._run, name=f"skfed-party-{self.name}", daemon=True)
-        self._thread.start()
+        # sklearn's and skfed's configurations are thread-local: the worker
+        # re-enters the caller's, so e.g. assume_finite or a key policy hold
+        # inside.
+        self._configs = (sklearn.get_config(), _config.get_config())
+        if isinstance(self._state, PartyState):
+            self._state._stop_event = self._stop_event
+        self._finished.clear()
+        self._worker = _pool.acquire()
+        self._worker.serve(self)
         return self
 
-    def _run(self):
-        sklearn.set_config(**self._config)
-        try:  # gmpy2 releases the GIL only when asked to, per thread
-            import gmpy2
-
-            gmpy2.get_context().allow_release_gil = True
-        except ImportError:  # pragma: no cover
-            pass
-        while True:
-            item = self._queue.get()
-            if item is _STOP:
-                return
-            future, fn, args, kwargs = item
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(fn(self._state, *args, **kwargs))
-            except BaseException as exc:
-                future.set_exception(exc)
+    def _serve(self):
+        """The worker thread's loop while it serves this party."""
+        sk_config, skfed_config = self._configs
+        sklearn.set_config(**sk_config)
+        local_config = _config._get_threadlocal_config()
+        local_config.clear()
+        local_config.update(skfed_config)
+        _current.stop_event = self._stop_event
+        try:
+            while True:
+                item = self._queue.get()
+                if item is _STOP:
+                    return
+                future, fn, args, kwargs = item
+                item = None
+                if not future.set_running_or_notify_cancel():
+                    continue
+                if self._stop_event.is_set():  # between protocol steps
+                    future.set_exception(PartyStopped(
+                        "the party was told to stop before this call ran"))
+                    continue
+                try:
+                    future.set_result(fn(self._state, *args, **kwargs))
+                except BaseException as exc:
+                    future.set_exception(exc)
+                finally:  # nothing of this call outlives it on the thread
+                    future = fn = args = kwargs = None
+        finally:
+            self._finished.set()
 
     def call(self, fn, *args, sender=None, phase=None, **kwargs):
         """Run ``fn(state, *args, **kwargs)`` on this party's thread.
@@ -208,34 +462,45 @@ class Party:
         -------
         future : PartyFuture
         """
-        if self._thread is None:
+        if self._worker is None:
             raise RuntimeError(f"Party '{self.name}' is not running.")
         args = deliver(self.name, self._log, args, kwargs, sender, phase)
+        last_phase = self._last_phase
+        if phase is not None:
+            self._last_phase = phase
         future = Future()
         self._queue.put((future, fn, args, kwargs))
-        return PartyFuture(future, self.name, phase, _name_of(fn), self._timeout)
+        return PartyFuture(future, self.name, phase, _name_of(fn), self._timeout,
+                           last_phase=last_phase, on_timeout=self.request_stop)
+
+    def request_stop(self):
+        """Raise the stop flag (shared by the whole run) without waiting."""
+        self._stop_event.set()
 
     def stop(self, wait=1.0):
-        """Ask the worker to finish; pending calls are cancelled."""
-        if self._thread is None:
+        """Tell the party to stop, cancel pending calls, wait up to ``wait`` s.
+
+        A call already running ends at its next :func:`check_stop` (or when
+        it returns); the thread then goes back to the pool.
+        """
+        if self._worker is None:
             return
+        self._stop_event.set()
         # Cancel what has not started so nothing waits on a stopped party.
-        pending = []
         while True:
             try:
-                pending.append(self._queue.get_nowait())
+                item = self._queue.get_nowait()
             except queue.Empty:
                 break
-        for item in pending:
             if item is not _STOP:
                 item[0].cancel()
         self._queue.put(_STOP)
-        if threading.current_thread() is not self._thread:
-            self._thread.join(wait)
-        self._thread = None
+        if threading.current_thread() is not self._worker.thread:
+            self._finished.wait(wait)
+        self._worker = None
         # Drop the private state so nothing keeps the data alive.
         self._state = None
 
     @property
     def is_alive(self):
-        return self._thread is not None and self._thread.is_alive()
+        return self._worker is not None and not self._finished.is_set()

@@ -1,0 +1,65 @@
+"""Key policy: warn below 2048 bits, refuse below 1024 unless opted in."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import skfed
+from skfed.crypto import InsecureKeyWarning, check_key_size, generate_keypair
+
+
+def test_small_keys_warn_naming_their_size():
+    with pytest.warns(InsecureKeyWarning, match="A 1024-bit Paillier key"):
+        assert check_key_size(1024) == 1024
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert check_key_size(2048) == 2048  # silent
+        assert check_key_size(3072) == 3072
+
+
+def test_keys_below_1024_bits_need_the_opt_in(monkeypatch):
+    monkeypatch.delenv("SKFED_ALLOW_INSECURE_KEYS")
+    assert skfed.get_config()["allow_insecure_keys"] is False
+    with pytest.raises(ValueError, match="key_size=512 is refused"):
+        generate_keypair(key_size=512)
+    with skfed.config_context(allow_insecure_keys=True):
+        with pytest.warns(InsecureKeyWarning, match="512-bit"):
+            public_key, private_key = generate_keypair(key_size=512)
+    assert private_key.decrypt(public_key.encrypt(np.array([1.5])))[0] == 1.5
+    # The environment variable opts in a whole process; an explicit False in
+    # this thread still wins over it.
+    monkeypatch.setenv("SKFED_ALLOW_INSECURE_KEYS", "1")
+    assert skfed.get_config()["allow_insecure_keys"] is True
+    with skfed.config_context(allow_insecure_keys=False):
+        with pytest.raises(ValueError, match="refused"):
+            check_key_size(768)
+
+
+def test_plaintext_keys_are_not_checked():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with skfed.config_context(allow_insecure_keys=False):
+            generate_keypair(key_size=128, plaintext=True)
+
+
+def test_an_estimator_generating_keys_in_a_party_thread_obeys_the_policy():
+    # SecureBoost's active party makes its key on its own thread: the
+    # caller's configuration (not only the environment) reaches it.
+    from skfed.ensemble import SecureBoostClassifier
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(30, 4)), np.arange(30) % 2
+    clf = SecureBoostClassifier(n_estimators=1, max_depth=1, key_size=512)
+    with skfed.config_context(allow_insecure_keys=False):
+        with pytest.raises(Exception, match="key_size=512 is refused"):
+            clf.fit(X, y)
+    with pytest.warns(InsecureKeyWarning, match="512-bit"):
+        clf.fit(X, y)
+
+
+def test_bad_key_sizes_are_refused():
+    with pytest.raises(TypeError):
+        check_key_size(2048.0)
+    with pytest.raises(ValueError, match="allow_insecure_keys"):
+        skfed.set_config(allow_insecure_keys="yes")
