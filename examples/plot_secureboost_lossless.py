@@ -38,7 +38,12 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
 
+import skfed
 from skfed.ensemble import SecureBoostClassifier
+
+# 512-bit keys keep this example fast; they are not secure (skfed refuses
+# keys below 1024 bits unless asked, and warns below 2048).
+skfed.set_config(allow_insecure_keys=True)
 
 X, y = load_breast_cancer(return_X_y=True)
 X_train, X_test, y_train, y_test = train_test_split(

@@ -29,9 +29,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.datasets import load_breast_cancer
 
+import skfed
 from skfed.crypto import EncryptedArray
 from skfed.ensemble import SecureBoostClassifier
 from skfed.federation import record_messages
+
+# 512-bit keys keep this example fast; they are not secure (skfed refuses
+# keys below 1024 bits unless asked, and warns below 2048).
+skfed.set_config(allow_insecure_keys=True)
 
 X, y = load_breast_cancer(return_X_y=True)
 clf = SecureBoostClassifier(n_estimators=5, partition=3, key_size=512, random_state=0)
