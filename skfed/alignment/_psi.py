@@ -41,11 +41,13 @@ assumed not to collude.
 import hashlib
 import numbers
 import secrets
+import warnings
 
 import gmpy2
 import numpy as np
 
 from .._config import get_config
+from ..crypto import InsecureKeyWarning
 from ..crypto._parallel import effective_n_jobs, parallel_map
 from ..federation import Federation, Local
 
@@ -221,15 +223,16 @@ def _strength(bits):
 
 
 def check_security(group, exponent_bits):
-    """Refuse a group or an exponent length below :data:`MIN_SECURITY_BITS`.
+    """Refuse a group or an exponent length below ``MIN_SECURITY_BITS`` (128).
 
     Two things bound the security of DH-PSI: the discrete logarithm in the
     group (NIST SP 800-57's strength of a modulus of that size) and the
     length of the secret exponents (Pollard's kangaroo finds a ``k``-bit
     exponent in about ``2^(k/2)`` steps). Exponents shorter than 128 bits
     are always refused; anything else below the bar only with
-    ``skfed.set_config(allow_insecure_keys=True)``, which the tests use to
-    stay fast with small groups.
+    ``skfed.set_config(allow_insecure_keys=True)`` (which the tests use to
+    stay fast with small groups), and then with an
+    :class:`~skfed.crypto.InsecureKeyWarning`.
     """
     if exponent_bits is not None and (
             isinstance(exponent_bits, bool)
@@ -239,24 +242,31 @@ def check_security(group, exponent_bits):
             f"exponent_bits={exponent_bits!r} is too short to keep the keys "
             f"secret; use at least {2 * MIN_SECURITY_BITS} (the default 256), "
             "or None for full-length keys.")
-    if get_config().get("allow_insecure_keys", False):
-        return
+    problems = []
     if group.security_bits < MIN_SECURITY_BITS:
-        raise ValueError(
+        problems.append(
             f"The {group.bits}-bit group {group.name!r} gives "
             f"{_strength(group.security_bits)} security (NIST SP 800-57), below "
             f"the {MIN_SECURITY_BITS} bits private set intersection requires. "
             f"Use group={DEFAULT_GROUP!r} (the default, RFC 3526 group 15, "
-            "3072 bits) or a DHGroup of at least 3072 bits. Tests may opt in "
-            "to small groups with skfed.set_config(allow_insecure_keys=True).")
+            "3072 bits) or a DHGroup of at least 3072 bits.")
     if exponent_bits is not None and exponent_bits < 2 * MIN_SECURITY_BITS:
-        raise ValueError(
+        problems.append(
             f"exponent_bits={exponent_bits} gives about {exponent_bits // 2}-bit "
             "security (Pollard's kangaroo recovers a k-bit exponent in about "
             f"2^(k/2) steps), below the {MIN_SECURITY_BITS} bits private set "
             f"intersection requires. Use exponent_bits={2 * MIN_SECURITY_BITS} "
-            "(the default) or None for full-length keys. Tests may opt in with "
-            "skfed.set_config(allow_insecure_keys=True).")
+            "(the default) or None for full-length keys.")
+    if not problems:
+        return
+    if not get_config()["allow_insecure_keys"]:
+        raise ValueError(" ".join(problems) + (
+            " Tests may opt in with skfed.set_config(allow_insecure_keys=True) "
+            "or the environment variable SKFED_ALLOW_INSECURE_KEYS=1."))
+    # Opted in: allowed, and said, as for small Paillier keys.
+    warnings.warn(" ".join(problems) + " Allowed because allow_insecure_keys "
+                  "is set: for tests and teaching only.",
+                  InsecureKeyWarning, stacklevel=3)
 
 
 def _encode_id(x):

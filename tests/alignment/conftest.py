@@ -1,7 +1,10 @@
+import warnings
+
 import pytest
 
 import skfed
 from skfed.alignment import DHGroup
+from skfed.crypto import InsecureKeyWarning
 
 # A 512-bit safe prime generated once for these tests (gmpy2.next_prime on
 # random 511-bit q until 2q + 1 was prime too). FOR TESTS ONLY: 512-bit
@@ -21,6 +24,8 @@ def small_group():
 def _small_groups_allowed():
     """The tests run the protocol in the 512-bit test group, far below the
     128-bit security PSI requires; they opt in explicitly (tests that check
-    the refusal switch it off again)."""
-    with skfed.config_context(allow_insecure_keys=True):
+    the refusal or the warning switch it off or catch it again)."""
+    with skfed.config_context(allow_insecure_keys=True), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureKeyWarning)
         yield

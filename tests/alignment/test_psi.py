@@ -12,7 +12,8 @@ import pytest
 
 import skfed
 from skfed.alignment import GROUPS, DHGroup, private_set_intersection
-from skfed.alignment._psi import _routes, run_psi
+from skfed.alignment._psi import _routes, _schedule, run_psi
+from skfed.crypto import InsecureKeyWarning
 from skfed.federation import record_messages
 
 from .conftest import TEST_PRIME_512
@@ -118,8 +119,10 @@ def test_groups_below_128_bit_security_are_refused():
 
 def test_opting_in_allows_the_2048_bit_group_but_never_tiny_exponents():
     with skfed.config_context(allow_insecure_keys=True):
-        assert private_set_intersection([[1, 2], [2, 3]], group="modp2048",
-                                        exponent_bits=160) == [2]
+        with pytest.warns(InsecureKeyWarning, match=r"'modp2048'.*112-bit.*"
+                          r"exponent_bits=160 gives about 80-bit"):
+            assert private_set_intersection([[1, 2], [2, 3]], group="modp2048",
+                                            exponent_bits=160) == [2]
         with pytest.raises(ValueError, match="too short"):
             private_set_intersection([[1, 2], [2, 3]], exponent_bits=127)
 
@@ -254,3 +257,18 @@ def test_intersection_property(small_group, sets, hub):
     hub = hub % len(sets)
     expected = sorted(set.intersection(*map(set, sets)))
     assert private_set_intersection(sets, hub=hub, group=small_group) == expected
+
+
+@pytest.mark.parametrize("n_parties, hub", [(2, 1), (3, 0), (4, 2)])
+def test_messages_follow_the_public_schedule(small_group, n_parties, hub):
+    # The attacks place each message's set by this schedule: it must be the
+    # order in which the driver really sends them.
+    sets = [list(range(k, 40 + 7 * k)) for k in range(n_parties)]
+    names = [f"p{k}" for k in range(n_parties)]
+    with record_messages() as rec:
+        run_psi(sets, hub=hub, group=small_group, party_names=names)
+    sent = [(m.sender, m.receiver, len(m.payload[0])) for m in rec.messages
+            if m.phase == "exponentiate ids"]
+    expected = [(names[s], names[r], len(sets[owner]))
+                for owner, s, r in _schedule(n_parties, hub)]
+    assert sent == expected

@@ -1,0 +1,247 @@
+"""The privacy contract of private entity alignment, and the object that
+holds it for :func:`skfed.privacy.check_messages` and :func:`skfed.privacy.audit`.
+
+:func:`~skfed.alignment.align` is a function, not an estimator, so the hooks
+that estimators carry (``_privacy_contract``, ``_privacy_roles``,
+``_privacy_attacks``) live on :class:`PSIAudit`: a small estimator-like object
+whose ``fit`` runs the same protocol on one id set per party, which
+:func:`~skfed.privacy.audit` clones and fits while recording; unfitted, it
+holds the party names and the hub of a run whose messages were recorded
+elsewhere (for instance around :func:`~skfed.alignment.align`).
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numbers
+
+from sklearn.base import BaseEstimator
+
+from ..privacy import Contract, Inherent, Masked, Rule
+from ._psi import DEFAULT_GROUP, _routes, check_id_lists, run_psi
+
+__all__ = ["CONTRACT", "PSIAudit", "psi_roles"]
+
+# Every message of the protocol, by phase. The steps without a sender
+# ("blind own ids", "intersect") run on one party and send nothing.
+CONTRACT = Contract("psi", rules=[
+    Rule("exponentiate ids", sender="party", receiver="party",
+         elements=(Masked(
+             "ids hashed into the prime-order subgroup and raised to the "
+             "secret exponent of their owner and of every party before the "
+             "receiver on the set's route, in the owner's secret order (or "
+             "in L's, for the hub's set); random group elements to anyone "
+             "missing a key (DDH)", dtype="O"),),
+         note="the length of the message is the size of the owner's set: "
+              "inherent to DH-PSI"),
+    Rule("reveal positions", sender="hub", receiver="party",
+         elements=(Inherent(
+             "positions, in the order the receiver itself sent, of its values "
+             "in the intersection: the receiver's output", dtype="iu"),),
+         note="positions into an order only the receiver can undo"),
+    Rule("reveal positions", sender="last", receiver="hub",
+         elements=(Inherent(
+             "the hub's rows of the intersection, sorted: the hub's output",
+             dtype="iu"),),
+         note="L undoes its own shuffle; sorted, so the order says nothing"),
+])
+
+
+def psi_roles(party_names, hub):
+    """The roles of the parties of one PSI run.
+
+    Parameters
+    ----------
+    party_names : sequence of str
+        The parties, in party order (as in the message log).
+
+    hub : int or str
+        The hub, by index or name.
+
+    Returns
+    -------
+    roles : dict of str to set of str
+        ``"party"`` for everyone; the hub also ``"hub"``; ``L``, the last
+        stop of the hub's set (who shuffles it), also ``"last"``.
+    """
+    names = [str(name) for name in party_names]
+    hub = _hub_index(hub, names)
+    last = _routes(len(names), hub)[hub][-1]
+    roles = {name: {"party"} for name in names}
+    roles[names[hub]].add("hub")
+    roles[names[last]].add("last")
+    return roles
+
+
+def _hub_index(hub, names):
+    if isinstance(hub, str):
+        if hub not in names:
+            raise ValueError(f"hub={hub!r} is not one of the parties {names}.")
+        return names.index(hub)
+    if (isinstance(hub, bool) or not isinstance(hub, numbers.Integral)
+            or not 0 <= hub < len(names)):
+        raise ValueError(f"hub={hub!r} must be a party index in "
+                         f"0..{len(names) - 1} or a party name.")
+    return int(hub)
+
+
+class PSIAudit(BaseEstimator):
+    """The alignment protocol as something :mod:`skfed.privacy` can audit.
+
+    Fitted on one id set per party, it runs the Diffie-Hellman private set
+    intersection of :func:`~skfed.alignment.align` (the same party steps and
+    messages). It carries the protocol's privacy contract, the parties'
+    roles and the attacks that measure what each party learns, so that::
+
+        audit(PSIAudit(), sets)                   # fit, check, attack
+        check_messages(PSIAudit(party_names=names, hub=label_holder),
+                       recorded_messages)         # messages of an align call
+
+    both work.
+
+    Parameters
+    ----------
+    hub : int or str, default=0
+        The party that compares the fully exponentiated ids (in
+        :func:`~skfed.alignment.align`, the label holder; party 0 without
+        labels), by index or name.
+
+    group : str or DHGroup, default="modp3072"
+        As in :func:`~skfed.alignment.private_set_intersection`.
+
+    exponent_bits : int or None, default=256
+        As in :func:`~skfed.alignment.private_set_intersection`.
+
+    party_names : sequence of str, optional
+        Names of the parties in the message log (default ``party0``, ...;
+        :func:`~skfed.alignment.align` uses the keys of a dict of tables).
+
+    universe : sequence of ids, optional
+        The ids an attacker may try (every customer of the region, say):
+        the ``id_linking`` attack hashes each of them. Default: every id
+        some party holds plus as many that none holds (negative integers,
+        or strings ``"skfed-outsider-<i>"``), so that knowing the universe
+        does not by itself give a set away.
+
+    Attributes
+    ----------
+    party_names_ : list of str
+        The parties.
+
+    hub_ : int
+        Index of the hub.
+
+    intersection_ : list
+        The common ids, sorted.
+
+    communication_ : CommunicationSummary
+        The messages of the run.
+
+    keys_ : dict of str to int
+        Each party's secret exponent, by party name, kept for the audit's
+        attacks, each of which plays one party with that party's own key
+        only. A deployment keeps each key inside its party.
+
+    See Also
+    --------
+    skfed.alignment.align : the alignment that uses this protocol.
+    skfed.privacy.audit : fits this object while recording and attacks.
+
+    Notes
+    -----
+    The contract (:data:`CONTRACT`) has one rule per phase: ``"exponentiate
+    ids"`` carries group elements that lack at least one party's key for
+    everyone who can map them to ids (a masked value, whose length is the
+    size of the owner's set); ``"reveal positions"`` carries each party's
+    output (positions of its own values in the intersection), declared
+    inherent. What the contract cannot see, because a group element is a
+    group element whether or not it was blinded, the ``id_linking`` attack
+    measures: a party that sends its hashed ids unblinded, or draws its key
+    from a seed another party knows, is caught there.
+
+    Examples
+    --------
+    >>> from skfed.privacy import audit
+    >>> from skfed.alignment import PSIAudit
+    >>> sets = [["ann", "bob", "eve", "joe"], ["bob", "eve", "kim"]]
+    >>> report = audit(PSIAudit(), sets)
+    >>> report.violations
+    []
+    >>> report.estimator.intersection_
+    ['bob', 'eve']
+    >>> linking = report.attacks.query("attack == 'id_linking'")
+    >>> float(linking["value"].max())
+    0.0
+    """
+
+    def __init__(self, hub=0, group=DEFAULT_GROUP, exponent_bits=256,
+                 party_names=None, universe=None):
+        self.hub = hub
+        self.group = group
+        self.exponent_bits = exponent_bits
+        self.party_names = party_names
+        self.universe = universe
+
+    def fit(self, X, y=None):
+        """Run the protocol on one id set per party.
+
+        Parameters
+        ----------
+        X : sequence of sequences of int or str
+            One collection of distinct ids per party (for tables,
+            ``[df[on] for df in tables]``).
+
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : PSIAudit
+        """
+        names = self._names(len(X))
+        id_lists = check_id_lists(X, names)
+        self.party_names_ = names
+        self.hub_ = _hub_index(self.hub, names)
+        keys = {}
+        rows, self.communication_ = run_psi(
+            id_lists, hub=self.hub_, group=self.group,
+            exponent_bits=self.exponent_bits, party_names=names, key_log=keys)
+        self.keys_ = keys
+        self.intersection_ = sorted(id_lists[0][i] for i in rows[0])
+        return self
+
+    def _names(self, n_parties):
+        if self.party_names is None:
+            return [f"party{k}" for k in range(n_parties)]
+        names = [str(name) for name in self.party_names]
+        if len(names) != n_parties:
+            raise ValueError(f"party_names has {len(names)} names for "
+                             f"{n_parties} parties.")
+        return names
+
+    def _fitted_or_declared(self):
+        if hasattr(self, "party_names_"):
+            return self.party_names_, self.hub_
+        if self.party_names is None:
+            raise ValueError(
+                "An unfitted PSIAudit needs party_names (and hub) to check "
+                "messages: PSIAudit(party_names=[...], hub=<label holder>).")
+        names = [str(name) for name in self.party_names]
+        return names, _hub_index(self.hub, names)
+
+    def _privacy_contract(self):
+        return CONTRACT
+
+    def _privacy_roles(self):
+        names, hub = self._fitted_or_declared()
+        return psi_roles(names, hub)
+
+    def _privacy_secrets(self, X, y=None, **fit_params):
+        # The ids are not numbers the semantic checks could compare (group
+        # elements are 3072-bit integers); the id_linking attack covers them.
+        return []
+
+    def _privacy_attacks(self):
+        from ..privacy._attacks_psi import id_linking, set_sizes
+
+        return [set_sizes, id_linking]
