@@ -19,12 +19,13 @@ the id universe); the other parties' sets only score the attack.
     Which of a victim's ids outside the intersection the attacker
     identifies, by hashing every id of a known universe and comparing the
     ids, their hashes and the hashes raised to its own key (once, or up to
-    ``n - 1`` times) with every value it received of the victim's set. In a correct run nothing matches
-    (every value lacks a key the attacker does not hold); a party that sends
-    its hashed ids unblinded, or that draws its key from something another
-    party knows, is linked id by id. Metric ``fraction``: of the victim's
-    ids outside the intersection, the share identified; ``chance`` is what
-    naming that many ids at random among the candidates would get.
+    ``n - 1`` times) with every value it received of the victim's set. In a
+    correct run nothing matches (every value lacks a key the attacker does
+    not hold); a party that sends its hashed ids unblinded, or that draws
+    its key from something another party knows, is linked id by id. Metric
+    ``fraction``: of the victim's ids outside the intersection, the share
+    identified; ``chance`` is what naming that many ids at random among the
+    candidates would get.
 """
 
 # Authors: The skfed developers
@@ -217,7 +218,8 @@ def id_linking(estimator, messages, X, y=None, **fit_params):
             if victim == attacker:
                 continue
             values = [x for values in received.get(victim, []) for x in values]
-            linked = {forms[x] for x in values + unplaced if _hashable(x) and x in forms}
+            linked = {forms[x] for x in values + unplaced
+                      if _hashable(x) and x in forms}
             target = set(sets[v]) - common
             if not target:
                 continue
