@@ -10,6 +10,7 @@ party state: it pickles like any sklearn estimator.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import functools
 from contextlib import contextmanager
 
 import numpy as np
@@ -111,9 +112,29 @@ class FederatedMixin(PrivacyMixin):
 
     Subclasses set ``_partition_kind`` to ``"vertical"``, ``"horizontal"`` or
     ``"hybrid"``.
+
+    A ``fit`` that raises (a party failed, timed out, sent an answer of the
+    wrong shape, or the caller pressed Ctrl-C) leaves no fitted attribute
+    behind: every subclass's ``fit`` is wrapped so, and the estimator looks
+    unfitted (``check_is_fitted`` raises) rather than half fitted.
     """
 
     _partition_kind = "vertical"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        fit = cls.__dict__.get("fit")
+        if fit is not None and not getattr(fit, "_forgets_on_failure", False):
+            @functools.wraps(fit)
+            def fit_or_forget(self, *args, **fit_kwargs):
+                try:
+                    return fit(self, *args, **fit_kwargs)
+                except BaseException:
+                    self._forget_fit()
+                    raise
+
+            fit_or_forget._forgets_on_failure = True
+            cls.fit = fit_or_forget
 
     def _resolve_partition(self, X, sample_party=None):
         """Resolve ``self.partition`` against ``X`` and store ``partition_``."""
@@ -131,25 +152,15 @@ class FederatedMixin(PrivacyMixin):
         With ``record=False`` (prediction) the counts are not stored, since
         ``predict`` must not change the estimator; a
         :func:`~skfed.federation.record_messages` recorder still sees them.
-        Each call waits at most ``skfed.get_config()["party_timeout"]``.
-
-        If ``fit`` fails, times out or is interrupted inside, every party is
-        told to stop and the fitted attributes set so far are removed, so
-        the estimator looks unfitted (``check_is_fitted`` raises) rather
-        than half fitted.
+        Each call waits at most ``skfed.get_config()["party_timeout"]``; on
+        a failure, timeout or interrupt inside, every party is told to stop.
         """
         fed = Federation(states)
-        try:
-            # Every party thread runs its own numpy work at once: a
-            # multithreaded BLAS in each would oversubscribe the cores
-            # (measured ~10x slower for FDSKL on 2 cores), so BLAS gets one
-            # thread while parties run.
-            with threadpool_limits(limits=1, user_api="blas"), fed:
-                yield fed
-        except BaseException:
-            if record:
-                self._forget_fit()
-            raise
+        # Every party thread runs its own numpy work at once: a multithreaded
+        # BLAS in each would oversubscribe the cores (measured ~10x slower for
+        # FDSKL on 2 cores), so BLAS gets one thread while parties run.
+        with threadpool_limits(limits=1, user_api="blas"), fed:
+            yield fed
         if record:
             self.communication_ = fed.summary()
 

@@ -149,6 +149,10 @@ class RayParty:
         return RayFuture(ref, self.name, phase, _name_of(fn), self._timeout,
                          last_phase=last_phase, on_timeout=self.request_stop)
 
+    def unobserved_failure(self):
+        """Always None: Ray keeps no record of calls whose result nobody read."""
+        return None
+
     def request_stop(self):
         """Kill the actor now (a Ray actor runs one call at a time, so it
         cannot read a stop flag while busy); :meth:`stop` waits for it."""

@@ -391,6 +391,13 @@ class Federation:
 
     def __exit__(self, exc_type, exc, tb):
         self.stop()
+        if exc_type is None:
+            # A call nobody waited for may have failed: say so rather than
+            # return a result the protocol did not fully compute.
+            for party in self._parties.values():
+                failure = party.unobserved_failure()
+                if failure is not None:
+                    raise failure
         return False
 
     def gather(self, futures):

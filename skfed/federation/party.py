@@ -225,7 +225,9 @@ class PartyFuture:
             if deadline is not None:
                 step = min(step, max(0.0, deadline - time.monotonic()))
             try:
-                return self._future.exception(timeout=step)
+                exc = self._future.exception(timeout=step)
+                self._future.observed = True
+                return exc
             except _FutureTimeout:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise self._timeout_error(timeout) from None
@@ -396,6 +398,7 @@ class Party:
         self._stop_event = stop_event if stop_event is not None else threading.Event()
         self._configs = None
         self._last_phase = None
+        self._failures = []
 
     def start(self):
         # sklearn's and skfed's configurations are thread-local: the worker
@@ -422,7 +425,7 @@ class Party:
                 item = self._queue.get()
                 if item is _STOP:
                     return
-                future, fn, args, kwargs = item
+                future, fn, args, kwargs, where = item
                 item = None
                 if not future.set_running_or_notify_cancel():
                     continue
@@ -434,8 +437,10 @@ class Party:
                     future.set_result(fn(self._state, *args, **kwargs))
                 except BaseException as exc:
                     future.set_exception(exc)
+                    if not isinstance(exc, PartyStopped):
+                        self._failures.append((future, where, exc))
                 finally:  # nothing of this call outlives it on the thread
-                    future = fn = args = kwargs = None
+                    future = fn = args = kwargs = exc = None
         finally:
             self._finished.set()
 
@@ -469,9 +474,23 @@ class Party:
         if phase is not None:
             self._last_phase = phase
         future = Future()
-        self._queue.put((future, fn, args, kwargs))
-        return PartyFuture(future, self.name, phase, _name_of(fn), self._timeout,
+        where = (phase, _name_of(fn), last_phase)
+        self._queue.put((future, fn, args, kwargs, where))
+        return PartyFuture(future, self.name, phase, where[1], self._timeout,
                            last_phase=last_phase, on_timeout=self.request_stop)
+
+    def unobserved_failure(self):
+        """A :class:`PartyError` for the first failed call whose result nobody
+        read (a call sent without waiting for it), or None.
+
+        :class:`~skfed.federation.Federation` raises it when a run otherwise
+        ends well, so that no failure inside a party goes unnoticed.
+        """
+        for future, (phase, function, last_phase), exc in self._failures:
+            if not getattr(future, "observed", False):
+                return PartyError(self.name, phase, function, exc,
+                                  last_phase=last_phase)
+        return None
 
     def request_stop(self):
         """Raise the stop flag (shared by the whole run) without waiting."""
