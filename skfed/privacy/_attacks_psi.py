@@ -23,9 +23,10 @@ the id universe); the other parties' sets only score the attack.
     correct run nothing matches (every value lacks a key the attacker does
     not hold); a party that sends its hashed ids unblinded, or that draws
     its key from something another party knows, is linked id by id. Metric
-    ``fraction``: of the victim's ids outside the intersection, the share
-    identified; ``chance`` is what naming that many ids at random among the
-    candidates would get.
+    ``fraction``: the attacker names as many ids as the victim holds outside
+    the intersection (those it linked, the rest at random among the ids it
+    cannot rule out); the value is the expected share of them it gets right.
+    ``chance`` is the same with nothing linked.
 """
 
 # Authors: The skfed developers
@@ -228,9 +229,21 @@ def id_linking(estimator, messages, X, y=None, **fit_params):
             candidates = set(universe) - common - (own if len(names) == 2 else set())
             rows.append(attack_row(
                 "id_linking", attacker, victim, "its ids outside the intersection",
-                "fraction", len(linked & target) / len(target),
-                len(target) / max(len(candidates), 1)))
+                "fraction", _expected_hits(linked & candidates, target, candidates)
+                / len(target), len(target) / max(len(candidates), 1)))
     return rows
+
+
+def _expected_hits(linked, target, candidates):
+    """The attacker names as many ids as the victim holds outside the
+    intersection (it knows how many: the set size, less the intersection):
+    those it linked, then the rest at random among the candidates it has not
+    named. The expected number right, so that an attacker who linked
+    nothing scores exactly ``chance``."""
+    named = min(len(linked), len(target))
+    rest, pool = len(target) - named, len(candidates) - len(linked)
+    right = len(linked & target)
+    return right + (rest * (len(target) - right) / pool if pool > 0 else 0.0)
 
 
 def _is_number(value):

@@ -10,6 +10,7 @@ import random
 import warnings
 
 import gmpy2
+import numpy as np
 import pytest
 
 import skfed
@@ -59,8 +60,9 @@ def test_clean_run_is_clean_and_linking_stays_at_chance(group, n_parties):
     assert report.violations == []
     linking = _rows(report, "id_linking")
     assert len(linking) == n_parties * (n_parties - 1)
-    assert (linking.value <= linking.chance).all()
-    assert (linking.value == 0.0).all()
+    # Nothing linked: the attacker's named ids are a guess, scored as one.
+    np.testing.assert_allclose(linking.value, linking.chance)
+    assert (linking.chance < 0.6).all()
     # What is inherent to DH-PSI, measured: every set size, exactly.
     sizes = report.attacks[report.attacks.target == "size of its id set"]
     assert (sizes.value == 1.0).all() and (sizes.chance < 0.02).all()
@@ -96,7 +98,7 @@ def test_a_party_sending_its_hashed_ids_unblinded_is_linked(group, monkeypatch,
     # Nobody links the honest parties' ids.
     honest = report.attacks[(report.attacks.attack == "id_linking")
                             & (report.attacks.victim != VICTIM)]
-    assert (honest.value == 0.0).all()
+    np.testing.assert_allclose(honest.value, honest.chance)
 
 
 def test_parties_sharing_one_exponent_are_linked(group, monkeypatch):
