@@ -11,6 +11,17 @@ distribution by its inverse CDF. So a party draws exactly its own rows of
 ``omega`` from the seed, nobody sends ``omega``, and the concatenation over
 parties equals what a single machine holding all columns would draw.
 
+Private blocks of directions. In FDSKL and AVFKAM a party's rows of ``omega``
+must not be computable by the other parties (whoever receives
+``omega^T x + b`` could otherwise solve for the party's columns), so they come
+from a key private to that party: :func:`keyed_directions` and
+:func:`keyed_phases` are a pseudo-random function of ``(key, feature id)``,
+SHAKE-256 of a domain tag, the key and the id (:mod:`hashlib`; a
+cryptographic extendable-output function, where the splitmix64 hash above is
+only a good mixer). Only the key's holder can draw its block; the block is
+still distributed as the kernel's spectral measure, so the model is an
+ordinary random-feature model.
+
 Spectral measures, with sklearn's kernel conventions:
 
 - RBF ``exp(-gamma ||x - x'||^2)``: ``omega ~ N(0, 2 gamma I)``.
@@ -21,6 +32,7 @@ Spectral measures, with sklearn's kernel conventions:
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import hashlib
 import numbers
 
 import numpy as np
@@ -31,6 +43,10 @@ __all__ = [
     "hashed_uniform",
     "spectral_directions",
     "random_offsets",
+    "derive_party_key",
+    "keyed_uniform",
+    "keyed_directions",
+    "keyed_phases",
     "RandomFourierBasis",
     "resolve_gamma",
     "variance_from_moments",
@@ -114,7 +130,12 @@ def spectral_directions(seed, columns, feature_ids, kernel="rbf", gamma=1.0):
     >>> bool(np.array_equal(full[3:], part))
     True
     """
-    u = hashed_uniform(seed, columns, feature_ids, stream=1)
+    return _spectral(hashed_uniform(seed, columns, feature_ids, stream=1),
+                     kernel, gamma)
+
+
+def _spectral(u, kernel, gamma):
+    # Inverse CDF of the kernel's spectral measure at uniform numbers u.
     if kernel == "rbf":
         return np.sqrt(2.0 * gamma) * ndtri(u)
     if kernel == "laplacian":
@@ -125,6 +146,80 @@ def spectral_directions(seed, columns, feature_ids, kernel="rbf", gamma=1.0):
 def random_offsets(seed, feature_ids, stream=2):
     """Phases ``b`` uniform on ``[0, 2 pi)``, one per feature id."""
     return 2.0 * np.pi * hashed_uniform(seed, [0], feature_ids, stream=stream)[0]
+
+
+_KEY_DOMAIN = b"skfed/party-key/v1"
+_PRF_DOMAIN = b"skfed/random-features/v1"
+
+
+def derive_party_key(seed, party_index):
+    """A party's 32-byte key derived from an integer seed (simulation only).
+
+    Used when the keys come from ``random_state`` so that fits are
+    reproducible; whoever knows the seed knows the key. A deployment draws
+    each key from the operating system instead (``secrets.token_bytes``).
+    """
+    material = (_KEY_DOMAIN + int(seed).to_bytes(16, "little", signed=True)
+                + int(party_index).to_bytes(8, "little"))
+    return hashlib.shake_256(material).digest(32)
+
+
+def _keyed_words(key, feature_ids, n_words):
+    # The PRF: SHAKE-256(domain || key || id) expanded to n_words uint64s per
+    # feature id. A prefix of a longer output equals the shorter output, so
+    # word w of feature j does not depend on how many words are drawn.
+    key = bytes(key)
+    base = hashlib.shake_256(_PRF_DOMAIN + len(key).to_bytes(2, "little") + key)
+    ids = np.asarray(feature_ids, dtype=np.int64).ravel()
+    out = np.empty((len(ids), n_words), dtype=np.uint64)
+    for a, j in enumerate(ids.tolist()):
+        h = base.copy()
+        h.update(int(j).to_bytes(8, "little", signed=True))
+        out[a] = np.frombuffer(h.digest(8 * n_words), dtype="<u8")
+    return out
+
+
+def _to_unit(words):
+    # 53 random bits, shifted by half a step so 0 and 1 never occur.
+    return ((words >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
+
+
+def keyed_uniform(key, feature_ids, n_words):
+    """Uniform numbers in (0, 1) from a private key: shape (len(ids), n_words).
+
+    Entry ``[a, w]`` is word ``w`` of the pseudo-random function of
+    ``(key, feature_ids[a])``; word 0 is a feature's phase, words ``1..d``
+    the directions of a party's ``d`` columns.
+    """
+    return _to_unit(_keyed_words(key, feature_ids, n_words))
+
+
+def keyed_directions(key, n_columns, feature_ids, kernel="rbf", gamma=1.0):
+    """A party's private block of ``omega``: shape (n_columns, len(feature_ids)).
+
+    Row ``c`` holds the party's ``c``-th column (in the party's own column
+    order). Only the holder of ``key`` can draw it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfed.kernel_approximation import derive_party_key, keyed_directions
+    >>> key = derive_party_key(0, 1)
+    >>> block = keyed_directions(key, 3, range(5), gamma=0.5)
+    >>> block.shape
+    (3, 5)
+    >>> bool(np.array_equal(block[:2], keyed_directions(key, 2, range(5),
+    ...                                                  gamma=0.5)))
+    True
+    """
+    u = keyed_uniform(key, feature_ids, 1 + int(n_columns))[:, 1:]
+    return _spectral(u.T, kernel, gamma)
+
+
+def keyed_phases(key, feature_ids):
+    """A party's private phases, uniform on ``[0, 2 pi)``, one per feature id."""
+    words = _keyed_words(key, feature_ids, 1)[:, 0]
+    return (words >> np.uint64(11)).astype(np.float64) * (2.0 * np.pi * 2.0**-53)
 
 
 def resolve_gamma(gamma, n_features, variance=None):

@@ -4,6 +4,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from .aggregation import (
+    AngleEncoder,
     are_totally_different,
     balanced_tree,
     child_sets,
@@ -63,4 +64,5 @@ __all__ = [
     "tree_broadcast",
     "masked_tree_sum",
     "choose_excluded",
+    "AngleEncoder",
 ]

@@ -7,13 +7,18 @@ whole sum arrives at the leftmost leaf in ``ceil(log2 q)`` rounds, and every
 round's sends run in parallel (Zhang et al., 2018, as used by FDSKL and
 AVFKAM).
 
-The masked sum is FDSKL's Algorithm 3: every party adds a private random
-offset ``b^l`` to its value and the masked values are summed over a tree
-``T1``; the sum of all offsets but one (party ``l'``'s) is then removed with a
-second tree ``T2`` over the other parties. ``T1`` and ``T2`` are *totally
-different* (no subtree with more than one leaf in common, FDSKL Definition 2),
-so no party can subtract a ``T2`` partial sum of offsets from a ``T1`` partial
-sum of masked values and learn another party's unmasked partial value.
+The masked sum is FDSKL's Algorithm 3 over a ring: every party but one adds
+a uniform mask, fresh for every entry and drawn from its own CSPRNG, to its
+value encoded in ``Z_{2^64}``; the masked values are summed over a tree
+``T1`` and the masks over a second tree ``T2`` spanning every party but the
+one, ``l'``, which sent no mask; the receiver subtracts. ``l'`` contributes
+its value plus its own *offset*, which the result keeps (the feature's phase
+``b`` of FDSKL Lemma 1). ``T1`` and ``T2`` are *totally different* (no
+subtree with more than one leaf in common, FDSKL Definition 2) and checked
+node by node, so no party can subtract a ``T2`` partial sum of masks from a
+``T1`` partial sum of masked values; ``l'`` leads the receiver's only ``T1``
+child, so its unmasked contribution only ever travels inside a sum that
+carries the other parties' fresh masks.
 """
 
 # Authors: The skfed developers
@@ -21,10 +26,13 @@ sum of masked values and learn another party's unmasked partial value.
 
 import itertools
 import operator
+import os
 
+import numpy as np
 from sklearn.utils import check_random_state
 
 from .party import Local
+from .secure_sum import RingEncoder
 
 __all__ = [
     "balanced_tree",
@@ -39,6 +47,7 @@ __all__ = [
     "tree_broadcast",
     "masked_tree_sum",
     "choose_excluded",
+    "AngleEncoder",
 ]
 
 
@@ -152,13 +161,15 @@ def unmaskable(t1, t2):
     return found
 
 
-def _tree_pair_candidates(receiver, others, rest, rng, max_tries):
-    orders1 = (itertools.permutations(others) if len(others) <= 6 else
-               (rng.permutation(others).tolist() for _ in range(max_tries)))
+def _tree_pair_candidates(receiver, excluded, rest, rng, max_tries):
+    orders1 = (itertools.permutations(rest) if len(rest) <= 6 else
+               (rng.permutation(rest).tolist() for _ in range(max_tries)))
     for order1 in orders1:
-        # The receiver's only T1 child holds l', whose offset never travels,
-        # so the receiver cannot cancel anything it gets over T1.
-        t1 = (receiver, balanced_tree(list(order1)))
+        # The receiver's only T1 child is the subtree of all other parties,
+        # led by l': l' sends no mask, so its value must reach nobody but
+        # inside a sum carrying other parties' masks, and the receiver gets
+        # one sum over T1 that nothing it gets over T2 cancels.
+        t1 = (receiver, balanced_tree([excluded, *order1]))
         orders2 = (itertools.permutations(rest) if len(rest) <= 5 else
                    (rng.permutation(rest).tolist() for _ in range(20)))
         for order2 in orders2:
@@ -174,7 +185,9 @@ def totally_different_trees(parties, receiver, excluded, random_state=None,
     ``T1`` spans every party, ``T2`` every party but ``excluded``. The pair
     is totally different (FDSKL Definition 2) and, more strictly, no party
     can combine what it receives over the two trees into an unmasked
-    partial sum (checked with :func:`unmaskable`).
+    partial sum (checked with :func:`unmaskable`). ``T1`` is
+    ``(receiver, subtree of the others led by excluded)``, the shape
+    :func:`masked_tree_sum` needs.
 
     Parameters
     ----------
@@ -199,10 +212,9 @@ def totally_different_trees(parties, receiver, excluded, random_state=None,
     if receiver not in parties or excluded not in parties or receiver == excluded:
         raise ValueError(
             "receiver and excluded must be two different parties of the tree.")
-    others = [p for p in parties if p != receiver]
-    rest = [p for p in others if p != excluded]
+    rest = [p for p in parties if p not in (receiver, excluded)]
     rng = check_random_state(random_state)
-    for t1, t2 in _tree_pair_candidates(receiver, others, rest, rng, max_tries):
+    for t1, t2 in _tree_pair_candidates(receiver, excluded, rest, rng, max_tries):
         if are_totally_different(t1, t2) and not unmaskable(t1, t2):
             return t1, t2
     raise RuntimeError(
@@ -297,24 +309,119 @@ def tree_broadcast(fed, tree, value, fn, phase=None):
     return out
 
 
-def _mask_locally(state, local, key, *args):
+class AngleEncoder:
+    """Angles modulo ``2 pi`` as integers modulo ``2**bits``.
+
+    The full turn is ``2**bits``: ``theta`` is stored as
+    ``round(2**bits theta / (2 pi)) mod 2**bits``. Sums of encodings decode
+    to the sum of the angles modulo ``2 pi``, which is all a cosine needs;
+    and since adding a uniform element of the ring gives a uniform element
+    whatever it is added to, a fresh uniform mask hides an angle perfectly
+    (a one-time pad).
+
+    Parameters
+    ----------
+    bits : {32, 64}, default=64
+        Ring size: ``uint32`` (4 bytes per angle, resolution
+        ``2 pi / 2**32 = 1.5e-9``) or ``uint64`` (8 bytes, the float's 53
+        significant bits).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skfed.federation import AngleEncoder
+    >>> enc = AngleEncoder()
+    >>> u = enc.encode(np.array([3.0, 5.0])) + enc.encode(np.array([4.0, -1.0]))
+    >>> np.round(enc.decode(u), 6)
+    array([0.716815, 4.      ])
+    """
+
+    _TURN = 2.0 * np.pi
+
+    def __init__(self, bits=64):
+        if bits not in (32, 64):
+            raise ValueError(f"bits must be 32 or 64, got {bits!r}.")
+        self.bits = bits
+        self.dtype = np.dtype(np.uint32 if bits == 32 else np.uint64)
+
+    def encode(self, angles):
+        angles = np.asarray(angles, dtype=float)
+        if not np.all(np.isfinite(angles)):
+            raise ValueError("Cannot encode non-finite angles in the ring.")
+        turns = angles / self._TURN
+        turns = turns - np.floor(turns)
+        if self.bits == 32:
+            # A turn rounded up (2**32) wraps to 0 in the cast.
+            return np.round(turns * 2.0**32).astype(np.uint64).astype(np.uint32)
+        # 53 significant bits; 2**53 (a full turn) shifts out and wraps to 0.
+        return np.round(turns * 2.0**53).astype(np.uint64) << np.uint64(11)
+
+    def decode(self, ring_values):
+        ring_values = np.asarray(ring_values, dtype=self.dtype)
+        if self.bits == 32:
+            return ring_values.astype(np.float64) * (self._TURN * 2.0**-32)
+        return (ring_values >> np.uint64(11)).astype(np.float64) * (
+            self._TURN * 2.0**-53)
+
+    def __repr__(self):
+        return f"AngleEncoder(bits={self.bits})"
+
+
+#: the ring encoder of masked sums of plain numbers
+_DEFAULT_ENCODER = RingEncoder(frac_bits=32)
+
+
+def _ring_dtype(encoder):
+    return np.dtype(getattr(encoder, "dtype", np.uint64))
+
+
+def _to_ring(value, encoder, shape=None):
+    value = np.asarray(value)
+    if shape is not None:
+        value = np.broadcast_to(value, shape)
+    # Unsigned arrays of the ring's width are ring elements already.
+    if value.dtype == _ring_dtype(encoder):
+        return value.copy()
+    return encoder.encode(value)
+
+
+def _fresh_mask(shape, dtype):
+    # The party's own CSPRNG (the operating system's), one uniform ring
+    # element per entry and per call: never random_state, never reused.
+    n = int(np.prod(shape, dtype=np.int64))
+    return np.frombuffer(os.urandom(dtype.itemsize * n),
+                         dtype=dtype).reshape(shape)
+
+
+def _mask_locally(state, local, key, encoder, holds_offset, *args):
     value, offset = local(state, *args)
-    state.stash[key] = offset
-    return value + offset
+    ring = _to_ring(value, encoder)
+    with np.errstate(over="ignore"):
+        if holds_offset:
+            # l': its value only ever travels inside sums that carry the
+            # other parties' fresh masks; its offset is the one kept.
+            if offset is not None:
+                ring = ring + _to_ring(offset, encoder, ring.shape)
+            return ring
+        mask = _fresh_mask(ring.shape, ring.dtype)
+        state.stash[key] = mask
+        return ring + mask
 
 
-def _pop_offset(state, key):
+def _pop_mask(state, key):
     return state.stash.pop(key)
 
 
-def _subtract(state, total, offsets):
-    return total - offsets
+def _unmask(state, total, masks, encoder):
+    with np.errstate(over="ignore"):
+        return encoder.decode(total - masks)
 
 
 _mask_keys = itertools.count()
 
 
-def masked_tree_sum(fed, trees, local, *args, phase="masked-sum", sender=None):
+def masked_tree_sum(fed, trees, local, *args, phase="masked-sum", sender=None,
+                    encoder=None):
     """FDSKL Algorithm 3: the sum of all values plus one party's offset.
 
     Parameters
@@ -323,11 +430,13 @@ def masked_tree_sum(fed, trees, local, *args, phase="masked-sum", sender=None):
 
     trees : (tree, tree)
         ``(T1, T2)`` from :func:`totally_different_trees`; ``T1`` spans every
-        party, ``T2`` every party but the excluded one ``l'``.
+        party and is ``(receiver, subtree led by l')``, ``T2`` spans every
+        party but the excluded one ``l'``.
 
     local : callable
-        ``local(state, *args) -> (value, offset)``, run on every party; the
-        offset stays with the party until it is summed over ``T2``.
+        ``local(state, *args) -> (value, offset)``, run on every party. Only
+        ``l'``'s offset is used (``None`` counts as zero); the others mask
+        their value with fresh ring masks instead.
 
     *args
         Passed to ``local`` on every party (a broadcast message, e.g. a seed).
@@ -337,28 +446,68 @@ def masked_tree_sum(fed, trees, local, *args, phase="masked-sum", sender=None):
         messages to every other party (phase ``"<phase>/request"``). Leave it
         ``None`` when the protocol has already sent them.
 
+    encoder : RingEncoder or AngleEncoder, optional
+        How values and offsets become ring elements (unsigned arrays of the
+        ring's width are taken as they are). Default: fixed point in
+        ``Z_{2^64}`` with 32 fractional bits, ``RingEncoder(frac_bits=32)``.
+        FDSKL and AVFKAM use :class:`AngleEncoder` (sums modulo ``2 pi``).
+
     Returns
     -------
     PartyFuture
-        ``sum_l value_l + offset_{l'}``, held by the receiver (the leader of
-        both trees). Nobody else learns a partial sum of unmasked values.
+        ``sum_l value_l + offset_{l'}`` (decoded), held by the receiver (the
+        leader of both trees). Nobody else learns a partial sum of values.
+
+    Notes
+    -----
+    Every party but ``l'`` adds to its encoded value a uniform ring mask
+    drawn from its own CSPRNG, fresh for every entry and every call, and
+    keeps the mask; the masked values go up ``T1`` and the masks up ``T2``;
+    the receiver subtracts the mask total, which cancels the masks exactly
+    (ring arithmetic), so the result does not depend on them. Everything a
+    party other than the receiver gets is uniform in the ring: a ``T1``
+    partial sum never contains ``l'`` (which sends only to the receiver),
+    so it carries at least one fresh mask; a ``T2`` partial sum is masks
+    only; and the trees are chosen so that no party's ``T2`` inputs cancel
+    its ``T1`` inputs (:func:`unmaskable`). The receiver gets one ``T1``
+    sum (all other parties) and mask sums over ``T2``: nothing but the
+    result. With two parties the result itself is ``l'``'s value plus its
+    offset, as in the paper.
+
+    Why ``l'`` sends no mask: its offset must stay constant across rows (in
+    FDSKL it is the phase of a random feature, part of the model), so it
+    cannot be a fresh mask, and a fresh mask of ``l'`` could not be removed
+    over ``T2`` (``T2`` excludes ``l'``, Algorithm 3) without an extra
+    message. Leading the receiver's only ``T1`` child, ``l'`` is never a
+    lone sender, and the messages are those of the float version: the same
+    count, one ring element per entry.
     """
     t1, t2 = trees
     receiver = tree_leader(t1)
     if tree_leader(t2) != receiver:
         raise ValueError("Both trees must be led by the receiving party.")
     parties1, parties2 = tree_leaves(t1), tree_leaves(t2)
+    excluded = [p for p in parties1 if p not in set(parties2)]
+    if len(excluded) > 1 or set(parties2) - set(parties1):
+        raise ValueError("T2 must span every party of T1 but at most one (l').")
+    if excluded and not (isinstance(t1, tuple) and len(t1) == 2
+                         and t1[0] == receiver
+                         and tree_leader(t1[1]) == excluded[0]):
+        raise ValueError(
+            f"T1 must be (receiver, subtree led by the excluded party "
+            f"{excluded[0]!r}) so that its unmasked value never travels alone; "
+            f"got {t1!r}. Build the trees with totally_different_trees.")
+    encoder = _DEFAULT_ENCODER if encoder is None else encoder
     key = ("masked-sum", next(_mask_keys))
-    masked = {p: fed[p].call(_mask_locally, Local(local), Local(key), *args,
+    masked = {p: fed[p].call(_mask_locally, Local(local), Local(key),
+                             Local(encoder), Local(p in excluded), *args,
                              sender=sender, phase=f"{phase}/request")
               for p in parties1}
     xi = tree_sum(fed, t1, masked, phase=f"{phase}/T1")
-    # l' keeps its offset: it becomes the feature's phase b (FDSKL Lemma 1).
-    for p in set(parties1) - set(parties2):
-        fed[p].call(_pop_offset, key)
-    offsets = {p: fed[p].call(_pop_offset, key) for p in parties2}
-    b_bar = tree_sum(fed, t2, offsets, phase=f"{phase}/T2")
-    return fed[receiver].call(_subtract, Local(_value(xi)), Local(_value(b_bar)),
+    masks = {p: fed[p].call(_pop_mask, key) for p in parties2}
+    mask_total = tree_sum(fed, t2, masks, phase=f"{phase}/T2")
+    return fed[receiver].call(_unmask, Local(_value(xi)),
+                              Local(_value(mask_total)), Local(encoder),
                               phase=phase)
 
 

@@ -6,32 +6,48 @@ no party can compute ``omega_j^T x`` alone. This module provides, on top of
 the party runtime:
 
 - :func:`make_party_states`: the private state of each party (its column
-  block, its private offset seed, its coefficient store);
+  block, its private key, its coefficient store);
+- :func:`party_directions` and :func:`party_phases`: a party's own rows of
+  ``omega_j`` and its phase of feature ``j``, a pseudo-random function of
+  its private key and ``j`` (:func:`~skfed.kernel_approximation.keyed_directions`);
 - :func:`masked_features`: ``phi_j(x)`` for chosen rows and features,
-  delivered to one receiving party through FDSKL's Algorithm 3 (masked sum
-  over ``T1``, offsets removed over a totally different ``T2``), so nobody
-  sees another party's ``omega_G^T x_G``;
+  delivered to one receiving party through FDSKL's Algorithm 3 over the ring
+  of angles (masked sum over ``T1``, masks removed over a totally
+  different ``T2``), so nobody sees another party's ``omega_G^T x_G``;
 - :class:`CoefficientStore`: the coefficients a party created, which never
   leave it (model privacy), with lazy multiplicative decay;
 - :func:`federated_decision`: ``f(x)`` as the tree sum of every party's
   local ``f^l(x)`` (FDSKL Algorithm 2), for prediction.
 
-The phase ``b_j`` of feature ``j`` is the private offset of the party
-``l'_j`` whose offset is not removed (FDSKL Lemma 1). ``l'_j`` is a
+Keys. The paper draws ``omega_j`` from a seed every party knows, so whoever
+receives ``omega_j^T x + b`` over many features can solve the linear system
+for the other parties' columns (it knows their directions). Here each party
+draws its block of ``omega_j`` from its own key, so the receiver knows the
+distribution of the other blocks but not the blocks. In a simulation the
+keys derive from ``random_state`` (reproducible fits; anyone who knows the
+seed knows the keys); ``party_keys="os"`` draws them from the operating
+system, as a deployment does. The keys are part of each party's share of the
+model: prediction needs them.
+
+The phase ``b_j`` of feature ``j`` is the private phase of the party
+``l'_j`` whose value is not masked (FDSKL Lemma 1); ``l'_j`` is a
 deterministic function of the public seed and ``j``, so the same feature has
-the same phase at training and prediction time. A consequence: the model
-depends on the column split through these phases, whose distribution
-(uniform on ``[0, 2 pi)``) does not.
+the same phase at training and prediction time. The masks themselves are
+fresh uniform ring elements from each party's CSPRNG
+(:func:`~skfed.federation.masked_tree_sum`) and cancel exactly: they do not
+change the model.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import secrets
 from functools import lru_cache
 
 import numpy as np
 
 from ..federation import (
+    AngleEncoder,
     Local,
     balanced_tree,
     masked_tree_sum,
@@ -40,16 +56,23 @@ from ..federation import (
     tree_sum,
 )
 from ..kernel_approximation import (
+    derive_party_key,
     hashed_uniform,
-    random_offsets,
+    keyed_directions,
+    keyed_phases,
     resolve_gamma,
-    spectral_directions,
     variance_from_moments,
 )
 
 __all__ = [
     "party_name",
+    "PARTY_KEY_MODES",
+    "resolve_party_keys",
     "make_party_states",
+    "party_key",
+    "party_directions",
+    "party_phases",
+    "reference_features",
     "federated_gamma",
     "CoefficientStore",
     "excluded_parties",
@@ -61,6 +84,16 @@ __all__ = [
 
 # Rows x features handled in one masked sum at prediction time (memory bound).
 _BLOCK_ENTRIES = 2_000_000
+
+#: values of the estimators' ``party_keys`` parameter
+PARTY_KEY_MODES = ("random_state", "os")
+
+#: Angles as elements of Z_{2^32}: a uniform mask there hides an angle
+#: perfectly, and 4 bytes per entry keep the masked sums (whose T2 now
+#: carries one fresh mask per entry) within the float version's bytes. The
+#: resolution, 2 pi / 2^32 = 1.5e-9, is far below what a random feature
+#: model can tell apart.
+ANGLES = AngleEncoder(bits=32)
 
 
 def party_name(k):
@@ -101,7 +134,34 @@ class CoefficientStore:
         return self._coef * self._scale
 
 
-def make_party_states(partition, X, y, basis_seed, offset_seeds, kernel, gamma,
+def resolve_party_keys(mode, seeds):
+    """The key of every party for a fit (one entry per party).
+
+    Parameters
+    ----------
+    mode : {"random_state", "os"}
+        ``"random_state"``: derived from ``seeds`` (drawn from the
+        estimator's ``random_state``), so a fit is reproducible and whoever
+        knows the seed can rebuild every key (simulation). ``"os"``: ``None``
+        for every party, which then draws its own key from the operating
+        system inside its own thread (deployment; the model changes with
+        every fit).
+
+    seeds : list of int
+        One seed per party (used in ``"random_state"`` mode).
+
+    Returns
+    -------
+    list of bytes or None
+    """
+    if mode == "random_state":
+        return [derive_party_key(seed, k) for k, seed in enumerate(seeds)]
+    if mode == "os":
+        return [None] * len(seeds)
+    raise ValueError(f"party_keys must be one of {PARTY_KEY_MODES}, got {mode!r}.")
+
+
+def make_party_states(partition, X, y, basis_seed, party_keys, kernel, gamma,
                       stores=None):
     """Private state of every party of a vertical partition.
 
@@ -116,10 +176,14 @@ def make_party_states(partition, X, y, basis_seed, offset_seeds, kernel, gamma,
         Given to the active parties only.
 
     basis_seed : int
-        The public seed of the random directions (every party knows it).
+        The public seed of the run (every party knows it); it fixes the
+        party ``l'_j`` of each feature.
 
-    offset_seeds : list of int
-        One private seed per party for its masking offsets ``b^l``.
+    party_keys : list of (bytes, int or None)
+        One private key per party, from which the party draws its block of
+        the random directions and its phases. An int is a seed the key is
+        derived from (:func:`~skfed.kernel_approximation.derive_party_key`);
+        ``None`` lets the party draw its key from the operating system.
 
     stores : list of CoefficientStore, optional
         Each party's coefficient store (a fitted model's, for prediction).
@@ -128,6 +192,9 @@ def make_party_states(partition, X, y, basis_seed, offset_seeds, kernel, gamma,
     for k in range(partition.n_parties):
         columns = partition.columns(k)
         active = k in partition.active_parties
+        key = party_keys[k]
+        if key is not None and not isinstance(key, bytes):
+            key = derive_party_key(int(key), k)
         states[party_name(k)] = dict(
             index=k,
             X=np.ascontiguousarray(X[:, columns]),
@@ -135,12 +202,71 @@ def make_party_states(partition, X, y, basis_seed, offset_seeds, kernel, gamma,
             y=y if (active and y is not None) else None,
             is_active=active,
             basis_seed=int(basis_seed),
-            offset_seed=int(offset_seeds[k]),
+            key=key,
             kernel=kernel,
             gamma=gamma,
             store=None if stores is None else stores[k],
         )
     return states
+
+
+def party_key(state):
+    """This party's private key (drawn from the OS on first use if unset)."""
+    if state.key is None:
+        # party_keys="os": the party's own CSPRNG, in its own thread.
+        state.key = secrets.token_bytes(32)
+    return state.key
+
+
+def party_directions(state, feature_ids):
+    """This party's rows of ``omega_j`` (its columns, in its own order)."""
+    return keyed_directions(party_key(state), len(state.columns), feature_ids,
+                            state.kernel, state.gamma)
+
+
+def party_phases(state, feature_ids):
+    """This party's phases of the features, uniform on ``[0, 2 pi)``."""
+    return keyed_phases(party_key(state), feature_ids)
+
+
+def reference_features(X, partition, keys, feature_ids, receiver, basis_seed,
+                       kernel, gamma):
+    """``phi_j(x)`` as the masked protocol defines it, computed in one place.
+
+    For tests and teaching: it needs every party's columns and key at once,
+    which no party has.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    partition : VerticalPartition (resolved)
+    keys : list of bytes
+        Every party's key (``estimator._party_keys`` after a fit).
+    feature_ids : array of int
+    receiver : str
+        The party that receives the features (it fixes ``l'_j``).
+    basis_seed : int
+    kernel : str
+    gamma : float
+
+    Returns
+    -------
+    ndarray of shape (n_samples, len(feature_ids))
+    """
+    feature_ids = np.asarray(feature_ids, dtype=np.int64)
+    names = [party_name(k) for k in range(partition.n_parties)]
+    z = sum(X[:, partition.columns(k)] @ keyed_directions(
+        keys[k], len(partition.columns(k)), feature_ids, kernel, gamma)
+        for k in range(partition.n_parties))
+    if len(names) == 1:
+        phase = keyed_phases(keys[0], feature_ids)
+    else:
+        excluded = excluded_parties(basis_seed, feature_ids, receiver, names)
+        phase = np.empty(len(feature_ids))
+        for k, name in enumerate(names):
+            here = excluded == name
+            phase[here] = keyed_phases(keys[k], feature_ids[here])
+    return np.sqrt(2.0) * np.cos(z + phase)
 
 
 def _party_moments(state):
@@ -192,11 +318,17 @@ def trees_for(names, receiver, excluded):
 
 
 def _local_projection(state, rows, feature_ids):
-    # Algorithm 3, lines 2-3: the local share omega_G^T x_G and offset b^l.
+    # Algorithm 3, lines 2-3: the local share omega_G^T x_G (from this
+    # party's private block of omega) and its phase; the masked sum keeps the
+    # phase of l' only and masks everyone else's share with fresh ring masks.
     X = state.X if rows is None else state.X[rows]
-    omega = spectral_directions(state.basis_seed, state.columns, feature_ids,
-                                state.kernel, state.gamma)
-    return X @ omega, random_offsets(state.offset_seed, feature_ids)
+    ids = np.asarray(feature_ids, dtype=np.int64)
+    cache = state.stash.get("directions")
+    if cache is None or not np.array_equal(cache[0], ids):
+        # Prediction asks for the same features block after block of rows.
+        cache = (ids, party_directions(state, ids), party_phases(state, ids))
+        state.stash["directions"] = cache
+    return X @ cache[1], cache[2]
 
 
 def _to_features(state, parts, positions, n_features):
@@ -242,7 +374,7 @@ def masked_features(fed, names, receiver, rows, feature_ids, basis_seed,
         # The receiver asks every party for these rows and features.
         total = masked_tree_sum(fed, trees_for(names, receiver, ex),
                                 _local_projection, rows, feature_ids[pos],
-                                phase=phase, sender=receiver)
+                                phase=phase, sender=receiver, encoder=ANGLES)
         parts.append(total.result())
         positions.append(pos)
     return fed[receiver].call(_to_features, Local(parts), Local(positions),

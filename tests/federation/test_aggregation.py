@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from skfed.federation import (
+    AngleEncoder,
     Federation,
     are_totally_different,
     balanced_tree,
@@ -72,6 +73,8 @@ def test_totally_different_trees(q):
         assert sorted(tree_leaves(t2)) == sorted(set(names) - {excluded})
         assert tree_leader(t1) == tree_leader(t2) == "p0"
         assert are_totally_different(t1, t2)
+        # l' sends no mask: it leads the receiver's only T1 child
+        assert t1[0] == "p0" and tree_leader(t1[1]) == excluded
 
 
 def test_totally_different_definition():
@@ -157,3 +160,77 @@ def test_unmaskable_finds_the_single_leaf_flaw():
     assert ("a", frozenset("b")) in unmaskable(t1, t2)
     assert child_sets(t1) == {"a": [frozenset("b"), frozenset("c")], "b": [],
                               "c": []}
+
+
+def _masked_run(q, values, offsets, excluded, encoder=None):
+    names = _names(q)
+    trees = totally_different_trees(names, "p0", excluded, random_state=0)
+    states = {p: {"v": values[p], "b": offsets[p]} for p in names}
+    with record_messages() as rec:
+        with Federation(states) as fed:
+            result = masked_tree_sum(fed, trees, lambda s: (s.v, s.b),
+                                     encoder=encoder).result()
+    return result, rec.messages, trees
+
+
+@pytest.mark.parametrize("q", [3, 4, 5])
+def test_masks_are_fresh_per_entry_and_per_run_and_cancel_exactly(q):
+    names = _names(q)
+    rng = np.random.RandomState(q)
+    # Every row holds the same values: with one offset per column (the old
+    # masks) the rows of every message would be equal too.
+    values = {p: np.tile(rng.normal(size=(1, 4)), (50, 1)) for p in names}
+    offsets = {p: rng.uniform(0, 2 * np.pi, size=4) for p in names}
+    first, msgs1, (t1, t2) = _masked_run(q, values, offsets, names[-1])
+    second, msgs2, _ = _masked_run(q, values, offsets, names[-1])
+    np.testing.assert_array_equal(first, second)  # masks change nothing
+    np.testing.assert_allclose(first, sum(values.values()) + offsets[names[-1]],
+                               atol=1e-8)
+    payloads = [m.payload[0] for m in msgs1 if m.phase.endswith(("/T1", "/T2"))]
+    assert payloads and all(p.dtype == np.uint64 for p in payloads)
+    for p in payloads:
+        assert len(np.unique(p[:, 0])) == len(p)  # no two rows alike
+    for a, b in zip(msgs1, msgs2):
+        if a.phase.endswith(("/T1", "/T2")):
+            assert not np.any(a.payload[0] == b.payload[0])
+    # The excluded party sends only to the receiver, inside a sum of others.
+    sent = {m.sender for m in msgs1 if m.phase.endswith("/T1")}
+    assert all(m.receiver == "p0" for m in msgs1
+               if m.sender == names[-1] and m.phase.endswith("/T1"))
+    assert names[-1] in sent and len(tree_leaves(t1[1])) == q - 1
+
+
+def test_masked_angles_wrap_and_use_the_encoders_ring():
+    names = _names(3)
+    values = {p: np.array([[1.0, 3.0]]) for p in names}
+    offsets = {p: np.array([2.0, 6.0]) for p in names}
+    for bits, dtype in ((32, np.uint32), (64, np.uint64)):
+        result, msgs, _ = _masked_run(3, values, offsets, "p2",
+                                      encoder=AngleEncoder(bits))
+        np.testing.assert_allclose(result, np.mod([[5.0, 15.0]], 2 * np.pi),
+                                   atol=1e-8)
+        assert all(m.payload[0].dtype == dtype for m in msgs
+                   if m.phase.endswith(("/T1", "/T2")))
+
+
+def test_angle_encoder_round_trip_and_bad_input():
+    theta = np.array([-7.0, 0.0, 1e-3, np.pi, 6.28318, 1e4])
+    for bits, tol in ((32, 2e-9), (64, 1e-11)):
+        enc = AngleEncoder(bits)
+        back = enc.decode(enc.encode(theta))
+        assert np.all((back >= 0) & (back < 2 * np.pi))
+        np.testing.assert_allclose(np.cos(back), np.cos(theta), atol=tol)
+        np.testing.assert_allclose(np.sin(back), np.sin(theta), atol=tol)
+    with pytest.raises(ValueError, match="non-finite"):
+        AngleEncoder().encode([np.nan])
+    with pytest.raises(ValueError, match="bits"):
+        AngleEncoder(16)
+
+
+def test_masked_sum_refuses_a_t1_where_the_excluded_party_sends_alone():
+    # T1 = (p0, (p1, p2)) with l' = p2: p2 would send its unmasked value
+    # to p1 alone.
+    with Federation({p: {} for p in _names(3)}) as fed:
+        with pytest.raises(ValueError, match="led by the excluded party"):
+            masked_tree_sum(fed, (("p0", ("p1", "p2")), ("p0", "p1")),
+                            lambda s: (0.0, 0.0))

@@ -2,14 +2,15 @@ import numpy as np
 import pytest
 
 from skfed.federation import Federation, record_messages
-from skfed.kernel_approximation import random_offsets, spectral_directions
+from skfed.kernel_approximation import derive_party_key, keyed_directions
 from skfed.kernel_methods._vertical_features import (
     CoefficientStore,
-    excluded_parties,
     federated_decision,
     make_party_states,
     masked_features,
     party_name,
+    reference_features,
+    resolve_party_keys,
 )
 from skfed.partition import VerticalPartition
 
@@ -19,44 +20,90 @@ def _setup(q, n=12, d=7, seed=0):
     X = rng.normal(size=(n, d))
     y = rng.choice([-1.0, 1.0], size=n)
     part = VerticalPartition(q).resolve(X)
-    offset_seeds = [101 + k for k in range(q)]
-    states = make_party_states(part, X, y, 5, offset_seeds, "rbf", 0.3)
-    return X, y, part, offset_seeds, states
-
-
-def _central_features(X, ids, names, receiver, offset_seeds):
-    z = X @ spectral_directions(5, range(X.shape[1]), ids, "rbf", 0.3)
-    if len(names) > 1:
-        excl = excluded_parties(5, ids, receiver, names)
-        b = np.array([random_offsets(offset_seeds[names.index(e)], [j])[0]
-                      for e, j in zip(excl, ids)])
-    else:
-        b = random_offsets(offset_seeds[0], ids)
-    return np.sqrt(2) * np.cos(z + b)
+    keys = resolve_party_keys("random_state", [101 + k for k in range(q)])
+    states = make_party_states(part, X, y, 5, keys, "rbf", 0.3)
+    return X, y, part, keys, states
 
 
 @pytest.mark.parametrize("q", [1, 2, 3, 4])
-def test_masked_features_equal_the_central_features(q):
-    X, y, part, seeds, states = _setup(q)
+def test_masked_features_equal_the_reference_features(q):
+    X, y, part, keys, states = _setup(q)
     names = [party_name(k) for k in range(q)]
     ids = np.arange(30, 45)
     rows = np.array([0, 3, 5, 11])
     with record_messages() as rec:
         with Federation(states) as fed:
             phi = masked_features(fed, names, "party0", rows, ids, 5).result()
-    expected = _central_features(X[rows], ids, names, "party0", seeds)
-    np.testing.assert_allclose(phi, expected, atol=1e-10)
-    # no message carries a party's unmasked partial product
+    expected = reference_features(X[rows], part, keys, ids, "party0", 5, "rbf", 0.3)
+    np.testing.assert_allclose(phi, expected, atol=1e-8)
+    # Every masked-sum payload is a ring element (uint32 angles), none carries a
+    # party's partial product or raw column.
     for m in rec.messages:
+        if m.phase.endswith(("/T1", "/T2")):
+            (payload,) = m.payload
+            assert payload.dtype == np.uint32
         for k in range(q):
             cols = part.columns(k)
-            own = X[rows][:, cols] @ spectral_directions(5, cols, ids, "rbf", 0.3)
+            own = X[rows][:, cols] @ keyed_directions(keys[k], len(cols), ids,
+                                                      "rbf", 0.3)
             for item in m.payload:
-                arr = np.asarray(item)
-                if arr.shape[-1:] == (len(ids),) and arr.ndim == 2:
+                arr = np.asarray(item, dtype=float) if item is not None else None
+                if arr is not None and arr.ndim == 2 and arr.shape == own.shape:
                     assert not np.allclose(arr, own)
-                if arr.ndim == 2 and arr.shape[1] == cols.size:
-                    assert not np.allclose(arr, X[rows][:, cols])
+
+
+def test_integer_seeds_and_keys_give_the_same_states():
+    X, y, part, keys, _ = _setup(3)
+    from_seeds = make_party_states(part, X, y, 5, [101, 102, 103], "rbf", 0.3)
+    assert [s["key"] for s in from_seeds.values()] == keys
+    assert keys[0] == derive_party_key(101, 0) and len(set(keys)) == 3
+    assert resolve_party_keys("os", [1, 2]) == [None, None]
+    with pytest.raises(ValueError, match="party_keys"):
+        resolve_party_keys("seed", [1])
+
+
+def test_os_keys_are_drawn_by_each_party_and_differ_between_runs():
+    X, y, part, _, _ = _setup(3)
+    names = [party_name(k) for k in range(3)]
+    ids, rows = np.arange(10), np.arange(6)
+    outs, keys = [], []
+    for _ in range(2):
+        states = make_party_states(part, X, y, 5, [None] * 3, "rbf", 0.3)
+        with Federation(states) as fed:
+            outs.append(masked_features(fed, names, "party0", rows, ids,
+                                        5).result())
+            keys.append(fed.gather(fed[p].call(lambda s: s.key) for p in names))
+    assert all(isinstance(k, bytes) and len(k) == 32 for k in keys[0])
+    assert keys[0] != keys[1]
+    assert not np.allclose(outs[0], outs[1])
+    np.testing.assert_allclose(
+        outs[1], reference_features(X[rows], part, keys[1], ids, "party0", 5,
+                                    "rbf", 0.3), atol=1e-8)
+
+
+def test_masked_payloads_are_fresh_per_row_and_per_run():
+    # The old masks were one offset per feature for every row: masked
+    # values of two rows then differ by omega_G^T (x_i - x_k)_G. Ring masks
+    # are fresh per entry, and per run, while the result does not change.
+    X, y, part, keys, _ = _setup(3, n=40)
+    names = [party_name(k) for k in range(3)]
+    ids = np.arange(8)
+    runs = []
+    for _ in range(2):
+        states = make_party_states(part, X, y, 5, keys, "rbf", 0.3)
+        with record_messages() as rec:
+            with Federation(states) as fed:
+                phi = masked_features(fed, names, "party0", None, ids, 5).result()
+        runs.append((phi, [m.payload[0] for m in rec.messages
+                           if m.phase.endswith("/T1")]))
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    for a, b in zip(runs[0][1], runs[1][1]):
+        assert not np.any(a == b)
+    # The row differences of a masked column are spread over the whole ring
+    # (a constant offset would make them the small unmasked differences).
+    first = runs[0][1][0].astype(np.float64) / 2.0**32
+    spread = np.abs(np.diff(first, axis=0))
+    assert np.median(spread) > 0.1
 
 
 def test_coefficient_store_decay_is_lazy_and_exact():
@@ -72,16 +119,16 @@ def test_coefficient_store_decay_is_lazy_and_exact():
 
 
 def test_federated_decision_is_the_sum_of_local_models():
-    X, y, part, seeds, _ = _setup(3, n=9)
+    X, y, part, keys, _ = _setup(3, n=9)
     names = [party_name(k) for k in range(3)]
     stores = [CoefficientStore(1) for _ in range(3)]
     stores[0].add(np.arange(0, 20), np.linspace(-1, 1, 20))
     stores[2].add(np.arange(20, 26), np.linspace(2, 3, 6))
-    states = make_party_states(part, X, None, 5, seeds, "rbf", 0.3, stores=stores)
+    states = make_party_states(part, X, None, 5, keys, "rbf", 0.3, stores=stores)
     with Federation(states) as fed:
         f = federated_decision(fed, names, "party0", len(X), 1, 5)
-    expected = (_central_features(X, np.arange(20), names, "party0", seeds)
-                @ stores[0].coef
-                + _central_features(X, np.arange(20, 26), names, "party2", seeds)
-                @ stores[2].coef)
-    np.testing.assert_allclose(f, expected, atol=1e-10)
+    expected = (reference_features(X, part, keys, np.arange(20), "party0", 5,
+                                   "rbf", 0.3) @ stores[0].coef
+                + reference_features(X, part, keys, np.arange(20, 26), "party2",
+                                     5, "rbf", 0.3) @ stores[2].coef)
+    np.testing.assert_allclose(f, expected, atol=1e-8)
