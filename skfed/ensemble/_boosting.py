@@ -79,11 +79,12 @@ def active_gradients(state, round_index, subsample, send, with_counts=False):
         state.exponents.append((eg, eh))
     if not send:
         return None
+    # Row ids travel as int32 (4 bytes each); None says "every row".
+    rows = None if sample.size == n_rows else sample.astype(np.int32)
     encrypted = [state.layout.encrypt_pairs(state.public_key, state.qg[k], state.qh[k],
                                             state.n_jobs, state.private_key)
                  for k in range(state.n_outputs)]
-    # Row ids travel as int32 (4 bytes each).
-    return state.layout.public_part(), sample.astype(np.int32), encrypted
+    return state.layout.public_part(), rows, encrypted
 
 
 def active_losses(state, validation_contribution=None):
@@ -96,9 +97,18 @@ def active_losses(state, validation_contribution=None):
 
 
 def model_of(state):
-    """A party's share of the model: (trees, baseline) if active, lookup table."""
+    """A party's share of the model: (trees, baseline) if active, lookup table.
+
+    Plus, only during an audit (see ``audit_log`` in
+    :func:`~._histogram.passive_histograms`), the party's candidate list and
+    its secret per-tree orders, for scoring attacks.
+    """
+    log = getattr(state, "audit_log", None)
+    if log is not None:
+        log = {"features": state.cand_features, "bins": state.cand_bins,
+               "missing_left": state.cand_missing_left, "trees": list(log)}
     return (getattr(state, "trees", None), getattr(state, "baseline", None),
-            list(state.records))
+            list(state.records), log)
 
 
 def _should_stop(scores, n_iter_no_change, tol):
@@ -175,6 +185,7 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
         "trees": models[names.index(active)][0],
         "baseline": models[names.index(active)][1],
         "records": [m[2] for m in models],
+        "audit_logs": {p: m[3] for p, m in zip(names, models) if m[3] is not None},
         "train_score": np.asarray(train_scores),
         "validation_score": np.asarray(val_scores),
     }

@@ -82,7 +82,12 @@ def plan_level(state):
             build.append(smaller)
     for node_id in build:
         state.tree.nodes[node_id].built = True
-    return build, [state.tree.nodes[i].rows.astype(np.int32) for i in build]
+    return build, [_row_ids(state, state.tree.nodes[i].rows) for i in build]
+
+
+def _row_ids(state, rows):
+    """Row ids as sent (int32, 4 bytes each); None for every training row."""
+    return None if rows.size == state.bins.shape[0] else rows.astype(np.int32)
 
 
 def find_splits(state, params):
@@ -156,7 +161,7 @@ def find_splits(state, params):
             # gain and let the owner pick by its own (feature, bin) order.
             # The fitted model then does not depend on the permutation.
             decisions.append((node_id, party, tree.candidate_ids[party][tied],
-                              node.rows.astype(np.int32)))
+                              _row_ids(state, node.rows)))
     return decisions
 
 

@@ -55,11 +55,14 @@ def passive_receive_gradients(state, layout, sample_rows, encrypted):
     """Passive party: keep this round's encrypted gradient pairs.
 
     ``encrypted[k]`` holds one ciphertext per row of ``sample_rows`` for
-    output ``k`` (one per class for multiclass).
+    output ``k`` (one per class for multiclass); ``sample_rows=None`` means
+    every training row.
     """
     state.layout = layout
     state.encrypted = encrypted
-    state.position = np.full(state.bins.shape[0], -1, dtype=np.intp)
+    n_rows = state.bins.shape[0]
+    sample_rows = np.arange(n_rows) if sample_rows is None else sample_rows
+    state.position = np.full(n_rows, -1, dtype=np.intp)
     state.position[sample_rows] = np.arange(sample_rows.size)
     return None
 
@@ -97,8 +100,9 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
         ``(round, output)``; a new key draws a new candidate permutation.
     output : int
         Which encrypted gradient array (class) to use.
-    node_rows : list of ndarray
-        Instance space of each node to build (all training rows of the node).
+    node_rows : list of ndarray or None
+        Instance space of each node to build (all training rows of the node;
+        None for every training row, the root).
 
     Returns
     -------
@@ -109,10 +113,16 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
         Per node, packed and re-randomised candidate sums.
     """
     order, ids, new = _tree_order(state, tree_key)
+    if new and getattr(state, "audit_log", None) is not None:
+        # Only while messages are recorded (an audit): the owner notes its
+        # secret order so the audit can *score* the deshuffle attack. It
+        # never enters a message.
+        state.audit_log.append((tuple(tree_key), order.copy(), ids.copy()))
     missing_bin = state.mapper.missing_bin
     right = ~state.cand_missing_left
     messages = []
     for rows in node_rows:
+        rows = np.arange(state.bins.shape[0]) if rows is None else rows
         positions = state.position[rows]
         keep = positions >= 0  # rows without gradients were not sampled
         hist = histogram_sums(state.encrypted[output][positions[keep]],

@@ -20,6 +20,7 @@ from ._docs import _document
 from ._loss import LOSSES
 from ._packing import GradientLayout
 from ._predictor import federated_raw_predict
+from ._privacy import SecureBoostPrivacyMixin, is_recording
 
 __all__ = ["SecureBoostClassifier", "SecureBoostRegressor"]
 
@@ -28,7 +29,7 @@ def _party_name(k):
     return f"party{k}"
 
 
-class _BaseSecureBoost(FederatedMixin, BaseEstimator):
+class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
     """Shared fit/predict machinery (the protocol lives in the private modules)."""
 
     _partition_kind = "vertical"
@@ -111,11 +112,15 @@ class _BaseSecureBoost(FederatedMixin, BaseEstimator):
         GradientLayout(X.shape[0], self.key_size, self.min_samples_leaf > 1)
         names = [_party_name(k) for k in range(partition.n_parties)]
         active_index = partition.active_parties[0]
+        # While messages are recorded (an audit), passive parties note their
+        # secret candidate orders so that attacks can be scored.
+        audited = is_recording()
         states = {}
         for k, name in enumerate(names):
             columns = partition.columns(k)
             state = {"name": name, "seed": seeds[k], "X": X[:, columns],
-                     "columns": columns, "datasets": {}}
+                     "columns": columns, "datasets": {},
+                     "audit_log": [] if audited and k != active_index else None}
             if X_val is not None:
                 state["datasets"]["val"] = X_val[:, columns]
             if k == active_index:
@@ -140,6 +145,10 @@ class _BaseSecureBoost(FederatedMixin, BaseEstimator):
                                      early_stopping, self.verbose, type(self).__name__)
         self._trees = result["trees"]
         self._records = result["records"]
+        if audited:
+            self._audit_log = result["audit_logs"]
+        elif hasattr(self, "_audit_log"):
+            del self._audit_log
         self._baseline = result["baseline"]
         self.n_trees_per_iteration_ = n_outputs
         self.n_iter_ = len(self._trees) // n_outputs
@@ -244,6 +253,9 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
     True
     """
 
+    def _loss_name(self):
+        return "log_loss_binary" if self.classes_.size == 2 else "log_loss_multinomial"
+
     def _more_validation(self, y):
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
@@ -271,8 +283,8 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
         y = self._more_validation(y)
         n_classes = self.classes_.size
         if n_classes == 2:
-            return self._fit(X, y.astype(np.float64), "log_loss_binary", 1, True)
-        return self._fit(X, y, "log_loss_multinomial", n_classes, True)
+            return self._fit(X, y.astype(np.float64), self._loss_name(), 1, True)
+        return self._fit(X, y, self._loss_name(), n_classes, True)
 
     def decision_function(self, X):
         """Raw scores: log-odds (binary) or per-class logits.
@@ -438,7 +450,10 @@ class SecureBoostRegressor(RegressorMixin, _BaseSecureBoost):
         """
         X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
                              dtype=np.float64, y_numeric=True)
-        return self._fit(X, y.astype(np.float64), "squared_error", 1, False)
+        return self._fit(X, y.astype(np.float64), self._loss_name(), 1, False)
+
+    def _loss_name(self):
+        return "squared_error"
 
     def predict(self, X):
         """Predicted target of each row.

@@ -68,6 +68,8 @@ def passive_split(state, tree_key, candidate_ids, rows):
     record_id : int
     left_rows : ndarray of int
         The node's rows that go left (the paper's ``I_L``).
+
+    ``rows`` is the node's instance space (None for every training row).
     """
     if state.stash.get("tree_key") != tuple(tree_key):
         raise ValueError("Split request for a tree this party did not build.")
@@ -76,6 +78,7 @@ def passive_split(state, tree_key, candidate_ids, rows):
     slots = np.flatnonzero(np.isin(ids, candidate_ids))
     if candidate_ids.size == 0 or slots.size != np.unique(candidate_ids).size:
         raise ValueError(f"Unknown split candidate id(s) {candidate_ids.tolist()}.")
+    rows = np.arange(state.bins.shape[0]) if rows is None else rows
     return record_split(state, *break_tie(state, order[slots]), rows)
 
 

@@ -8,9 +8,10 @@ from collections import defaultdict
 
 import numpy as np
 
+from ..crypto import PaillierPublicKey, PlaintextPublicKey
 from ..crypto._array import EncryptedArray
 from ..crypto._plaintext import PlaintextArray
-from ._contract import Ciphertext, Violation
+from ._contract import Ciphertext, Public, Violation
 
 __all__ = ["check_messages", "R2_THRESHOLD", "ROW_TOLERANCE"]
 
@@ -79,6 +80,11 @@ def _structural_problems(rule, payload, plaintext_mode):
                 continue
             if _is_encrypted(leaf):
                 problems.append(f"{where} where {spec.kind} is declared")
+                continue
+            if isinstance(leaf, (PaillierPublicKey, PlaintextPublicKey)):
+                # A public key is public: allowed where Public is declared.
+                if not isinstance(spec, Public):
+                    problems.append(f"{where} where {spec.kind} is declared")
                 continue
             if leaf is None or isinstance(leaf, (str, bytes, slice, range)):
                 continue

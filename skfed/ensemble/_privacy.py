@@ -1,0 +1,144 @@
+"""SecureBoost's privacy hooks, read by :mod:`skfed.privacy`.
+
+``_privacy_contract`` returns :data:`~._contract.CONTRACT`;
+``_privacy_secrets`` adds to the base class's columns and labels what the
+SecureBoost protocol computes from them and must keep: the active party's
+first-round gradients and hessians, the labels of the rows sampled in each
+round, and every passive party's bin indices; ``_privacy_attacks`` lists
+``deshuffle`` and ``leaf_purity`` (:mod:`skfed.privacy._attacks_boost`).
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+
+from ..base import party_seeds
+from ..federation import network as _network
+from ._binning import BinMapper
+from ._contract import CONTRACT
+from ._loss import LOSSES
+
+__all__ = ["SecureBoostPrivacyMixin", "is_recording", "training_rows",
+           "round_sample"]
+
+
+def is_recording():
+    """Whether a :func:`~skfed.federation.record_messages` recorder is active."""
+    return bool(_network._active_recorders)
+
+
+def training_rows(estimator, n_rows, y=None):
+    """Positions in ``X`` of the rows the trees were grown on.
+
+    Early stopping holds out a validation split drawn from ``random_state``
+    (model randomness, reproduced here exactly); otherwise every row.
+    """
+    if not getattr(estimator, "do_early_stopping_", False):
+        return np.arange(n_rows)
+    seeds = party_seeds(estimator.random_state, estimator.partition_.n_parties + 1)
+    stratify = y if hasattr(estimator, "classes_") else None
+    train, _ = train_test_split(np.arange(n_rows),
+                                test_size=estimator.validation_fraction,
+                                random_state=seeds[-1], stratify=stratify)
+    return train
+
+
+def round_sample(estimator, n_rows, round_index):
+    """The rows (positions among the training rows) sampled in a round.
+
+    The same draw as the active party's (``random_state`` shapes the model).
+    """
+    if estimator.subsample >= 1.0:
+        return np.arange(n_rows)
+    partition = estimator.partition_
+    seed = party_seeds(estimator.random_state,
+                       partition.n_parties + 1)[partition.active_parties[0]]
+    rng = np.random.default_rng([seed, round_index])
+    size = max(2, int(round(estimator.subsample * n_rows)))
+    return np.sort(rng.choice(n_rows, size=min(size, n_rows), replace=False))
+
+
+class SecureBoostPrivacyMixin:
+    """Privacy hooks of SecureBoostClassifier and SecureBoostRegressor."""
+
+    def _privacy_contract(self):
+        return CONTRACT
+
+    def _privacy_attacks(self):
+        from ..privacy._attacks_boost import deshuffle, leaf_purity
+
+        return [deshuffle, leaf_purity]
+
+    def _encoded_target(self, y):
+        """``y`` as the active party holds it: class codes, or floats."""
+        y = np.asarray(y)
+        if hasattr(self, "classes_"):
+            return np.searchsorted(self.classes_, y.ravel())
+        return y.astype(np.float64).ravel()
+
+    def _privacy_secrets(self, X, y=None, **fit_params):
+        """The base secrets, plus what the protocol derives from them.
+
+        - ``"gradients"``: the active party's first-round gradients and
+          hessians on the sampled rows, as it computes them in plaintext;
+        - ``"labels"``: the labels of the rows sampled in each round (a row
+          subset: a leak of these would not match the full label vector);
+          with early stopping, also the labels and ``"columns"`` of the
+          training rows;
+        - ``"bins"``: each passive party's bin indices of the training rows.
+        """
+        from ..privacy import Secret
+
+        out = list(super()._privacy_secrets(X, y, **fit_params))
+        X = np.asarray(X, dtype=np.float64)
+        partition = self.partition_
+        names = self._privacy_party_names()
+        active = partition.active_parties[0]
+        seeds = party_seeds(self.random_state, partition.n_parties + 1)
+        codes = None if y is None else self._encoded_target(y)
+        train = training_rows(self, X.shape[0], codes)
+        X_train = X[train]
+        if train.size < X.shape[0]:
+            for k, name in enumerate(names):
+                out.append(Secret(name, "columns", f"training columns of {name}",
+                                  X_train[:, partition.columns(k)]))
+        for k, name in enumerate(names):
+            if k == active:
+                continue
+            mapper = BinMapper(self.max_bins, seeds[k]).fit(
+                X_train[:, partition.columns(k)])
+            out.append(Secret(name, "bins", f"bin indices of {name}",
+                              mapper.transform(X_train[:, partition.columns(k)])
+                              .astype(np.float64)))
+        if codes is None:
+            return out
+        y_train = codes[train]
+        labels = self._label_matrix(y_train)
+        owner = names[active]
+        if train.size < X.shape[0]:
+            out.append(Secret(owner, "labels", "labels of the training rows",
+                              labels))
+        # First-round gradients and hessians, as the active party has them.
+        loss = LOSSES[self._loss_name()]()
+        n_outputs = self.n_trees_per_iteration_
+        baseline = loss.baseline(y_train, n_outputs)
+        sample = round_sample(self, y_train.size, 0)
+        raw = np.tile(baseline, (sample.size, 1))
+        g, h = loss.gradients(y_train[sample], raw)
+        out.append(Secret(owner, "gradients", "first-round gradients", g))
+        out.append(Secret(owner, "gradients", "first-round hessians", h))
+        if self.subsample < 1.0:
+            for it in range(self.n_iter_):
+                rows = round_sample(self, y_train.size, it)
+                out.append(Secret(owner, "labels",
+                                  f"labels of the rows sampled in round {it + 1}",
+                                  labels[rows]))
+        return out
+
+    def _label_matrix(self, codes):
+        """Labels as the semantic check compares them (one-hot if multiclass)."""
+        if not hasattr(self, "classes_") or self.classes_.size <= 2:
+            return codes.astype(np.float64)
+        return np.eye(self.classes_.size)[codes]
