@@ -33,9 +33,10 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.model_selection import train_test_split
 
-from skfed.alignment import align
+from skfed.alignment import PSIAudit, align
 from skfed.ensemble import SecureBoostClassifier
 from skfed.federation import record_messages
+from skfed.privacy import check_messages
 
 data = load_breast_cancer(as_frame=True)
 frame = data.frame.rename(columns={"target": "benign"})
@@ -60,9 +61,9 @@ for seed, (name, cols) in enumerate(columns.items()):
 # -----------------
 # The clinic holds the label, so it is the hub of the protocol: every
 # party's hashed ids are raised to every party's secret exponent, in a
-# 2048-bit group, and only the hub compares the results, without being able
-# to map them back to ids. Each party learns which of its own rows are in the
-# intersection, and nothing but set sizes about the rest.
+# 3072-bit group (128-bit security), and only the hub compares the results,
+# without being able to map them back to ids. Each party learns which of its
+# own rows are in the intersection, and nothing but set sizes about the rest.
 with record_messages() as recorder:
     X, y, partition, communication = align(
         tables, on="patient", label="benign", return_communication=True)
@@ -71,7 +72,7 @@ print(f"{len(X)} patients in common; partition: {len(partition.groups)} parties,
 print(communication.table(by="link"))
 
 # %%
-# What crossed is a list of group elements: 2048-bit numbers that look
+# What crossed is a list of group elements: 3072-bit numbers that look
 # random to whoever lacks the other parties' exponents. No message holds an
 # id, a measurement or a label; the last messages are positions in the
 # receiver's own (secretly shuffled) list.
@@ -80,6 +81,13 @@ print(f"{first.sender} -> {first.receiver} ({first.phase}): "
       f"{len(first.payload[0])} values such as {hex(first.payload[0][0])[:40]}...")
 last = recorder.messages[-1]
 print(f"{last.sender} -> {last.receiver} ({last.phase}): {last.payload[0][:8]}...")
+
+# %%
+# The protocol's privacy contract says what each message may carry; every
+# recorded message is held against it (the clinic, label holder, is the hub).
+violations = check_messages(PSIAudit(party_names=list(tables), hub="clinic"),
+                            recorder.messages)
+print(f"{len(recorder.messages)} messages, {len(violations)} contract violations")
 
 # %%
 # Training on the aligned table

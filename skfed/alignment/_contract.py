@@ -149,15 +149,16 @@ class PSIAudit(BaseEstimator):
 
     Notes
     -----
-    The contract (:data:`CONTRACT`) has one rule per phase: ``"exponentiate
-    ids"`` carries group elements that lack at least one party's key for
-    everyone who can map them to ids (a masked value, whose length is the
-    size of the owner's set); ``"reveal positions"`` carries each party's
-    output (positions of its own values in the intersection), declared
-    inherent. What the contract cannot see, because a group element is a
-    group element whether or not it was blinded, the ``id_linking`` attack
-    measures: a party that sends its hashed ids unblinded, or draws its key
-    from a seed another party knows, is caught there.
+    The contract (``skfed.alignment._contract.CONTRACT``) has one rule per
+    phase: ``"exponentiate ids"`` carries group elements that lack at least
+    one party's key for everyone who can map them to ids (a masked value,
+    whose length is the size of the owner's set); ``"reveal positions"``
+    carries each party's output (positions of its own values in the
+    intersection), declared inherent. What the contract cannot see, because
+    a group element is a group element whether or not it was blinded, the
+    ``id_linking`` attack measures: a party that sends its hashed ids
+    unblinded, or draws its key from a seed another party knows, is caught
+    there.
 
     Examples
     --------
