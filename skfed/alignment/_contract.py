@@ -15,8 +15,6 @@ elsewhere (for instance around :func:`~skfed.alignment.align`).
 
 import numbers
 
-from sklearn.base import BaseEstimator
-
 from ..privacy import Contract, Inherent, Masked, Rule
 from ._psi import DEFAULT_GROUP, _routes, check_id_lists, run_psi
 
@@ -85,7 +83,7 @@ def _hub_index(hub, names):
     return int(hub)
 
 
-class PSIAudit(BaseEstimator):
+class PSIAudit:
     """The alignment protocol as something :mod:`skfed.privacy` can audit.
 
     Fitted on one id set per party, it runs the Diffie-Hellman private set
@@ -183,6 +181,32 @@ class PSIAudit(BaseEstimator):
         self.exponent_bits = exponent_bits
         self.party_names = party_names
         self.universe = universe
+
+    def get_params(self, deep=True):
+        """The constructor's parameters, as a dict (sklearn's convention).
+
+        Parameters
+        ----------
+        deep : bool, default=True
+            Ignored (no parameter is an estimator).
+
+        Returns
+        -------
+        params : dict
+        """
+        return {name: getattr(self, name) for name in
+                ("hub", "group", "exponent_bits", "party_names", "universe")}
+
+    def __sklearn_clone__(self):
+        # Not an estimator (it is not fitted on a table; sklearn's checks do
+        # not apply), but clone() works on it, as audit() needs.
+        return type(self)(**self.get_params())
+
+    def __repr__(self):
+        changed = {k: v for k, v in self.get_params().items()
+                   if v is not None and (k, v) not in (
+                       ("hub", 0), ("group", DEFAULT_GROUP), ("exponent_bits", 256))}
+        return f"PSIAudit({', '.join(f'{k}={v!r}' for k, v in changed.items())})"
 
     def fit(self, X, y=None):
         """Run the protocol on one id set per party.

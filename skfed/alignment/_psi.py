@@ -560,7 +560,7 @@ def private_set_intersection(sets, *, hub=0, group=DEFAULT_GROUP, exponent_bits=
         Bits of every party's secret key. 256-bit keys in the prime-order
         subgroup keep the 3072-bit group's 128-bit security (the best attack
         on a ``k``-bit key costs about ``2^(k/2)``; RFC 7919, section 5.2)
-        and make each exponentiation about 10x cheaper than a full-length
+        and make each exponentiation about 11x cheaper than a full-length
         key; None draws full-length keys. Below 256 bits is refused like a
         small group.
 
