@@ -15,6 +15,7 @@ elsewhere (for instance around :func:`~skfed.alignment.align`).
 
 import numbers
 
+from .._config import config_context
 from ..privacy import Contract, Inherent, Masked, Rule
 from ._psi import DEFAULT_GROUP, _routes, check_id_lists, run_psi
 
@@ -138,7 +139,8 @@ class PSIAudit:
     keys_ : dict of str to int
         Each party's secret exponent, by party name, kept for the audit's
         attacks, each of which plays one party with that party's own key
-        only. A deployment keeps each key inside its party.
+        only. A deployment keeps each key inside its party. (To hand the
+        keys back, ``fit`` always simulates the parties with threads.)
 
     See Also
     --------
@@ -229,9 +231,13 @@ class PSIAudit:
         self.party_names_ = names
         self.hub_ = _hub_index(self.hub, names)
         keys = {}
-        rows, self.communication_ = run_psi(
-            id_lists, hub=self.hub_, group=self.group,
-            exponent_bits=self.exponent_bits, party_names=names, key_log=keys)
+        # On threads whatever the configured backend: the parties hand their
+        # keys back through this dict, which a Ray actor's copy would not.
+        with config_context(backend="threads"):
+            rows, self.communication_ = run_psi(
+                id_lists, hub=self.hub_, group=self.group,
+                exponent_bits=self.exponent_bits, party_names=names,
+                key_log=keys)
         self.keys_ = keys
         self.intersection_ = sorted(id_lists[0][i] for i in rows[0])
         return self
