@@ -88,8 +88,10 @@ ax_curve.legend()
 # candidate sums; per split it won, it answers with the left rows.
 paillier = models["Paillier 512-bit"]
 print(paillier.communication_.table())
+# Phases by step (``histogram/rows`` and ``histogram/sums`` are "histogram").
 phases = ["setup", "gradients", "histogram", "split"]
-kilobytes = [paillier.communication_.by_phase.get(p, {"bytes": 0})["bytes"] / 1e3
+kilobytes = [sum(v["bytes"] for k, v in paillier.communication_.by_phase.items()
+                 if k.split("/")[0] == p) / 1e3
              for p in phases]
 ax_bytes.bar(phases, kilobytes, color=["grey", "tab:blue", "tab:orange", "tab:green"])
 ax_bytes.set_ylabel("kB sent during fit (20 rounds)")

@@ -15,7 +15,9 @@ look at who sent what to whom:
   candidate sums per tree level, and, for a split they won, the left rows;
 - nothing else: no plaintext gradient, label, threshold or column.
 
-Then we check that federated prediction needs at most ``max_depth`` rounds
+:func:`skfed.privacy.check_messages` holds the recorded messages against
+SecureBoost's privacy contract, which says, for every phase and direction,
+what each payload element may be. Then we check that federated prediction needs at most ``max_depth`` rounds
 of queries per passive party, whatever the number of rows and trees.
 """
 
@@ -49,6 +51,8 @@ def kinds(payload):
     for item in payload:
         if isinstance(item, (list, tuple)):
             yield from kinds(item)
+        elif item is None:  # "every row", in a row-id slot
+            continue
         elif isinstance(item, EncryptedArray):
             yield "ciphertexts", item.size
         elif hasattr(item, "key_size"):
@@ -63,9 +67,24 @@ for m in rec.messages:
     for kind, count in kinds(m.payload):
         key = (f"{m.sender} -> {m.receiver}", m.phase, kind)
         table[key] = table.get(key, 0) + count
-print(f"{'link':18s} {'phase':10s} {'content':14s} {'count':>8s}")
+print(f"{'link':18s} {'phase':15s} {'content':14s} {'count':>8s}")
 for (link, phase, kind), count in sorted(table.items()):
-    print(f"{link:18s} {phase:10s} {kind:14s} {count:8d}")
+    print(f"{link:18s} {phase:15s} {kind:14s} {count:8d}")
+
+# %%
+# The contract
+# ------------
+# Each phase names its content: ``histogram/rows`` carries the instance
+# spaces (row ids) the paper lets passive parties see, ``histogram/sums``
+# the passive parties' anonymous candidate sums, ``split/choice`` and
+# ``split/answer`` the winning candidate's random id and the left rows.
+# ``check_messages`` finds no message the contract does not allow, and no
+# plaintext array that matches a private column, the labels, the gradients
+# or a passive party's bin indices.
+from skfed.privacy import check_messages
+
+print(clf._privacy_contract().table())
+print("violations:", check_messages(clf, rec.messages, X, y))
 
 # %%
 # The only floating-point numbers that ever travel are inside ciphertexts:
@@ -73,7 +92,7 @@ for (link, phase, kind), count in sorted(table.items()):
 # ids, packing layout) and booleans. Bytes per link and phase:
 summary = clf.communication_
 links = sorted(summary.by_link)
-phases = ["setup", "gradients", "histogram", "split"]
+phases = sorted(summary.by_phase)
 fig, (ax_links, ax_predict) = plt.subplots(1, 2, figsize=(11, 4))
 bottom = np.zeros(len(links))
 for phase in phases:

@@ -250,9 +250,11 @@ def leaf_purity(estimator, messages, X, y=None, **fit_params):
             value, chance = _score_groups(groups, target, classification)
             what = ("tree 1" if tree_key == first else
                     f"first shared tree (round {tree_key[0] + 1})")
+            n_groups = int(groups.max()) + 1
             rows.append(attack_row(
                 "leaf_purity", passive, active,
-                f"labels, {what}: {groups.max() + 1} row groups",
+                f"{'labels' if classification else 'target'}, {what}: "
+                f"{n_groups} row group{'s' if n_groups > 1 else ''}",
                 "mean_purity" if classification else "r2", value, chance))
     return rows
 

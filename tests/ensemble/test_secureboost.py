@@ -25,6 +25,7 @@ from skfed.crypto import EncryptedArray, PaillierPublicKey
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
 from skfed.federation import record_messages
 from skfed.partition import VerticalPartition
+from skfed.privacy import check_messages
 
 # Same depth, learning rate, rounds and bins as the sklearn baseline; sklearn's
 # leaf constraints (min_samples_leaf=20, no L2) for a like-for-like comparison.
@@ -152,6 +153,15 @@ def _arrays(payload):
             yield item
 
 
+def test_messages_satisfy_the_privacy_contract(paillier_fit):
+    X, y, model, _, messages = paillier_fit
+    assert check_messages(model, messages, X, y) == []
+    # The semantic check compares with the sampled rows' labels, too.
+    secrets = model._privacy_secrets(X, y)
+    assert sum(s.kind == "labels" for s in secrets) == 1 + model.n_iter_
+    assert {s.kind for s in secrets} == {"columns", "labels", "gradients", "bins"}
+
+
 def test_passive_party_receives_only_ciphertexts_and_row_ids(paillier_fit):
     X, y, _, _, messages = paillier_fit
     to_passive = [m for m in messages if m.receiver == "party1"]
@@ -254,6 +264,10 @@ def test_protocol_secrets_are_fresh_and_do_not_shape_the_model():
     # ... but the candidate ids (and permutations) are new in every fit.
     assert ids[0].size == ids[1].size > 0
     assert not np.isin(ids[0], ids[1]).any()
+    # The owners' orders are kept aside only while messages are recorded
+    # (to score skfed.privacy's deshuffle attack), never in a plain fit.
+    assert len(a._audit_log) == 2
+    assert not hasattr(SecureBoostClassifier(**params).fit(X, y), "_audit_log")
 
 
 def test_early_stopping_the_sklearn_way():
