@@ -96,6 +96,10 @@ def _structural_problems(rule, payload, plaintext_mode):
                                 f"{spec.dtype!r} is declared")
             elif spec.dtype is None and kind not in "biuf":
                 problems.append(f"{where}: dtype kind {kind!r} is not numeric")
+            elif spec.validate is not None:
+                problem = spec.validate(leaf)
+                if problem:
+                    problems.append(f"{where}: {problem}")
     return problems
 
 

@@ -47,16 +47,22 @@ class Element:
     exempt : tuple of str, default=()
         Secret kinds (``"labels"``, ``"columns"``...) the semantic check does
         not flag in this element.
+
+    validate : callable or None, default=None
+        ``validate(leaf) -> str or None``: a protocol-specific check of each
+        plaintext leaf (for example that an object array holds group
+        elements, not raw ids); a returned string is reported as a problem.
     """
 
     kind = "element"
     #: whether plaintext leaves are compared with other parties' secrets
     semantic = True
 
-    def __init__(self, note="", *, dtype=None, exempt=()):
+    def __init__(self, note="", *, dtype=None, exempt=(), validate=None):
         self.note = note
         self.dtype = dtype
         self.exempt = tuple(exempt)
+        self.validate = validate
 
     def describe(self):
         text = self.kind + (f" ({self.note})" if self.note else "")

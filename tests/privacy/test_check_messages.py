@@ -238,3 +238,23 @@ def test_ring_encoder_overflow_and_bounds():
         RingEncoder(frac_bits=60).encode(np.array([8.0]))
     with pytest.raises(ValueError, match="non-finite"):
         RingEncoder().encode(np.array([np.nan]))
+
+
+def test_element_validator_reports_its_problem():
+    def group_elements(leaf):
+        if np.asarray(leaf).dtype != object:
+            return None
+        if any(int(v) < 2**64 for v in np.asarray(leaf).ravel()):
+            return "values too small to be group elements (raw ids?)"
+        return None
+
+    class Validated(_Protocol):
+        def _privacy_contract(self):
+            return Contract("psi", [Rule("exp", "*", "*", (
+                Masked("blinded ids", dtype="O", validate=group_elements),))])
+
+    good = np.array([2**200 + i for i in range(3)], dtype=object)
+    bad = np.array([17, 2**200, 4], dtype=object)
+    assert check_messages(Validated(), [msg("a", "p", "exp", good)]) == []
+    found = check_messages(Validated(), [msg("a", "p", "exp", bad)])
+    assert len(found) == 1 and "raw ids?" in found[0].found
