@@ -17,8 +17,9 @@ look at who sent what to whom:
 
 :func:`skfed.privacy.check_messages` holds the recorded messages against
 SecureBoost's privacy contract, which says, for every phase and direction,
-what each payload element may be. Then we check that federated prediction needs at most ``max_depth`` rounds
-of queries per passive party, whatever the number of rows and trees.
+what each payload element may be. Then we check that federated prediction
+needs at most ``max_depth`` rounds of queries per passive party, whatever the
+number of rows and trees.
 """
 
 # Authors: The skfed developers

@@ -14,7 +14,6 @@ round, and every passive party's bin indices; ``_privacy_attacks`` lists
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from ..base import party_seeds
 from ..federation import network as _network
 from ._binning import BinMapper
 from ._contract import CONTRACT
@@ -37,7 +36,7 @@ def training_rows(estimator, n_rows, y=None):
     """
     if not getattr(estimator, "do_early_stopping_", False):
         return np.arange(n_rows)
-    seeds = party_seeds(estimator.random_state, estimator.partition_.n_parties + 1)
+    seeds = estimator._model_seeds
     stratify = y if hasattr(estimator, "classes_") else None
     train, _ = train_test_split(np.arange(n_rows),
                                 test_size=estimator.validation_fraction,
@@ -52,9 +51,7 @@ def round_sample(estimator, n_rows, round_index):
     """
     if estimator.subsample >= 1.0:
         return np.arange(n_rows)
-    partition = estimator.partition_
-    seed = party_seeds(estimator.random_state,
-                       partition.n_parties + 1)[partition.active_parties[0]]
+    seed = estimator._model_seeds[estimator.partition_.active_parties[0]]
     rng = np.random.default_rng([seed, round_index])
     size = max(2, int(round(estimator.subsample * n_rows)))
     return np.sort(rng.choice(n_rows, size=min(size, n_rows), replace=False))
@@ -96,7 +93,7 @@ class SecureBoostPrivacyMixin:
         partition = self.partition_
         names = self._privacy_party_names()
         active = partition.active_parties[0]
-        seeds = party_seeds(self.random_state, partition.n_parties + 1)
+        seeds = self._model_seeds
         codes = None if y is None else self._encoded_target(y)
         train = training_rows(self, X.shape[0], codes)
         X_train = X[train]

@@ -103,6 +103,9 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         early_stopping = (X.shape[0] > 10_000 if self.early_stopping == "auto"
                           else bool(self.early_stopping))
         seeds = party_seeds(self.random_state, partition.n_parties + 1)
+        # Model randomness only (row sampling, validation split, binning of
+        # huge tables), kept so the privacy checks can replay it.
+        self._model_seeds = seeds
         X_val = y_val = None
         if early_stopping:
             X, X_val, y, y_val = train_test_split(
