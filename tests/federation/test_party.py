@@ -1,3 +1,4 @@
+import _thread
 import pickle
 import threading
 import time
@@ -6,11 +7,13 @@ import numpy as np
 import pytest
 import sklearn
 
+import skfed
 from skfed.federation import (
     Federation,
     FederationTimeoutError,
     Local,
     PartyError,
+    check_stop,
     record_messages,
 )
 
@@ -122,3 +125,127 @@ def test_stopped_party_refuses_calls():
         pass
     with pytest.raises(RuntimeError, match="not running"):
         fed["a"].call(lambda s: 1)
+
+
+# -- faults: interrupts, timeouts, stop flag, thread reuse --------------------
+
+def _cooperative_hang(state):
+    # A long local loop that checks its stop flag, as protocol loops do.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        check_stop(state)
+        time.sleep(0.005)
+    raise AssertionError("the party was never told to stop")
+
+
+def test_interrupt_while_waiting_is_a_keyboard_interrupt_and_stops_parties():
+    with Federation({"a": {}}) as fed:  # warm the thread pool
+        fed["a"].call(lambda s: None).result()
+    baseline = threading.active_count()
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):  # not a PartyError
+        timer.start()
+        with Federation({"a": {}, "b": {}}, timeout=30) as fed:
+            fed.gather([fed[p].call(_cooperative_hang, phase="wait")
+                        for p in ("a", "b")])
+    assert time.monotonic() - start < 2.0
+    assert not _skfed_threads()
+    assert threading.active_count() <= baseline + 1  # at most one new idle thread
+
+
+def test_timeout_names_party_phase_and_function_and_stops_the_run():
+    with Federation({"a": {}, "b": {}}, timeout=0.3) as fed:
+        fed["a"].call(lambda s: None, phase="setup").result()
+    baseline = threading.active_count()
+    for _ in range(3):  # repeated timeouts do not pile threads up
+        start = time.monotonic()
+        with skfed.config_context(party_timeout=0.3):
+            with pytest.raises(FederationTimeoutError) as info:
+                with Federation({"a": {}, "b": {}}) as fed:
+                    other = fed["b"].call(_cooperative_hang, phase="histogram")
+                    fed["a"].call(lambda s: None, phase="histogram").result()
+                    fed["a"].call(_cooperative_hang).result()  # local work
+        assert time.monotonic() - start < 2.0
+        with pytest.raises(PartyError, match="PartyStopped"):
+            other.result(timeout=2)  # b, working on the same run, stopped too
+        message = str(info.value)
+        assert "Party 'a' did not answer within 0.3 s" in message
+        assert "phase 'histogram' (local work)" in message
+        assert "_cooperative_hang" in message and "party_timeout" in message
+        assert (info.value.party, info.value.phase) == ("a", "histogram")
+        assert not _skfed_threads()
+    assert threading.active_count() <= baseline
+
+
+def test_party_timeout_is_a_validated_config_setting():
+    assert skfed.get_config()["party_timeout"] == 600.0
+    with skfed.config_context(party_timeout=None):
+        assert Federation({"a": {}}).timeout is None
+        with skfed.config_context(party_timeout=5):
+            assert Federation({"a": {}}).timeout == 5.0
+    assert Federation({"a": {}}, timeout=2).timeout == 2
+    for bad in (0, -1, "soon", True):
+        with pytest.raises(ValueError, match="party_timeout"):
+            skfed.set_config(party_timeout=bad)
+
+
+def test_a_failure_stops_the_other_parties_of_the_step():
+    def fail(state):
+        raise ValueError("bad block")
+
+    start = time.monotonic()
+    with pytest.raises(PartyError, match="Party 'a' failed during phase 'step'"):
+        with Federation({"a": {}, "b": {}}, timeout=30) as fed:
+            fed.gather([fed["a"].call(fail, phase="step"),
+                        fed["b"].call(_cooperative_hang, phase="step")])
+    assert time.monotonic() - start < 2.0
+    assert not _skfed_threads()
+
+
+def test_a_failed_call_nobody_waited_for_fails_the_run():
+    def fail(state):
+        raise ValueError("lost")
+
+    with pytest.raises(PartyError, match="Party 'a' failed.*ValueError: lost"):
+        with Federation({"a": {}}) as fed:
+            fed["a"].call(fail)
+            fed["a"].call(lambda s: None).result()
+
+
+def test_stop_flag_is_seen_by_the_state_and_by_check_stop():
+    with Federation({"a": {}}) as fed:
+        assert fed["a"].call(lambda s: s.should_stop()).result() is False
+        fed.request_stop()
+        with pytest.raises(PartyError, match="PartyStopped"):
+            fed["a"].call(lambda s: 1).result()  # refused between steps
+    check_stop()  # outside a party: nothing to stop
+
+
+def test_party_threads_are_reused_across_runs():
+    def ident(state):
+        return threading.get_ident()
+
+    with Federation({"a": {}}) as fed:
+        first = fed["a"].call(ident).result()
+    seen = set()
+    for _ in range(5):
+        with Federation({"a": {}}) as fed:
+            seen.add(fed["a"].call(ident).result())
+    assert first in seen and len(seen) <= 2
+    assert [t.name for t in threading.enumerate()].count("skfed-idle-worker") >= 1
+
+
+def test_party_threads_reenter_callers_skfed_config():
+    with skfed.config_context(allow_insecure_keys=False, party_timeout=7):
+        with Federation({"a": {}}) as fed:
+            seen = fed["a"].call(lambda s: skfed.get_config()).result()
+    assert seen["allow_insecure_keys"] is False and seen["party_timeout"] == 7.0
+
+
+def test_party_errors_pickle():
+    error = PartyError("a", "p", "fn", ValueError("x"))
+    again = pickle.loads(pickle.dumps(error))
+    assert str(again) == str(error) and again.party == "a" and again.phase == "p"
+    timeout = FederationTimeoutError("slow", "a", "p", "fn")
+    assert pickle.loads(pickle.dumps(timeout)).function == "fn"

@@ -1,0 +1,166 @@
+"""Fault injection for the party runtime: make party k fail at a chosen call.
+
+``record_calls()`` lists the calls a run makes, as ``(party, key, function)``
+where ``key`` is the call's phase, or ``"local:<function>"`` for local work
+without a phase. ``inject_fault(party, key, n=..., kind=...)`` then makes the
+``n``-th call of ``key`` to ``party`` fail in one of three ways:
+
+``"raise"``
+    the party raises :class:`InjectedFault` instead of running the call;
+``"hang"``
+    the party runs nothing and does not answer (past any timeout), but
+    checks its stop flag as a long local loop does, so it ends once told to
+    stop (giving up after 60 s, so a broken runtime cannot hang the suite);
+``"garbage"``
+    the party runs the call and returns its answer with the wrong shape
+    (one row short, or duplicated if it has one row; a number becomes two).
+
+Both patch :meth:`skfed.federation.Party.call` (the threads backend), for
+every federation started inside the ``with`` block, in any thread.
+"""
+
+import threading
+import time
+from collections import Counter
+from contextlib import contextmanager
+
+import numpy as np
+
+from skfed.crypto import EncryptedArray, PlaintextArray, concatenate
+from skfed.federation import Party, check_stop
+from skfed.federation.party import _name_of
+
+KINDS = ("raise", "hang", "garbage")
+
+
+class InjectedFault(RuntimeError):
+    """The failure planted by :func:`inject_fault` (kind ``"raise"``)."""
+
+
+def call_key(phase, fn):
+    """The key a call is targeted by: its phase, or its function if local."""
+    return phase if phase is not None else f"local:{_name_of(fn)}"
+
+
+@contextmanager
+def _patched_call(before):
+    original = Party.call
+
+    def call(self, fn, *args, sender=None, phase=None, **kwargs):
+        fn = before(self, fn, phase) or fn
+        return original(self, fn, *args, sender=sender, phase=phase, **kwargs)
+
+    Party.call = call
+    try:
+        yield
+    finally:
+        Party.call = original
+
+
+@contextmanager
+def record_calls():
+    """Record every party call made inside: a list of ``(party, key, function)``."""
+    calls, lock = [], threading.Lock()
+
+    def before(party, fn, phase):
+        with lock:
+            calls.append((party.name, call_key(phase, fn), _name_of(fn)))
+
+    with _patched_call(before):
+        yield calls
+
+
+def call_counts(calls):
+    """``{(party, key): number of calls}``, in order of first call."""
+    return Counter((party, key) for party, key, _ in calls)
+
+
+def garble(value):
+    """``value`` with the wrong shape (see the module docstring)."""
+    if isinstance(value, (EncryptedArray, PlaintextArray)):
+        if value.ndim == 0:
+            return concatenate([value.reshape(1), value.reshape(1)])
+        return value[:-1] if value.shape[0] > 1 else concatenate([value, value])
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return np.array([value, value])
+        return value[:-1] if value.shape[0] > 1 else np.concatenate([value, value])
+    if isinstance(value, (bool, np.bool_)):
+        return np.array([value, value])
+    if isinstance(value, (int, float, np.number)):
+        return np.array([value, value])
+    if isinstance(value, (tuple, list)):
+        items = list(value)
+        for i, item in enumerate(items):
+            garbled = garble(item)
+            if garbled is not item:
+                items[i] = garbled
+                return type(value)(items) if isinstance(value, list) else tuple(items)
+        return type(value)(items[:-1]) if items else value
+    if isinstance(value, dict):
+        for k, item in value.items():
+            garbled = garble(item)
+            if garbled is not item:
+                return {**value, k: garbled}
+        return value
+    if value is None:
+        return np.zeros(2)
+    return value  # keys and other objects: nothing sensible to garble
+
+
+def _faulty(fn, kind, where):
+    if kind == "raise":
+        def run(state, *args, **kwargs):
+            raise InjectedFault(f"injected fault at {where}")
+    elif kind == "hang":
+        def run(state, *args, **kwargs):
+            deadline = time.monotonic() + 60.0
+            while time.monotonic() < deadline:
+                check_stop(state)
+                time.sleep(0.01)
+            raise InjectedFault(f"hung at {where} for 60 s without being stopped")
+    elif kind == "garbage":
+        def run(state, *args, **kwargs):
+            return garble(fn(state, *args, **kwargs))
+    else:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}.")
+    run.__qualname__ = run.__name__ = f"faulty[{kind}]({_name_of(fn)})"
+    return run
+
+
+@contextmanager
+def inject_fault(party, key, n=1, kind="raise"):
+    """Make the ``n``-th call of ``key`` to ``party`` fail as ``kind``.
+
+    Yields a dict whose ``"fired"`` entry tells whether the fault was planted
+    (the run may have made fewer calls).
+    """
+    seen, state, lock = Counter(), {"fired": False}, threading.Lock()
+
+    def before(target, fn, phase):
+        if target.name != party or call_key(phase, fn) != key:
+            return None
+        with lock:
+            seen[key] += 1
+            if seen[key] != n:
+                return None
+            state["fired"] = True
+        return _faulty(fn, kind, f"{party}/{key}#{n}")
+
+    with _patched_call(before):
+        yield state
+
+
+def busy_party_threads(wait=5.0):
+    """Threads still serving a party (or driving one) after ``wait`` s at most.
+
+    Idle pooled threads (``skfed-idle-worker``) are not counted: they wait
+    for the next run.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        busy = [t.name for t in threading.enumerate()
+                if t.name.startswith("skfed-") and t.name != "skfed-idle-worker"]
+        if not busy or time.monotonic() > deadline:
+            return busy
+        time.sleep(0.02)
