@@ -59,7 +59,4 @@ __all__ = [
     "audit",
     "AuditReport",
     "attack_row",
-    "ATTACK_COLUMNS",
-    "R2_THRESHOLD",
-    "ROW_TOLERANCE",
 ]
