@@ -14,6 +14,8 @@ without a phase. ``inject_fault(party, key, n=..., kind=...)`` then makes the
 ``"garbage"``
     the party runs the call and returns its answer with the wrong shape
     (one row short, or duplicated if it has one row; a number becomes two).
+    Answers without a shape (``None``, keys, other objects) are returned
+    unchanged, and the fault reports ``garbled=False``.
 
 Both patch :meth:`skfed.federation.Party.call` (the threads backend), for
 every federation started inside the ``with`` block, in any thread.
@@ -103,12 +105,10 @@ def garble(value):
             if garbled is not item:
                 return {**value, k: garbled}
         return value
-    if value is None:
-        return np.zeros(2)
-    return value  # keys and other objects: nothing sensible to garble
+    return value  # None, keys and other objects: no shape to get wrong
 
 
-def _faulty(fn, kind, where):
+def _faulty(fn, kind, where, report):
     if kind == "raise":
         def run(state, *args, **kwargs):
             raise InjectedFault(f"injected fault at {where}")
@@ -121,7 +121,10 @@ def _faulty(fn, kind, where):
             raise InjectedFault(f"hung at {where} for 60 s without being stopped")
     elif kind == "garbage":
         def run(state, *args, **kwargs):
-            return garble(fn(state, *args, **kwargs))
+            answer = fn(state, *args, **kwargs)
+            garbled = garble(answer)
+            report["garbled"] = garbled is not answer
+            return garbled
     else:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}.")
     run.__qualname__ = run.__name__ = f"faulty[{kind}]({_name_of(fn)})"
@@ -133,9 +136,10 @@ def inject_fault(party, key, n=1, kind="raise"):
     """Make the ``n``-th call of ``key`` to ``party`` fail as ``kind``.
 
     Yields a dict whose ``"fired"`` entry tells whether the fault was planted
-    (the run may have made fewer calls).
+    (the run may have made fewer calls) and, for ``"garbage"``, whose
+    ``"garbled"`` entry tells whether the answer had a shape to get wrong.
     """
-    seen, state, lock = Counter(), {"fired": False}, threading.Lock()
+    seen, state, lock = Counter(), {"fired": False, "garbled": None}, threading.Lock()
 
     def before(target, fn, phase):
         if target.name != party or call_key(phase, fn) != key:
@@ -145,7 +149,7 @@ def inject_fault(party, key, n=1, kind="raise"):
             if seen[key] != n:
                 return None
             state["fired"] = True
-        return _faulty(fn, kind, f"{party}/{key}#{n}")
+        return _faulty(fn, kind, f"{party}/{key}#{n}", state)
 
     with _patched_call(before):
         yield state
