@@ -3,7 +3,7 @@ mechanism (CEM), and of the steps around it.
 
 Each function runs on one party's thread, sees only that party's private
 state and the message it received, and returns the party's answer. The
-driver in :mod:`skfed.cluster._kernel_kmeans` strings them together in the
+driver in :mod:`skfed.cluster._protocol` strings them together in the
 order of the paper's Algorithm 1.
 
 Notation (section 4): user ``m`` holds rows ``X[m]``; in iteration ``t`` it
@@ -16,17 +16,18 @@ sqrt(1-eta_t) B_t[m]]`` and ``R_t = W_t W_t^T = (1-eta_t) Z_t + eta_t xi_t``.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import warnings
+
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from ..kernel_approximation import RandomFourierBasis
+from ._setup import SERVER, derive_seed
 
 __all__ = [
     "SERVER",
     "phase_of",
     "choose_lambda",
-    "user_moments",
-    "server_gamma",
-    "user_set_gamma",
     "random_features",
     "user_form_w",
     "user_gram_product",
@@ -43,16 +44,23 @@ __all__ = [
     "server_oos_map",
     "user_receive_map",
     "server_split_vector",
-    "server_collect_aux",
-    "server_sum_aux",
-    "server_row_counts",
-    "user_row_count",
+    "CHANGE_WINDOW",
+    "lanczos_seed",
+    "embedding_change",
+    "server_embedding_change",
+    "converged",
+    "warn_not_converged",
+    "check_finite",
+    "user_take_part",
+    "feature_seed",
+    "oos_seed",
+    "user_embedding_overlap",
     "server_select_pairs",
 ]
 
 
-#: name of the coordinating party
-SERVER = "server"
+#: the stopping rule averages the embedding change over this many iterations
+CHANGE_WINDOW = 10
 
 
 def phase_of(t):
@@ -66,36 +74,82 @@ def choose_lambda(theta, n_lambda):
     return max(float(theta[min(n_lambda, len(theta)) - 1]), floor)
 
 
-# -- setup: the kernel width from per-user sums -------------------------------
-
-def user_moments(state):
-    """``(n_m, sum_i x_i, sum_i ||x_i||^2)``: enough for the mean distance."""
-    X = state.X
-    return np.concatenate([[X.shape[0]], X.sum(axis=0), [np.sum(X * X)]])
-
-
-def server_gamma(state):
-    """Section 6.1: ``gamma = N^2 / (2 sum_ij ||x_i - x_j||^2)``.
-
-    ``sum_ij ||x_i - x_j||^2 = 2 N sum_i ||x_i||^2 - 2 ||sum_i x_i||^2``, so
-    the per-user sums suffice and no row leaves its user.
-    """
-    moments, state.stash["parts"] = state.stash["parts"], []
-    total = np.sum(moments, axis=0)
-    n, s1, s2 = total[0], total[1:-1], total[-1]
-    pair_sum = 2.0 * n * s2 - 2.0 * float(s1 @ s1)
-    state.n_rows = [int(m[0]) for m in moments]
-    return n * n / (2.0 * pair_sum) if pair_sum > 1e-12 * max(n * s2, 1e-300) else 1.0
-
-
-def user_set_gamma(state, gamma):
-    state.gamma = float(gamma)
-
-
 def random_features(X, seed, gamma, n_features):
     """``A = sqrt(2) cos(X omega + b)``; ``A A^T / D`` estimates the RBF kernel."""
     basis = RandomFourierBasis(seed, kernel="rbf", gamma=gamma)
-    return basis.transform(X, np.arange(n_features))
+    with np.errstate(invalid="ignore", over="ignore"):
+        A = basis.transform(X, np.arange(n_features))
+    if not np.all(np.isfinite(A)):
+        raise ValueError(
+            f"The random features are not finite: gamma={gamma!r} is too large "
+            "for float64 (the directions omega ~ N(0, 2 gamma I) overflow). "
+            "Use a smaller gamma, or scale X.")
+    return A
+
+
+def feature_seed(users_key, t):
+    """Seed of iteration ``t``'s features: a PRF of the users' key."""
+    return derive_seed(users_key, "dspgd features", t)
+
+
+def oos_seed(users_key):
+    """Seed of the out-of-sample map's features (users' key, other label)."""
+    return derive_seed(users_key, "out-of-sample features")
+
+
+def lanczos_seed(base, t):
+    """The server's start-vector seed of iteration ``t`` (model randomness)."""
+    return int(np.random.SeedSequence([int(base), int(t)]).generate_state(1)[0])
+
+
+# -- the stopping rule ---------------------------------------------------------
+
+def embedding_change(overlap, values, previous):
+    """Relative change ``||H_t H_t^T - H_{t-1} H_{t-1}^T||_F / ||H_t H_t^T||_F``.
+
+    With ``H_t = U_t L_t^{1/2}`` and orthonormal ``U_t``, the traces need
+    only the eigenvalue estimates ``L`` and ``C = U_t^T U_{t-1}``:
+    ``||L_t||^2 + ||L_{t-1}||^2 - 2 sum_ij L_t,i C_ij^2 L_{t-1},j``.
+    """
+    now, before = np.asarray(values), np.asarray(previous)
+    cross = float(now @ (np.asarray(overlap) ** 2) @ before)
+    num = max(float(now @ now) + float(before @ before) - 2.0 * cross, 0.0)
+    return float(np.sqrt(num) / max(np.sqrt(float(now @ now)), 1e-300))
+
+
+def server_embedding_change(state, overlap, values, previous):
+    """The server's measure, from the masked sum of the users' overlaps."""
+    return embedding_change(overlap, values, previous)
+
+
+def converged(changes, tol):
+    """Whether the mean change over the last :data:`CHANGE_WINDOW` is below tol."""
+    return (tol is not None and len(changes) >= CHANGE_WINDOW
+            and float(np.mean(changes[-CHANGE_WINDOW:])) < tol)
+
+
+def warn_not_converged(changes, tol, max_iter):
+    if tol is None:
+        return
+    recent = changes[-CHANGE_WINDOW:]
+    measured = (f"a mean embedding change of {np.mean(recent):.3g} over the "
+                f"last {len(recent)} iterations" if recent else
+                "no embedding change measured yet")
+    warnings.warn(
+        f"FederatedKernelKMeans stopped at max_iter={max_iter} with {measured}"
+        f" (the rule needs a mean below tol={tol} over {CHANGE_WINDOW}). "
+        "Increase max_iter or n_random_features, or pass tol=None to run "
+        "exactly max_iter iterations.", ConvergenceWarning)
+
+
+def check_finite(values, t, gamma):
+    """Stop on a non-finite estimate, naming the parameter to change."""
+    if not np.all(np.isfinite(values)):
+        raise ValueError(
+            f"DSPGD produced non-finite values at iteration {t}: the kernel "
+            f"width gamma={gamma!r} is extreme for this data. Scale X "
+            "(StandardScaler) or choose gamma near 1 / (2 * mean squared "
+            "distance between rows).")
 
 
 # -- DSPGD with CEM (section 4.2) ---------------------------------------------
@@ -103,10 +157,10 @@ def random_features(X, seed, gamma, n_features):
 def user_form_w(state, t, eta):
     """Algorithm 1, lines 7-8: fresh features, then ``W_t[m]``.
 
-    The seed of iteration ``t`` is shared by the users only, so the server
+    The seed of iteration ``t`` derives from the users' key, so the server
     does not know ``omega_t``.
     """
-    A = random_features(state.X, state.feature_seeds[t - 1], state.gamma,
+    A = random_features(state.X, feature_seed(state.users_key, t), state.gamma,
                         state.n_random_features)
     state.W = np.hstack([np.sqrt(eta / state.n_random_features) * A,
                          np.sqrt(1.0 - eta) * state.B])
@@ -126,10 +180,24 @@ def user_update_from_eigenpairs(state, theta, V, shrink):
     u_i[m]]`` over the eigenvalues above the threshold (soft-thresholding,
     the proximal step of the nuclear norm).
     """
+    previous = getattr(state, "U", None)
+    state.U_previous = None if previous is None else previous[:, :state.s]
     state.U = (state.W @ V) / np.sqrt(theta)
     keep = theta > shrink
     state.B = state.U[:, keep] * np.sqrt(theta[keep] - shrink)
     state.W = None  # W_t is not needed any more
+
+
+def user_embedding_overlap(state):
+    """``U_t[m]^T U_{t-1}[m]`` over the top ``s`` columns (s x s floats).
+
+    Summed over users (masked) it gives the server the overlap of two
+    successive embeddings, hence their change, and nothing per row.
+    """
+    s = state.s
+    if state.U_previous is None:
+        return np.zeros((s, s))
+    return state.U[:, :s].T @ state.U_previous
 
 
 def user_build_h(state, scales):
@@ -140,13 +208,19 @@ def user_build_h(state, scales):
 # -- DSPGD without CEM (section 4.1), for the communication comparison --------
 
 def user_draw_features(state, t):
-    state.A = random_features(state.X, state.feature_seeds[t - 1], state.gamma,
+    state.A = random_features(state.X, feature_seed(state.users_key, t),
+                              state.gamma,
                               state.n_random_features)
 
 
-def user_features_t_times(state, c_part):
-    """Step 2 of section 4.1: ``A_t[m]^T c_q[m]`` (D floats)."""
-    return state.A.T @ c_part
+def user_take_part(state, c_part):
+    """Step 1 of section 4.1: the user's part ``c_q[m]`` of the vector."""
+    state.c_part = np.asarray(c_part)
+
+
+def user_features_t_times(state):
+    """Step 2 of section 4.1: ``A_t[m]^T c_q[m]`` (D floats, masked)."""
+    return state.A.T @ state.c_part
 
 
 def user_features_times(state, v):
@@ -168,12 +242,24 @@ def server_plain_combine(eta, n_random_features):
     return combine
 
 
-def server_plain_update(state, theta, vectors, shrink):
-    """``Z_{t+1}`` on the server: soft-thresholded eigenpairs of ``R_t``."""
+def server_plain_update(state, theta, vectors, shrink, values):
+    """``Z_{t+1}`` on the server: soft-thresholded eigenpairs of ``R_t``.
+
+    Returns the embedding change (``None`` at the first iteration): the
+    server holds the eigenvectors over all rows, so it needs no message.
+    """
+    s = len(values)
+    previous = getattr(state, "U", None)
+    change = None
+    if previous is not None:
+        overlap = vectors[:, :s].T @ previous[:, :s]
+        change = embedding_change(overlap, values, state.values)
+    state.values = np.asarray(values)
     state.U = vectors
     keep = theta > shrink
     state.Z_vectors = vectors[:, keep]
     state.Z_values = theta[keep] - shrink
+    return change
 
 
 def server_rows_of_h(state, scales, user_index):
@@ -197,14 +283,14 @@ def user_oos_moment(state, n_features):
     ``P = Lambda^{-1} H^T A' / D'`` sends a new row's features ``a'(x)`` to
     ``Lambda^{-1} H^T k_x``, the Nystrom extension of the embedding.
     """
-    A = random_features(state.X, state.oos_seed, state.gamma, n_features)
+    A = random_features(state.X, oos_seed(state.users_key), state.gamma,
+                        n_features)
     return state.H.T @ A
 
 
-def server_oos_map(state, eigenvalues, n_features):
-    parts, state.stash["parts"] = state.stash["parts"], []
-    total = np.sum(parts, axis=0)
-    return total / (np.asarray(eigenvalues)[:, None] * n_features)
+def server_oos_map(state, total, eigenvalues, n_features):
+    """``P = Lambda^{-1} H^T A' / D'`` from the (securely summed) total."""
+    return np.asarray(total) / (np.asarray(eigenvalues)[:, None] * n_features)
 
 
 def user_receive_map(state, embedding_map):
@@ -214,25 +300,6 @@ def user_receive_map(state, embedding_map):
 def server_split_vector(state, c):
     """Cut ``c`` into the users' parts ``c[m]`` (the server knows n_m)."""
     return np.split(np.asarray(c), np.cumsum(state.n_rows)[:-1])
-
-
-def server_collect_aux(state, part):
-    state.stash.setdefault("aux", []).append(np.asarray(part, dtype=float))
-
-
-def server_sum_aux(state):
-    """``A_t^T c = sum_m A_t[m]^T c[m]`` (to be broadcast)."""
-    parts = state.stash.pop("aux")
-    return np.sum(parts, axis=0)
-
-
-def server_row_counts(state):
-    counts, state.stash["parts"] = state.stash["parts"], []
-    state.n_rows = [int(np.asarray(c).ravel()[0]) for c in counts]
-
-
-def user_row_count(state):
-    return np.array([state.X.shape[0]])
 
 
 def server_select_pairs(state, threshold, n_keep, tiny_ratio=1e-9):

@@ -1,10 +1,10 @@
-"""Federated kernel k-means: DSPGD + CEM + distributed Lanczos.
+"""The estimator: :class:`FederatedKernelKMeans` (DSPGD + CEM + Lanczos).
 
-The data are split by rows: user ``m`` holds ``X[m]``; a server with no data
-coordinates. ``_dspgd_with_cem`` is the paper's Algorithm 1 (lines 4-18),
-``_plain_dspgd.dspgd_without_cem`` the plain DSPGD of section 4.1 kept for
-the communication comparison, and ``_coreset.distributed_kmeans`` line 19.
-Party code lives in ``_dspgd``, ``_lanczos`` and ``_coreset``.
+The protocol it runs lives in :mod:`._protocol` (Algorithm 1 and its
+privacy contract), with the setup in :mod:`._setup`, the party functions of
+DSPGD in :mod:`._dspgd`, the distributed Lanczos in :mod:`._lanczos` and
+the row-free distributed k-means in :mod:`._coreset`; the privacy hooks are
+in :mod:`._privacy`.
 """
 
 # Authors: The skfed developers
@@ -14,17 +14,16 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._docstrings import fill_doc
 from ..base import FederatedMixin, party_seeds
 from ..partition import HorizontalPartition
-from . import _dspgd as dspgd
-from ._dspgd import SERVER, choose_lambda, phase_of
-from ._plain_dspgd import dspgd_without_cem
-from ._coreset import MIN_GROUP, distributed_kmeans
-from ._lanczos import distributed_lanczos, server_collect
+from ._coreset import MIN_GROUP
+from ._privacy import KernelKMeansPrivacyMixin
+from ._protocol import dspgd_uploads, run_protocol, user_embed_and_assign
+from ._setup import check_user_rows, users_key_from_seed
 
 __all__ = ["FederatedKernelKMeans", "dspgd_uploads"]
 
@@ -36,140 +35,22 @@ def _user(m):
     return f"user{m}"
 
 
-def dspgd_uploads(communication):
-    """Floats each user uploaded in each DSPGD iteration (the paper's measure).
+def auto_random_features(n_clusters, n_lambda, n_samples):
+    """``n_random_features="auto"``: ``max(200, 40 n_lambda)``, at most N / 2.
 
-    Parameters
-    ----------
-    communication : CommunicationSummary
-        ``communication_`` of a fitted :class:`FederatedKernelKMeans`.
-
-    Returns
-    -------
-    uploads : dict
-        ``{t: {user: n_floats}}``: scalars sent by each user to the server in
-        phase ``"dspgd t=<t>"``.
+    ``n_lambda = max(n_clusters + 2, n_components + 1)``. More clusters mean
+    more eigenvectors with smaller gaps between them, hence more features per
+    iteration; the cap keeps the ``(D + r_t)``-square Lanczos matrix smaller
+    than the kernel matrix, and it never goes below ``n_lambda``.
     """
-    out = {}
-    for sender, receiver, phase, _, scalars, _, _ in communication.records:
-        if receiver == SERVER and phase.startswith("dspgd t="):
-            t = int(phase.split("=")[1])
-            out.setdefault(t, {}).setdefault(sender, 0)
-            out[t][sender] += scalars
-    return dict(sorted(out.items()))
-
-
-# -- the protocol -------------------------------------------------------------
-
-def _setup(fed, users, gamma):
-    """The server learns the row counts and, by default, the kernel width."""
-    if gamma is None:
-        phase, local_fn, server_fn = ("setup: gamma", dspgd.user_moments,
-                                      dspgd.server_gamma)
-    else:
-        phase, local_fn, server_fn = ("setup: row counts", dspgd.user_row_count,
-                                      dspgd.server_row_counts)
-    replies = fed.gather(fed[u].call(local_fn) for u in users)
-    fed.gather(fed[SERVER].call(server_collect, r, sender=u, phase=phase)
-               for u, r in zip(users, replies))
-    computed = fed[SERVER].call(server_fn).result()
-    gamma = computed if gamma is None else gamma
-    fed.gather(fed[u].call(dspgd.user_set_gamma, gamma, sender=SERVER,
-                           phase="setup: gamma") for u in users)
-    return float(gamma)
-
-
-def _dspgd_with_cem(fed, users, *, n_iter, n_lambda, n_components,
-                    lanczos_seeds, verbose, monitor):
-    """Algorithm 1, lines 4-18. Returns lambda, the eigenvalue estimates of
-    the columns of H, and ``(Q_t, r_{t+1})`` per iteration."""
-    lam, trace = None, []
-    for t in range(1, n_iter + 1):
-        eta, phase = 1.0 / t, phase_of(t)
-        # Lines 6-9: every user draws A_t[m] and forms W_t[m] (the server only
-        # announces the iteration).
-        dims = fed.gather(fed[u].call(dspgd.user_form_w, t, eta, sender=SERVER,
-                                      phase=phase) for u in users)
-
-        # Line 10: DLA on W_t^T W_t (D + r_t square, whatever the number of
-        # rows): the server broadcasts c, each user uploads W_t[m]^T W_t[m] c.
-        def matvec(c):
-            parts = fed.gather(fed[u].call(dspgd.user_gram_product, c,
-                                           sender=SERVER, phase=phase)
-                               for u in users)
-            fed.gather(fed[SERVER].call(server_collect, g, sender=u, phase=phase)
-                       for u, g in zip(users, parts))
-
-        first, last = lam is None, t == n_iter
-        q = distributed_lanczos(
-            fed, SERVER, dims[0], matvec,
-            threshold=np.inf if first else eta * lam,
-            n_min=n_lambda if first else (n_components if last else 1),
-            seed=lanczos_seeds[t - 1])
-        if first:
-            theta_all = fed[SERVER].call(dspgd.server_select_pairs, np.inf,
-                                         n_lambda).result()[0]
-            lam = choose_lambda(theta_all, n_lambda)
-        shrink = eta * lam
-        theta, V = fed[SERVER].call(dspgd.server_select_pairs, shrink,
-                                    n_components if last else 0).result()
-        # Lines 11-14: the server broadcasts the eigenpairs; each user forms
-        # its rows of the eigenvectors and of B_{t+1} (soft threshold).
-        fed.gather(fed[u].call(dspgd.user_update_from_eigenpairs, theta, V,
-                               shrink, sender=SERVER, phase=phase)
-                   for u in users)
-        rank = int(np.sum(theta > shrink))
-        trace.append((q, rank))
-        if verbose:
-            print(f"[FederatedKernelKMeans] t={t}: {q} Lanczos steps, "
-                  f"dimension {dims[0]}, rank {rank}")
-        if monitor is not None:
-            monitor(t, theta + (1.0 - eta) * lam,
-                    fed.gather(fed[u].call(_evaluation_only_rows) for u in users))
-    # Lines 16-18: each user builds its rows of H.
-    scales = np.sqrt(theta[:n_components] + (1.0 - eta) * lam)
-    fed.gather(fed[u].call(dspgd.user_build_h, scales, sender=SERVER,
-                           phase="dspgd: build H") for u in users)
-    return lam, scales ** 2, trace
-
-
-def _evaluation_only_rows(state):
-    # Not a protocol message: the benchmark's recovery-error curve reads the
-    # users' eigenvector rows through this local call.
-    return state.U
-
-
-def _out_of_sample_map(fed, users, eigenvalues, n_features):
-    """Users upload H[m]^T A'[m]; the server sums it into the embedding map."""
-    phase = "oos: embedding map"
-    moments = fed.gather(fed[u].call(dspgd.user_oos_moment, n_features)
-                         for u in users)
-    fed.gather(fed[SERVER].call(server_collect, mom, sender=u, phase=phase)
-               for u, mom in zip(users, moments))
-    P = fed[SERVER].call(dspgd.server_oos_map, eigenvalues, n_features).result()
-    fed.gather(fed[u].call(dspgd.user_receive_map, P, sender=SERVER, phase=phase)
-               for u in users)
-    return P
-
-
-def _user_labels(state):
-    # The output of the protocol: each user's own labels, handed to its owner.
-    return state.labels
-
-
-def _user_embed_and_assign(state, embedding_map, centers):
-    """Prediction on a user: embed its new rows, nearest published center."""
-    A = dspgd.random_features(state.X, state.oos_seed, state.gamma,
-                              embedding_map.shape[1])
-    E = A @ embedding_map.T
-    d = ((E[:, None, :] - centers[None]) ** 2).sum(axis=-1)
-    return np.argmin(d, axis=1), d.min(axis=1)
+    return int(max(n_lambda, min(max(200, 40 * n_lambda), n_samples // 2)))
 
 
 # -- the estimator ------------------------------------------------------------
 
 @fill_doc
-class FederatedKernelKMeans(FederatedMixin, ClusterMixin, BaseEstimator):
+class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
+                            ClusterMixin, BaseEstimator):
     """Federated kernel k-means on rows split over users (DSPGD + CEM).
 
     Users each hold some rows of ``X``; a server that holds no data
@@ -365,27 +246,33 @@ class FederatedKernelKMeans(FederatedMixin, ClusterMixin, BaseEstimator):
     _parameter_constraints = {
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
         "n_components": [None, Interval(Integral, 1, None, closed="left")],
-        "n_random_features": [Interval(Integral, 1, None, closed="left")],
+        "n_random_features": [StrOptions({"auto"}),
+                              Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [None, Interval(Real, 0, None, closed="left")],
         "gamma": [None, Interval(Real, 0, None, closed="neither")],
         "communication_efficient": ["boolean"],
         "coreset_size": [Interval(Integral, 1, None, closed="left")],
+        "party_keys": [StrOptions({"random_state", "os"})],
         "partition": "no_validation",
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
-    def __init__(self, n_clusters=8, *, n_components=None, n_random_features=50,
-                 max_iter=20, gamma=None, communication_efficient=True,
-                 coreset_size=1000, partition=None, random_state=None,
+    def __init__(self, n_clusters=8, *, n_components=None,
+                 n_random_features="auto", max_iter=300, tol=0.02, gamma=None,
+                 communication_efficient=True, coreset_size=1000,
+                 party_keys="random_state", partition=None, random_state=None,
                  verbose=0):
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.n_random_features = n_random_features
         self.max_iter = max_iter
+        self.tol = tol
         self.gamma = gamma
         self.communication_efficient = communication_efficient
         self.coreset_size = coreset_size
+        self.party_keys = party_keys
         self.partition = partition
         self.random_state = random_state
         self.verbose = verbose
@@ -421,7 +308,9 @@ class FederatedKernelKMeans(FederatedMixin, ClusterMixin, BaseEstimator):
         s = k if self.n_components is None else self.n_components
         n_lambda = max(k + 2, s + 1)
         D = self.n_random_features
-        if D < n_lambda:
+        if D == "auto":
+            D = auto_random_features(k, n_lambda, n_samples)
+        elif D < n_lambda:
             raise ValueError(
                 f"n_random_features={D} is too small: the threshold lambda is "
                 f"the {n_lambda}-th eigenvalue of the first iteration, which "
@@ -429,8 +318,8 @@ class FederatedKernelKMeans(FederatedMixin, ClusterMixin, BaseEstimator):
                 "(max(n_clusters + 2, n_components + 1)).")
         partition = self._resolve_partition(X, sample_party)
         users = [_user(m) for m in range(partition.n_parties)]
-        n_groups = sum(len(partition.rows(m)) // MIN_GROUP
-                       for m in range(partition.n_parties))
+        n_rows = [len(partition.rows(m)) for m in range(partition.n_parties)]
+        n_groups = sum(n // MIN_GROUP for n in n_rows)
         if n_groups < k:
             raise ValueError(
                 f"n_samples={n_samples} rows over {len(users)} user(s) are too "
@@ -438,54 +327,49 @@ class FederatedKernelKMeans(FederatedMixin, ClusterMixin, BaseEstimator):
                 f"means of at least {MIN_GROUP} rows (no raw row is sent), "
                 f"which gives only {n_groups} summaries. Use fewer clusters, "
                 "fewer users or more rows.")
-        T = self.max_iter
-        seeds = party_seeds(self.random_state, 2 * T + len(users) + 2)
-        feature_seeds, lanczos_seeds = seeds[:T], seeds[T:2 * T]
-        kmeans_seeds, (oos_seed, server_seed) = seeds[2 * T:-2], seeds[-2:]
-        n_oos = min(D * T, _MAX_OOS_FEATURES)
-
-        states = {SERVER: {}}
+        # The server would refuse such a user on its row count; refusing here
+        # means no party starts.
+        check_user_rows(n_rows, users)
+        seeds = party_seeds(self.random_state, len(users) + 3)
+        draw_key = self.party_keys == "os"
+        users_key = None if draw_key else users_key_from_seed(seeds[-1])
+        states = {"server": dict(n_rows=[])}
         for m, u in enumerate(users):
             rows = X[partition.rows(m)]
-            states[u] = dict(X=rows, feature_seeds=feature_seeds,
-                             n_random_features=D, B=np.zeros((len(rows), 0)),
-                             kmeans_seed=kmeans_seeds[m], oos_seed=oos_seed)
-        monitor = getattr(self, "_monitor", None)
+            states[u] = dict(X=rows, n_random_features=D, users_key=users_key,
+                             B=np.zeros((len(rows), 0)), kmeans_seed=seeds[m])
         with self._federation(states) as fed:
-            gamma = _setup(fed, users, self.gamma)
-            common = dict(n_iter=T, n_lambda=n_lambda, n_components=s,
-                          lanczos_seeds=lanczos_seeds, verbose=self.verbose,
-                          monitor=monitor)
-            if self.communication_efficient:
-                lam, eigenvalues, trace = _dspgd_with_cem(fed, users, **common)
-            else:
-                lam, eigenvalues, trace = dspgd_without_cem(
-                    fed, users, n_random_features=D, n_samples=n_samples,
-                    **common)
-            # Line 19: distributed linear k-means over the rows of H.
-            centers = distributed_kmeans(fed, SERVER, users, n_clusters=k,
-                                         coreset_size=self.coreset_size,
-                                         seed=server_seed)
-            embedding_map = _out_of_sample_map(fed, users, eigenvalues, n_oos)
-            user_labels = fed.gather(fed[u].call(_user_labels) for u in users)
+            out = run_protocol(
+                fed, users, gamma=self.gamma, draw_key=draw_key,
+                communication_efficient=self.communication_efficient,
+                max_iter=self.max_iter, tol=self.tol, n_lambda=n_lambda,
+                n_components=s, n_random_features=D, n_samples=n_samples,
+                n_clusters=k, coreset_size=self.coreset_size,
+                seeds=dict(server=seeds[-3], lanczos=seeds[-2]),
+                n_oos_features=min(D * self.max_iter, _MAX_OOS_FEATURES),
+                verbose=self.verbose, monitor=getattr(self, "_monitor", None))
 
         labels = np.empty(n_samples, dtype=np.int64)
-        for m, lab in enumerate(user_labels):
+        for m, lab in enumerate(out["labels"]):
             labels[partition.rows(m)] = lab
         # Centers that won no row go last, so the labels are 0..n_used-1.
         used = np.unique(labels)
         order = np.concatenate([used, np.setdiff1d(np.arange(k), used)])
         self.labels_ = np.argsort(order)[labels].astype(np.int64)
-        self.cluster_centers_ = np.asarray(centers)[order]
-        self.gamma_ = gamma
-        self.threshold_ = float(lam)
-        self.eigenvalues_ = np.asarray(eigenvalues)
-        self.n_components_ = len(eigenvalues)
-        self.embedding_map_ = embedding_map
-        self._oos_seed = oos_seed
-        self.n_iter_ = T
-        self.n_lanczos_iter_ = np.array([q for q, _ in trace])
-        self.ranks_ = np.array([r for _, r in trace])
+        self.cluster_centers_ = np.asarray(out["centers"])[order]
+        self.gamma_ = out["gamma"]
+        self.threshold_ = float(out["threshold"])
+        self.eigenvalues_ = np.asarray(out["eigenvalues"])
+        self.n_components_ = len(self.eigenvalues_)
+        self.embedding_map_ = out["embedding_map"]
+        # The users' key stays with the users: the estimator acts for them
+        # when it predicts (it never reaches the server).
+        self._users_key = out["users_key"]
+        self.n_random_features_ = int(D)
+        self.n_iter_ = len(out["trace"])
+        self.embedding_changes_ = np.asarray(out["changes"], dtype=float)
+        self.n_lanczos_iter_ = np.array([q for q, _ in out["trace"]])
+        self.ranks_ = np.array([r for _, r in out["trace"]])
         return self
 
     def fit_predict(self, X, y=None, sample_party=None):
@@ -514,7 +398,7 @@ class FederatedKernelKMeans(FederatedMixin, ClusterMixin, BaseEstimator):
         n_users = min(self.partition_.n_parties, X.shape[0])
         owners = HorizontalPartition(n_users).resolve(X)
         states = {_user(m): dict(X=X[owners.rows(m)], gamma=self.gamma_,
-                                 oos_seed=self._oos_seed)
+                                 users_key=self._users_key)
                   for m in range(n_users)}
         labels = np.empty(X.shape[0], dtype=np.int64)
         dist = np.empty(X.shape[0])
@@ -522,7 +406,7 @@ class FederatedKernelKMeans(FederatedMixin, ClusterMixin, BaseEstimator):
             # No message: every user already holds the published map and
             # centers, and embeds only the rows it owns.
             results = fed.gather(
-                fed[_user(m)].call(_user_embed_and_assign, self.embedding_map_,
+                fed[_user(m)].call(user_embed_and_assign, self.embedding_map_,
                                    self.cluster_centers_)
                 for m in range(n_users))
         for m, (lab, d) in enumerate(results):

@@ -4,8 +4,11 @@ Kept so that the paper's communication comparison (Figure 2, Theorem 2) can
 be reproduced: the Lanczos iterations run on the ``n x n`` matrix
 ``R_t = (1 - eta_t) Z_t + eta_t A_t A_t^T / D`` and ``Z_t`` (its eigenvectors
 over all rows) lives on the server. Per Lanczos step user ``m`` uploads
-``A_t[m]^T c_q[m]`` (``D`` floats) and ``A_t[m] A_t^T c_q`` (``n_m`` floats),
-so the uploads grow with the number of rows.
+``A_t[m]^T c_q[m]`` (``D`` floats, masked: the server needs only their sum)
+and ``A_t[m] A_t^T c_q`` (``n_m`` floats, one per row: the server
+concatenates them, so they cannot be summed away), so the uploads grow with
+the number of rows. The server holds the eigenvectors, hence ``H``, and
+measures the embedding change of the stopping rule itself.
 """
 
 # Authors: The skfed developers
@@ -13,6 +16,7 @@ so the uploads grow with the number of rows.
 
 import numpy as np
 
+from ..federation.secure_sum import RingEncoder, secure_sum
 from . import _dspgd as dspgd
 from ._dspgd import SERVER, choose_lambda, phase_of
 from ._lanczos import distributed_lanczos, server_collect
@@ -20,41 +24,45 @@ from ._lanczos import distributed_lanczos, server_collect
 __all__ = ["dspgd_without_cem"]
 
 
-def dspgd_without_cem(fed, users, *, n_iter, n_lambda, n_components,
-                       lanczos_seeds, n_random_features, n_samples, verbose,
-                       monitor):
-    """Section 4.1: Lanczos on the n x n matrix R_t; Z_t lives on the server."""
+def dspgd_without_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
+                      lanczos_seed, n_random_features, n_samples, gamma,
+                      verbose, monitor):
+    """Section 4.1: Lanczos on the n x n matrix R_t; Z_t lives on the server.
+
+    Returns ``(lambda, eigenvalues of H's columns, trace, changes)``.
+    """
+    s = n_components
     fed[SERVER].call(_server_init_plain, n_samples).result()
-    lam, trace = None, []
-    for t in range(1, n_iter + 1):
+    encoder = RingEncoder.for_bound(2.0 * n_samples, margin_bits=3)
+    lam, trace, changes = None, [], []
+    for t in range(1, max_iter + 1):
         eta, phase = 1.0 / t, phase_of(t)
         fed.gather(fed[u].call(dspgd.user_draw_features, t, sender=SERVER,
                                phase=phase) for u in users)
 
         def matvec(c):
-            # 1) the server sends c[m] to user m; 2) users upload A_t[m]^T c[m];
-            # 3) the server broadcasts A_t^T c; 4) users upload A_t[m] A_t^T c.
+            # 1) the server sends c[m] to user m; 2) users upload A_t[m]^T c[m],
+            # masked, and the server decodes the sum A_t^T c; 3) the server
+            # broadcasts it; 4) users upload A_t[m] A_t^T c (one value per
+            # row); 5) the server concatenates (in combine), adds (1-eta) Z_t c.
             pieces = fed[SERVER].call(dspgd.server_split_vector, c).result()
-            partial = fed.gather(fed[u].call(dspgd.user_features_t_times, p,
-                                             sender=SERVER, phase=phase)
-                                 for u, p in zip(users, pieces))
-            fed.gather(fed[SERVER].call(dspgd.server_collect_aux, p, sender=u,
-                                        phase=phase)
-                       for u, p in zip(users, partial))
-            atc = fed[SERVER].call(dspgd.server_sum_aux).result()
+            fed.gather(fed[u].call(dspgd.user_take_part, p, sender=SERVER,
+                                   phase=phase)
+                       for u, p in zip(users, pieces))
+            atc = secure_sum(fed, users, SERVER, dspgd.user_features_t_times,
+                             phase=phase, encoder=encoder).result()
             rows = fed.gather(fed[u].call(dspgd.user_features_times, atc,
                                           sender=SERVER, phase=phase)
                               for u in users)
-            # 5) the server concatenates (in combine) and adds (1-eta) Z_t c.
-            fed.gather(fed[SERVER].call(server_collect, r, sender=u, phase=phase)
+            fed.gather(fed[SERVER].call(server_collect, r, sender=u,
+                                        phase=f"{phase}/rows")
                        for u, r in zip(users, rows))
 
-        first, last = lam is None, t == n_iter
+        first = lam is None
         q = distributed_lanczos(
             fed, SERVER, n_samples, matvec,
             threshold=np.inf if first else eta * lam,
-            n_min=n_lambda if first else (n_components if last else 1),
-            seed=lanczos_seeds[t - 1],
+            n_min=n_lambda if first else s, seed=dspgd.lanczos_seed(lanczos_seed, t),
             combine=dspgd.server_plain_combine(eta, n_random_features))
         if first:
             theta_all = fed[SERVER].call(dspgd.server_select_pairs, np.inf,
@@ -62,8 +70,13 @@ def dspgd_without_cem(fed, users, *, n_iter, n_lambda, n_components,
             lam = choose_lambda(theta_all, n_lambda)
         shrink = eta * lam
         theta, V = fed[SERVER].call(dspgd.server_select_pairs, shrink,
-                                    n_components if last else 0).result()
-        fed[SERVER].call(dspgd.server_plain_update, theta, V, shrink).result()
+                                    s).result()
+        dspgd.check_finite(theta, t, gamma)
+        values = theta[:s] + (1.0 - eta) * lam
+        change = fed[SERVER].call(dspgd.server_plain_update, theta, V, shrink,
+                                  values).result()
+        if change is not None:
+            changes.append(change)
         rank = int(np.sum(theta > shrink))
         trace.append((q, rank))
         if verbose:
@@ -72,13 +85,17 @@ def dspgd_without_cem(fed, users, *, n_iter, n_lambda, n_components,
         if monitor is not None:
             monitor(t, theta + (1.0 - eta) * lam,
                     [fed[SERVER].call(_evaluation_only_rows).result()])
+        if dspgd.converged(changes, tol):
+            break
+    else:
+        dspgd.warn_not_converged(changes, tol, max_iter)
     # The server holds H; each user receives its own rows of it.
-    scales = np.sqrt(theta[:n_components] + (1.0 - eta) * lam)
+    scales = np.sqrt(values)
     for m, u in enumerate(users):
         H_m = fed[SERVER].call(dspgd.server_rows_of_h, scales, m).result()
         fed[u].call(dspgd.user_receive_h, H_m, sender=SERVER,
                     phase="dspgd: rows of H").result()
-    return lam, scales ** 2, trace
+    return lam, values, trace, changes
 
 
 def _server_init_plain(state, n_samples):

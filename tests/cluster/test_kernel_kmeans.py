@@ -13,9 +13,16 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 
+from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
+
 from skfed.base import party_seeds
 from skfed.cluster import FederatedKernelKMeans, dspgd_uploads
+from skfed.cluster import _dspgd
 from skfed.cluster._coreset import MIN_GROUP, user_summary
+from skfed.cluster._dspgd import CHANGE_WINDOW, feature_seed, oos_seed
+from skfed.cluster._kernel_kmeans import auto_random_features
+from skfed.cluster._setup import MIN_USER_ROWS, users_key_from_seed
 from skfed.federation import PartyState, record_messages
 from skfed.kernel_approximation import RandomFourierBasis
 from skfed.partition import HorizontalPartition
@@ -41,16 +48,20 @@ def circles():
 @pytest.fixture(scope="module")
 def fitted(blobs):
     X, _ = blobs
-    return FederatedKernelKMeans(4, max_iter=8, partition=3, random_state=0).fit(X)
+    return FederatedKernelKMeans(4, partition=3, random_state=0).fit(X)
 
 
-# -- quality against the centralized baseline ----------------------------------
+def users_key(random_state, n_users):
+    """The users' key of a fit with party_keys="random_state" (see fit)."""
+    return users_key_from_seed(party_seeds(random_state, n_users + 3)[-1])
+
+
+# -- quality against the centralized baseline (defaults, gamma given) ----------
 
 @pytest.mark.parametrize("n_users", [2, 5])
 def test_blobs_match_exact_kernel_kmeans(blobs, n_users):
     X, y = blobs
-    km = FederatedKernelKMeans(4, max_iter=10, partition=n_users,
-                               random_state=0).fit(X)
+    km = FederatedKernelKMeans(4, partition=n_users, random_state=0).fit(X)
     exact = nmi(y, exact_kernel_kmeans(X, 4, 4, km.gamma_))
     assert nmi(y, km.labels_) >= 0.95 * exact
 
@@ -58,7 +69,7 @@ def test_blobs_match_exact_kernel_kmeans(blobs, n_users):
 @pytest.mark.parametrize("n_users", [2, 8])
 def test_circles_beat_linear_kmeans(circles, n_users):
     X, y = circles
-    km = FederatedKernelKMeans(2, gamma=5.0, max_iter=10, partition=n_users,
+    km = FederatedKernelKMeans(2, gamma=5.0, partition=n_users,
                                random_state=0).fit(X)
     exact = nmi(y, exact_kernel_kmeans(X, 2, 2, 5.0))
     linear = nmi(y, KMeans(2, n_init=10, random_state=0).fit_predict(X))
@@ -66,9 +77,19 @@ def test_circles_beat_linear_kmeans(circles, n_users):
     assert nmi(y, km.labels_) >= 0.95 * exact
 
 
+def test_defaults_match_exact_kernel_kmeans_on_digits():
+    # Ten clusters with defaults (benchmarks/bench_kernel_kmeans.py runs the
+    # four sets of the acceptance at full size, the moons over several seeds).
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:600] / 16.0, y[:600]
+    km = FederatedKernelKMeans(10, partition=3, random_state=0).fit(X)
+    exact = nmi(y, exact_kernel_kmeans(X, 10, 10, km.gamma_))
+    assert nmi(y, km.labels_) >= 0.95 * exact
+
+
 def test_eigenvalues_approach_the_kernel_spectrum(blobs):
     X, _ = blobs
-    km = FederatedKernelKMeans(4, max_iter=20, random_state=0).fit(X)
+    km = FederatedKernelKMeans(4, max_iter=20, tol=None, random_state=0).fit(X)
     top = np.sort(np.linalg.eigvalsh(rbf_kernel(X, gamma=km.gamma_)))[::-1][:4]
     np.testing.assert_allclose(km.eigenvalues_, top, rtol=0.15)
 
@@ -80,7 +101,7 @@ def test_predict_extends_the_training_embedding(blobs, fitted):
 
 def test_predict_on_held_out_rows(blobs):
     X, y = blobs
-    km = FederatedKernelKMeans(4, max_iter=10, partition=3, random_state=0)
+    km = FederatedKernelKMeans(4, partition=3, random_state=0)
     km.fit(X[:200])
     exact = nmi(y, exact_kernel_kmeans(X, 4, 4, km.gamma_))
     assert nmi(y[200:], km.predict(X[200:])) >= 0.9 * exact
@@ -89,15 +110,24 @@ def test_predict_on_held_out_rows(blobs):
 # -- the paper's defaults, computed by hand -------------------------------------
 
 def test_gamma_is_the_papers_mean_distance_rule(blobs, fitted):
+    # From masked sums of rotated moments: the same value to ring precision.
     X, _ = blobs
     sq = ((X[:, None, :] - X[None]) ** 2).sum(-1)
-    assert fitted.gamma_ == pytest.approx(len(X) ** 2 / (2 * sq.sum()))
+    assert fitted.gamma_ == pytest.approx(len(X) ** 2 / (2 * sq.sum()), rel=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1e-6, 1e6])
+def test_gamma_of_unscaled_data(scale):
+    X = make_blobs(60, n_features=3, random_state=0)[0] * scale
+    sq = ((X[:, None, :] - X[None]) ** 2).sum(-1)
+    km = FederatedKernelKMeans(2, max_iter=2, tol=None, partition=3).fit(X)
+    assert km.gamma_ == pytest.approx(len(X) ** 2 / (2 * sq.sum()), rel=1e-9)
 
 
 def test_lambda_is_the_k_plus_2_th_eigenvalue_of_the_first_iteration(blobs, fitted):
     X, _ = blobs
-    T, D = fitted.max_iter, fitted.n_random_features
-    first_seed = party_seeds(0, 2 * T + 3 + 2)[0]
+    D = fitted.n_random_features_
+    first_seed = feature_seed(users_key(0, 3), 1)
     A = RandomFourierBasis(first_seed, gamma=fitted.gamma_).transform(X, range(D))
     xi_1 = np.sort(np.linalg.eigvalsh(A @ A.T / D))[::-1]
     assert fitted.threshold_ == pytest.approx(xi_1[4 + 1], rel=1e-6)
@@ -105,7 +135,7 @@ def test_lambda_is_the_k_plus_2_th_eigenvalue_of_the_first_iteration(blobs, fitt
 
 def test_score_is_minus_the_embedded_kmeans_objective(blobs, fitted):
     X, _ = blobs
-    basis = RandomFourierBasis(fitted._oos_seed, gamma=fitted.gamma_)
+    basis = RandomFourierBasis(oos_seed(users_key(0, 3)), gamma=fitted.gamma_)
     P = fitted.embedding_map_
     E = basis.transform(X, range(P.shape[1])) @ P.T
     d = ((E[:, None] - fitted.cluster_centers_[None]) ** 2).sum(-1)
@@ -118,23 +148,26 @@ def test_score_is_minus_the_embedded_kmeans_objective(blobs, fitted):
 def test_cem_uploads_are_q_times_d_plus_r(fitted):
     uploads = dspgd_uploads(fitted.communication_)
     assert sorted(uploads) == list(range(1, fitted.n_iter_ + 1))
-    D, rank = fitted.n_random_features, 0
+    D, rank = fitted.n_random_features_, 0
     for t, q in zip(uploads, fitted.n_lanczos_iter_):
         assert set(uploads[t].values()) == {q * (D + rank)}
         rank = fitted.ranks_[t - 1]
 
 
-def test_plain_variant_same_result_more_uploads(blobs, fitted):
+def test_plain_variant_same_result_more_uploads(blobs):
     X, _ = blobs
-    plain = FederatedKernelKMeans(4, max_iter=8, partition=3, random_state=0,
-                                  communication_efficient=False).fit(X)
+    common = dict(n_random_features=40, max_iter=8, tol=None, partition=3,
+                  random_state=0)
+    cem = FederatedKernelKMeans(4, **common).fit(X)
+    plain = FederatedKernelKMeans(4, communication_efficient=False,
+                                  **common).fit(X)
     # Same random features, same R_t: same eigenvalues and clusters.
-    np.testing.assert_allclose(plain.eigenvalues_, fitted.eigenvalues_, rtol=1e-5)
-    assert nmi(plain.labels_, fitted.labels_) > 0.99
+    np.testing.assert_allclose(plain.eigenvalues_, cem.eigenvalues_, rtol=1e-5)
+    assert nmi(plain.labels_, cem.labels_) > 0.99
     n_m = len(X) // 3
     up = dspgd_uploads(plain.communication_)
     for t, q in zip(up, plain.n_lanczos_iter_):  # Theorem 2: Q (D + n_m)
-        assert set(up[t].values()) == {q * (plain.n_random_features + n_m)}
+        assert set(up[t].values()) == {q * (40 + n_m)}
 
 
 def test_cem_uploads_do_not_grow_with_rows_and_save_90_percent():
@@ -142,8 +175,9 @@ def test_cem_uploads_do_not_grow_with_rows_and_save_90_percent():
     for n in (400, 1600):
         X, _ = make_blobs(n, centers=3, random_state=1)
         for cem in (True, False):
-            km = FederatedKernelKMeans(3, max_iter=4, n_random_features=20,
-                                       partition=2, random_state=0,
+            km = FederatedKernelKMeans(3, max_iter=4, tol=None,
+                                       n_random_features=20, partition=2,
+                                       random_state=0,
                                        communication_efficient=cem).fit(X)
             up = dspgd_uploads(km.communication_)
             per_user[n, cem] = np.mean([v for t in up.values() for v in t.values()])
@@ -174,13 +208,13 @@ def _contains_row(array, rows):
 def test_server_receives_no_raw_rows_and_no_rows_of_a(blobs):
     X, _ = blobs
     T, D = 4, 12
-    km = FederatedKernelKMeans(4, max_iter=T, n_random_features=D, partition=3,
-                               random_state=0)
+    km = FederatedKernelKMeans(4, max_iter=T, tol=None, n_random_features=D,
+                               partition=3, random_state=0)
     with record_messages() as rec:
         km.fit(X)
-    feature_seeds = party_seeds(0, 2 * T + 3 + 2)[:T]
-    A = [RandomFourierBasis(s, gamma=km.gamma_).transform(X, range(D))
-         for s in feature_seeds]
+    key = users_key(0, 3)
+    A = [RandomFourierBasis(feature_seed(key, t), gamma=km.gamma_)
+         .transform(X, range(D)) for t in range(1, T + 1)]
     to_server = rec.received_by("server")
     assert to_server and {m.sender for m in to_server} == {"user0", "user1", "user2"}
     n_rows = [len(km.partition_.rows(m)) for m in range(3)]
@@ -194,8 +228,66 @@ def test_server_receives_no_raw_rows_and_no_rows_of_a(blobs):
     coreset = [m for m in to_server if m.phase == "kmeans: coreset"]
     assert len(coreset) == 3
     assert all(np.min(m.payload[1]) >= MIN_GROUP for m in coreset)
-    # Users only hear from the server, never from each other.
-    assert {m.sender for m in rec.messages if m.receiver != "server"} == {"server"}
+    # Users hear from each other only to agree on the pair seeds of the
+    # secure sums.
+    between_users = [m for m in rec.messages
+                     if m.sender != "server" and m.receiver != "server"]
+    assert between_users and all(m.phase.endswith("/keys") for m in between_users)
+
+
+def test_server_receives_sums_only_as_masked_ring_values(blobs):
+    X, _ = blobs
+    km = FederatedKernelKMeans(4, partition=3, random_state=0)
+    with record_messages() as rec:
+        km.fit(X)
+    uploads = [m for m in rec.received_by("server") if m.phase.endswith("/upload")]
+    phases = {m.phase.split(" t=")[0].split("/")[0] for m in uploads}
+    assert phases == {"setup: scale", "setup: moments", "dspgd", "convergence",
+                      "oos: embedding map"}
+    assert all(m.payload[0].dtype == np.uint64 for m in uploads)
+    # Anything else a user sends the server: its row count, one local cost
+    # and its group means (plaintext, by the contract).
+    others = {m.phase for m in rec.received_by("server")} - {m.phase for m in uploads}
+    assert others == {"setup: row counts", "kmeans: local costs", "kmeans: coreset"}
+
+
+def test_reproducible_with_fresh_masks(blobs):
+    X, _ = blobs
+    fits, first_uploads = [], []
+    for _ in range(2):
+        with record_messages() as rec:
+            fits.append(FederatedKernelKMeans(4, max_iter=3, tol=None, partition=3,
+                                              random_state=0).fit(X))
+        first_uploads.append([m.payload[0] for m in rec.messages
+                              if m.phase == "dspgd t=001/upload"])
+    np.testing.assert_array_equal(fits[0].predict(X), fits[1].predict(X))
+    np.testing.assert_array_equal(fits[0].eigenvalues_, fits[1].eigenvalues_)
+    # Masks come from each user's CSPRNG, never from random_state.
+    assert not any(np.array_equal(a, b) for a, b in zip(*first_uploads))
+
+
+def test_party_keys_os_draws_the_users_key_out_of_the_servers_sight(blobs, fitted):
+    X, _ = blobs
+    with record_messages() as rec:
+        km = FederatedKernelKMeans(4, party_keys="os", partition=3,
+                                   random_state=0).fit(X)
+    sent = [m for m in rec.messages if m.phase == "setup: users' key"]
+    assert [(m.sender, m.receiver) for m in sent] == [("user0", "user1"),
+                                                      ("user0", "user2")]
+    key = sent[0].payload[0].tobytes()
+    assert key != users_key(0, 3) and key == km._users_key
+    # Other features than the random_state fit's, the same clustering.
+    assert nmi(km.labels_, fitted.labels_) > 0.8
+
+
+def test_user_holding_too_few_rows_is_refused(blobs):
+    X, _ = blobs
+    owners = np.arange(len(X)) % 3
+    owners[owners == 2] = 0
+    owners[: MIN_USER_ROWS - 1] = 2  # user 2 holds MIN_USER_ROWS - 1 rows
+    with pytest.raises(ValueError, match=f"User 'user2' holds {MIN_USER_ROWS - 1} "
+                       f"row.*MIN_USER_ROWS={MIN_USER_ROWS}"):
+        FederatedKernelKMeans(3).fit(X, sample_party=owners)
 
 
 def test_coreset_summaries_average_several_rows():
@@ -207,11 +299,59 @@ def test_coreset_summaries_average_several_rows():
     assert not _contains_row(means, H)
 
 
+# -- convergence -----------------------------------------------------------------
+
+def test_tol_stops_on_the_embedding_change(fitted):
+    assert CHANGE_WINDOW < fitted.n_iter_ < fitted.max_iter
+    changes = fitted.embedding_changes_
+    assert len(changes) == fitted.n_iter_ - 1 and np.all(changes >= 0)
+    assert changes[-CHANGE_WINDOW:].mean() < fitted.tol
+    assert changes[-CHANGE_WINDOW - 1:-1].mean() >= fitted.tol
+
+
+def test_tol_none_runs_max_iter_without_measuring(blobs):
+    with record_messages() as rec:
+        km = FederatedKernelKMeans(4, max_iter=5, tol=None, random_state=0
+                                   ).fit(blobs[0])
+    assert km.n_iter_ == 5 and len(km.embedding_changes_) == 0
+    assert not any(m.phase.startswith("convergence") for m in rec.messages)
+
+
+@pytest.mark.parametrize("cem", [True, False])
+def test_max_iter_reached_warns(blobs, cem):
+    with pytest.warns(ConvergenceWarning, match="max_iter=3.*n_random_features"):
+        km = FederatedKernelKMeans(4, max_iter=3, communication_efficient=cem,
+                                   random_state=0).fit(blobs[0])
+    assert km.n_iter_ == 3
+
+
+def test_auto_random_features():
+    # max(200, 40 (k + 2)), at most half the rows, at least k + 2.
+    assert auto_random_features(2, 4, 10_000) == 200
+    assert auto_random_features(10, 12, 10_000) == 480
+    assert auto_random_features(4, 6, 300) == 150
+    assert auto_random_features(3, 5, 8) == 5
+
+
+def test_extreme_gamma_stops_with_an_error_naming_it(blobs):
+    with pytest.raises(Exception, match="gamma=1e\\+308"):
+        FederatedKernelKMeans(4, gamma=1e308, random_state=0).fit(blobs[0])
+
+
+def test_nonfinite_eigenvalues_stop_the_fit(blobs, monkeypatch):
+    def broken(state, threshold, n_keep):
+        return np.full(n_keep, np.nan), np.zeros((1, n_keep))
+
+    monkeypatch.setattr(_dspgd, "server_select_pairs", broken)
+    with pytest.raises(ValueError, match="non-finite values at iteration 1.*gamma"):
+        FederatedKernelKMeans(4, random_state=0).fit(blobs[0])
+
+
 # -- sklearn behaviour ----------------------------------------------------------------
 
 def test_deterministic_and_picklable(blobs, fitted):
     X, _ = blobs
-    again = FederatedKernelKMeans(4, max_iter=8, partition=3, random_state=0).fit(X)
+    again = FederatedKernelKMeans(4, partition=3, random_state=0).fit(X)
     np.testing.assert_array_equal(again.labels_, fitted.labels_)
     np.testing.assert_array_equal(again.cluster_centers_, fitted.cluster_centers_)
     assert again.communication_ == fitted.communication_
@@ -223,21 +363,22 @@ def test_pipeline_and_dataframe(blobs):
     X, y = blobs
     df = pd.DataFrame(X, columns=["a", "b"])
     pipe = make_pipeline(StandardScaler(),
-                         FederatedKernelKMeans(4, max_iter=10, random_state=0))
+                         FederatedKernelKMeans(4, random_state=0))
     labels = pipe.fit_predict(df)
     km = pipe[-1]
     Xs = StandardScaler().fit_transform(X)
     assert nmi(y, labels) >= 0.95 * nmi(y, exact_kernel_kmeans(Xs, 4, 4, km.gamma_))
     assert km.labels_.shape == (len(X),) and km.cluster_centers_.shape == (4, 4)
     np.testing.assert_array_equal(
-        FederatedKernelKMeans(4, max_iter=5, random_state=0).fit(df).feature_names_in_,
+        FederatedKernelKMeans(4, max_iter=3, tol=None, random_state=0
+                              ).fit(df).feature_names_in_,
         ["a", "b"])
 
 
 def test_sample_party_metadata(blobs):
     X, _ = blobs
     owners = np.arange(len(X)) % 3
-    km = FederatedKernelKMeans(4, max_iter=3, random_state=0)
+    km = FederatedKernelKMeans(4, max_iter=3, tol=None, random_state=0)
     km.fit(X, sample_party=owners)
     np.testing.assert_array_equal(km.partition_.owners, owners)
     assert sum(1 for u in km.communication_.by_party if u.startswith("user")) == 3
@@ -248,7 +389,7 @@ def test_routing_in_cross_validation(blobs):
     owners = np.arange(len(X)) % 3
     cv = KFold(3, shuffle=True, random_state=0)
     with sklearn.config_context(enable_metadata_routing=True):
-        est = FederatedKernelKMeans(4, max_iter=3, random_state=0)
+        est = FederatedKernelKMeans(4, max_iter=3, tol=None, random_state=0)
         est.set_fit_request(sample_party=True)
         res = cross_validate(est, X, cv=cv, params={"sample_party": owners},
                              return_estimator=True, return_indices=True)
@@ -259,7 +400,8 @@ def test_routing_in_cross_validation(blobs):
     assert np.all(res["test_score"] < 0)
     assert search.best_estimator_.partition_.n_parties == 3
     # Without routing the partition's rule gives the rows.
-    plain = cross_validate(FederatedKernelKMeans(4, max_iter=3, random_state=0,
+    plain = cross_validate(FederatedKernelKMeans(4, max_iter=3, tol=None,
+                                                 random_state=0,
                                                  partition=HorizontalPartition(4)),
                            X, cv=cv, return_estimator=True)
     assert all(e.partition_.n_parties == 4 for e in plain["estimator"])
@@ -280,9 +422,9 @@ def test_user_with_no_rows(blobs):
 
 
 def test_too_few_rows_to_summarise_without_raw_rows():
-    X = np.random.RandomState(0).rand(6, 2)
+    X = np.random.RandomState(0).rand(15, 2)
     with pytest.raises(ValueError, match="no raw row is sent"):
-        FederatedKernelKMeans(4, n_random_features=10, partition=3).fit(X)
+        FederatedKernelKMeans(8, n_random_features=10, partition=3).fit(X)
 
 
 def test_too_few_random_features(blobs):
@@ -292,7 +434,9 @@ def test_too_few_random_features(blobs):
 
 
 @pytest.mark.parametrize("params", [{"gamma": -1.0}, {"max_iter": 0},
-                                    {"communication_efficient": "yes"}])
+                                    {"communication_efficient": "yes"},
+                                    {"tol": -1.0}, {"party_keys": "server"},
+                                    {"n_random_features": "all"}])
 def test_invalid_parameters(blobs, params):
     with pytest.raises(InvalidParameterError):
         FederatedKernelKMeans(**params).fit(blobs[0])
@@ -304,6 +448,7 @@ def test_predict_checks_features(blobs, fitted):
 
 
 def test_verbose_prints_iterations(blobs, capsys):
-    FederatedKernelKMeans(4, max_iter=2, verbose=1, random_state=0).fit(blobs[0])
+    FederatedKernelKMeans(4, max_iter=2, tol=None, verbose=1,
+                          random_state=0).fit(blobs[0])
     out = capsys.readouterr().out
     assert "t=1:" in out and "t=2:" in out and "Lanczos steps" in out

@@ -1,0 +1,294 @@
+"""The protocol of federated kernel k-means (Algorithm 1), and its contract.
+
+The data are split by rows: user ``m`` holds ``X[m]``; a server with no data
+coordinates. :func:`run_protocol` strings the steps together:
+
+1. setup (:mod:`._setup`): row counts, the users' key, the kernel width;
+2. DSPGD with CEM (:func:`dspgd_with_cem`, lines 4-18), or the plain DSPGD of
+   section 4.1 (:mod:`._plain_dspgd`), kept for the communication comparison;
+3. the distributed linear k-means of line 19 (:mod:`._coreset`);
+4. the out-of-sample map (:func:`out_of_sample_map`).
+
+Every sum the server needs over users -- the Lanczos products
+``sum_m W_t[m]^T W_t[m] c``, the moments behind the default ``gamma``, the
+embedding overlaps of the stopping rule and ``H^T A'`` -- is a secure sum
+(:func:`~skfed.federation.secure_sum.secure_sum`): each user's upload is
+masked by pairwise ring masks and only the total decodes. Appendix B allows
+it: with CEM the distributed Lanczos needs the product ``W_t^T W_t c`` and
+nothing per user. :func:`kernel_kmeans_contract` declares every message.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+
+from ..federation.secure_sum import RingEncoder, secure_sum
+from . import _dspgd as dspgd
+from ._coreset import distributed_kmeans
+from ._dspgd import SERVER, choose_lambda, phase_of
+from ._lanczos import distributed_lanczos, server_collect
+from ._plain_dspgd import dspgd_without_cem
+from ._setup import setup, user_key
+
+__all__ = [
+    "dspgd_uploads",
+    "dspgd_with_cem",
+    "out_of_sample_map",
+    "run_protocol",
+    "ring_encoder",
+    "kernel_kmeans_contract",
+]
+
+def dspgd_uploads(communication):
+    """Floats each user uploaded in each DSPGD iteration (the paper's measure).
+
+    Parameters
+    ----------
+    communication : CommunicationSummary
+        ``communication_`` of a fitted :class:`FederatedKernelKMeans`.
+
+    Returns
+    -------
+    uploads : dict
+        ``{t: {user: n_floats}}``: scalars sent by each user to the server in
+        the phases of DSPGD iteration ``t`` (``"dspgd t=<t>/upload"``, the
+        masked Lanczos products; with ``communication_efficient=False`` also
+        ``"dspgd t=<t>/rows"``, the per-row products).
+    """
+    out = {}
+    for sender, receiver, phase, _, scalars, _, _ in communication.records:
+        if receiver == SERVER and phase.startswith("dspgd t="):
+            t = int(phase.split("=")[1].split("/")[0])
+            out.setdefault(t, {}).setdefault(sender, 0)
+            out[t][sender] += scalars
+    return dict(sorted(out.items()))
+
+
+def ring_encoder(bound):
+    """Fixed point for sums whose total is at most ``bound`` in magnitude."""
+    return RingEncoder.for_bound(bound, margin_bits=3)
+
+
+def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
+                   n_samples, lanczos_seed, gamma, verbose, monitor):
+    """Algorithm 1, lines 4-18, with the stopping rule.
+
+    Returns ``(lambda, eigenvalues of H's columns, trace, changes)``;
+    ``trace`` holds ``(Q_t, r_{t+1})`` per iteration.
+    """
+    s = n_components
+    fed.gather(fed[u].call(_set_state, "s", s) for u in users)
+    gram = ring_encoder(2.0 * n_samples)
+    overlap_encoder = ring_encoder(1.0)
+    lam, trace, changes, previous = None, [], [], None
+    for t in range(1, max_iter + 1):
+        eta, phase = 1.0 / t, phase_of(t)
+        # Lines 6-9: every user draws A_t[m] and forms W_t[m] (the server only
+        # announces the iteration).
+        dims = fed.gather(fed[u].call(dspgd.user_form_w, t, eta, sender=SERVER,
+                                      phase=phase) for u in users)
+
+        # Line 10: DLA on W_t^T W_t = sum_m W_t[m]^T W_t[m] (D + r_t square):
+        # the server broadcasts c and receives only the masked sum of the
+        # users' W_t[m]^T W_t[m] c (appendix B needs nothing per user).
+        def matvec(c):
+            total = secure_sum(fed, users, SERVER, dspgd.user_gram_product, c,
+                               phase=phase, encoder=gram, sender=SERVER)
+            fed[SERVER].call(server_collect, total.result()).result()
+
+        first = lam is None
+        q = distributed_lanczos(
+            fed, SERVER, dims[0], matvec,
+            threshold=np.inf if first else eta * lam,
+            n_min=n_lambda if first else s, seed=dspgd.lanczos_seed(lanczos_seed, t))
+        if first:
+            theta_all = fed[SERVER].call(dspgd.server_select_pairs, np.inf,
+                                         n_lambda).result()[0]
+            lam = choose_lambda(theta_all, n_lambda)
+        shrink = eta * lam
+        # At least s pairs every iteration, so H can be built whenever the
+        # stopping rule fires.
+        theta, V = fed[SERVER].call(dspgd.server_select_pairs, shrink,
+                                    s).result()
+        dspgd.check_finite(theta, t, gamma)
+        # Lines 11-14: the server broadcasts the eigenpairs; each user forms
+        # its rows of the eigenvectors and of B_{t+1} (soft threshold).
+        fed.gather(fed[u].call(dspgd.user_update_from_eigenpairs, theta, V,
+                               shrink, sender=SERVER, phase=phase)
+                   for u in users)
+        rank = int(np.sum(theta > shrink))
+        trace.append((q, rank))
+        values = theta[:s] + (1.0 - eta) * lam
+        if monitor is not None:
+            monitor(t, theta + (1.0 - eta) * lam,
+                    fed.gather(fed[u].call(_evaluation_only_rows) for u in users))
+        if previous is not None and tol is not None:
+            # Stopping rule: the change of the embedding's Gram matrix,
+            # from the masked sum of the users' s x s overlaps.
+            overlap = secure_sum(fed, users, SERVER, dspgd.user_embedding_overlap,
+                                 phase=f"convergence t={t:03d}",
+                                 encoder=overlap_encoder).result()
+            change = fed[SERVER].call(dspgd.server_embedding_change, overlap,
+                                      values, previous).result()
+            dspgd.check_finite([change], t, gamma)
+            changes.append(change)
+        if verbose:
+            shown = f", embedding change {changes[-1]:.2e}" if changes else ""
+            print(f"[FederatedKernelKMeans] t={t}: {q} Lanczos steps, "
+                  f"dimension {dims[0]}, rank {rank}{shown}")
+        previous = values
+        if dspgd.converged(changes, tol):
+            break
+    else:
+        dspgd.warn_not_converged(changes, tol, max_iter)
+    # Lines 16-18: each user builds its rows of H.
+    scales = np.sqrt(values)
+    fed.gather(fed[u].call(dspgd.user_build_h, scales, sender=SERVER,
+                           phase="dspgd: build H") for u in users)
+    return lam, values, trace, changes
+
+
+def _set_state(state, name, value):
+    setattr(state, name, value)
+
+
+def _evaluation_only_rows(state):
+    # Not a protocol message: the benchmark's recovery-error curve reads the
+    # users' eigenvector rows through this local call.
+    return state.U
+
+
+# -- out-of-sample map, labels, prediction ----------------------------------------
+
+def out_of_sample_map(fed, users, eigenvalues, n_features, n_samples):
+    """Users' ``H[m]^T A'[m]`` summed with masks; the server publishes ``P``."""
+    phase = "oos: embedding map"
+    total = secure_sum(fed, users, SERVER, dspgd.user_oos_moment, n_features,
+                       phase=phase, encoder=ring_encoder(2.0 * n_samples))
+    P = fed[SERVER].call(dspgd.server_oos_map, total.result(), eigenvalues,
+                         n_features).result()
+    fed.gather(fed[u].call(dspgd.user_receive_map, P, sender=SERVER, phase=phase)
+               for u in users)
+    return P
+
+
+def _user_labels(state):
+    # The output of the protocol: each user's own labels, handed to its owner.
+    return state.labels
+
+
+def user_embed_and_assign(state, embedding_map, centers):
+    """Prediction on a user: embed its new rows, nearest published center."""
+    A = dspgd.random_features(state.X, dspgd.oos_seed(state.users_key),
+                              state.gamma, embedding_map.shape[1])
+    E = A @ embedding_map.T
+    d = ((E[:, None, :] - centers[None]) ** 2).sum(axis=-1)
+    return np.argmin(d, axis=1), d.min(axis=1)
+
+
+def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
+                 max_iter, tol, n_lambda, n_components, n_random_features,
+                 n_samples, n_clusters, coreset_size, seeds, n_oos_features,
+                 verbose, monitor):
+    """Algorithm 1 from setup to the published map; returns a dict of results."""
+    gamma = setup(fed, users, gamma, draw_key=draw_key)
+    common = dict(max_iter=max_iter, n_lambda=n_lambda,
+                  n_components=n_components, lanczos_seed=seeds["lanczos"],
+                  verbose=verbose, monitor=monitor, n_samples=n_samples)
+    if communication_efficient:
+        lam, eigenvalues, trace, changes = dspgd_with_cem(
+            fed, users, tol=tol, gamma=gamma, **common)
+    else:
+        lam, eigenvalues, trace, changes = dspgd_without_cem(
+            fed, users, tol=tol, gamma=gamma,
+            n_random_features=n_random_features, **common)
+    # Line 19: distributed linear k-means over the rows of H.
+    centers = distributed_kmeans(fed, SERVER, users, n_clusters=n_clusters,
+                                 coreset_size=coreset_size, seed=seeds["server"])
+    embedding_map = out_of_sample_map(fed, users, eigenvalues, n_oos_features,
+                                      n_samples)
+    labels = fed.gather(fed[u].call(_user_labels) for u in users)
+    return dict(gamma=gamma, threshold=lam, eigenvalues=eigenvalues,
+                trace=trace, changes=changes, centers=centers,
+                embedding_map=embedding_map, labels=labels,
+                users_key=fed[users[0]].call(user_key).result())
+
+
+# -- the privacy contract -----------------------------------------------------------
+
+def kernel_kmeans_contract(estimator):
+    """What every message of a fit may contain (``predict`` sends none).
+
+    Roles: ``"user"`` (every user, also ``"party"``) and ``"server"``.
+    Prediction runs on the user that owns the new rows, with the map and
+    centers it already holds, so the contract has no predict phase and a
+    predict that sent anything would be an undeclared phase.
+    """
+    from ..federation.secure_sum import secure_sum_rules
+    from ..privacy import (Aggregate, Contract, Inherent, Masked, OwnShare,
+                           Public, RandomIds, Rule)
+    from ._coreset import MIN_GROUP
+    from ._setup import MIN_USER_ROWS
+
+    def masked_sum(phase, what):
+        rule = secure_sum_rules(phase, "user", "server")[1]
+        rule.note = f"{what}: uniform in the ring, only the total decodes"
+        return rule
+
+    public = Public("a broadcast of the server")
+    rules = [
+        Rule("*/keys", "user", "user",
+             (RandomIds("pair seed of the secure sum", dtype="u"),),
+             note="one 128-bit seed per pair of users, from the sender's CSPRNG"),
+        Rule("setup: row counts", "user", "server",
+             (Public("the user's row count", dtype="iu"),),
+             note="the server splits the coreset budget by row counts"),
+        Rule("setup: users' key", "user", "user",
+             (RandomIds("the users' feature key", dtype="u"),),
+             note="party_keys='os': the first user's CSPRNG; never to the server"),
+        masked_sum("setup: scale", "one-hot power-of-two bucket of the moments"),
+        Rule("setup: scale", "server", "user",
+             (Public("the common power-of-two scale"),)),
+        masked_sum("setup: moments", "(Q sum x, sum ||x||^2), Q from the users' key"),
+        Rule("setup: gamma", "server", "user", (Public("the kernel width"),)),
+        Rule("dspgd t=*", "server", "user", (public, public),
+             note="the iteration t and eta_t"),
+        Rule("dspgd t=*", "server", "user", (public, public, public),
+             note="the Ritz pairs (theta, V) and the threshold eta_t lambda"),
+        Rule("dspgd t=*/request", "server", "user",
+             (Public("the server's Lanczos vector c_q"),)),
+        masked_sum("dspgd t=*", "W_t[m]^T W_t[m] c_q"),
+        masked_sum("convergence t=*", "the overlap U_t[m]^T U_{t-1}[m]"),
+        Rule("dspgd: build H", "server", "user",
+             (Public("the scales of H's columns"),)),
+        Rule("kmeans: local costs", "user", "server",
+             (Aggregate(MIN_USER_ROWS, "cost of the user's local k-means on "
+                        "its rows of H"),)),
+        Rule("kmeans: budgets", "server", "user",
+             (Public("the user's number of group means"),)),
+        Rule("kmeans: coreset", "user", "server",
+             (Aggregate(MIN_GROUP, "group means of the user's rows of H"),
+              Aggregate(MIN_GROUP, "the group sizes", dtype="iuf")),
+             note=f"every group averages at least {MIN_GROUP} rows"),
+        Rule("kmeans: centers", "server", "user",
+             (Public("the k centers in the embedding space"),)),
+        masked_sum("oos: embedding map", "H[m]^T A'[m]"),
+        Rule("oos: embedding map", "server", "user",
+             (Public("the published map P"),)),
+    ]
+    if not estimator.communication_efficient:
+        rules += [
+            Rule("dspgd t=*", "server", "user",
+                 (Public("the user's part c_q[m], or the sum A_t^T c_q"),)),
+            Rule("dspgd t=*/rows", "user", "server",
+                 (Inherent("A_t[m] A_t^T c_q, one value per row of the user: "
+                           "plain DSPGD (section 4.1) concatenates them",
+                           exempt=("columns", "rows")),),
+                 note="plain DSPGD only: per-row values the paper's server "
+                      "needs; CEM removes them"),
+            Rule("dspgd: rows of H", "server", "user",
+                 (OwnShare("the user's own rows of H, which the server "
+                           "holds in plain DSPGD"),)),
+        ]
+    return Contract("federated kernel k-means", rules)
