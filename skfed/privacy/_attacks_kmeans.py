@@ -71,7 +71,7 @@ def _decoded_moments(received, sent, users, n_rows, d):
     return single, encoder.decode(total)[None, :d] / n_total
 
 
-def candidate_rows(messages, users, d):
+def candidate_rows(messages, users, d, embedding_dim=None):
     """Every estimate of a private row the server can form, per user.
 
     Parameters
@@ -85,6 +85,11 @@ def candidate_rows(messages, users, d):
 
     d : int
         The number of features (public).
+
+    embedding_dim : int, optional
+        The width of the embedding ``H`` (public). When it equals ``d``, the
+        vectors of the k-means phases (group means of rows of ``H``) are left
+        out: they cannot be told from rows of ``X``.
 
     Returns
     -------
@@ -106,7 +111,8 @@ def candidate_rows(messages, users, d):
             found.append(total)
         for m in received:
             # The k-means phases carry rows of the embedding H, not of X.
-            if m.sender != user or m.phase.startswith("kmeans:"):
+            if m.sender != user or (m.phase.startswith("kmeans:")
+                                    and embedding_dim in (None, d)):
                 continue
             for array in _plain_arrays(m.payload):
                 found.extend(_vectors_of(array, d, n_rows.get(user, 1)))
@@ -130,10 +136,15 @@ def row_reconstruction(estimator, messages, X, y=None, **fit_params):
     """The server's best estimate of each user's private rows.
 
     The server gathers every estimate its messages suggest (plaintext
-    vectors of length ``n_features`` from the user outside the k-means
-    phases, whose vectors live in the embedding space; moment sums divided
-    by the user's row count; the masked moment uploads decoded as if
-    unmasked, one by one and summed over users) and the zero guess.
+    vectors of length ``n_features`` from the user -- outside the k-means
+    phases when the embedding has ``n_features`` columns too, since those
+    are group means of rows of ``H`` --; moment sums divided by the user's
+    row count; the masked moment uploads decoded as if unmasked, one by one
+    and summed over users, the sum divided by the number of rows) and the
+    zero guess. The decoded sum is the users' total of ``Q sum x`` for an
+    orthogonal ``Q`` the server does not know: as a row estimate it has the
+    norm of the mean row and a random direction, which on data far from the
+    origin can land within ~0.3 relative error of some row by chance.
     ``value`` is the relative error of the best-recovered row,
     ``min ||x_hat - x|| / ||x||`` over the candidates and the user's rows;
     ``chance`` is that of the zero guess, 1. The data are used only to
@@ -161,7 +172,8 @@ def row_reconstruction(estimator, messages, X, y=None, **fit_params):
     X = np.asarray(X, dtype=float)
     partition = estimator.partition_
     users = [f"user{m}" for m in range(partition.n_parties)]
-    candidates = candidate_rows(messages, users, X.shape[1])
+    candidates = candidate_rows(messages, users, X.shape[1],
+                                getattr(estimator, "n_components_", None))
     rows = []
     for m, user in enumerate(users):
         value = _best_relative_error(candidates[user], X[partition.rows(m)])
