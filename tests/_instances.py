@@ -14,4 +14,17 @@ CHECK_PARAMS = {
     "SecureBoostClassifier": {"encryption": None, "n_estimators": 10, "random_state": 0}, "SecureBoostRegressor": {"encryption": None, "n_estimators": 10, "random_state": 0},
 }
 
-EXPECTED_FAILED_CHECKS = {}
+# SecureBoost: integer weights equal repeated rows bit for bit
+# (tests/ensemble/test_weights.py), but the passive parties bin their own
+# columns over every row, since the weights never leave the label holder;
+# a row of weight 0 still shapes the thresholds (so its own prediction
+# differs from a fit without it). sklearn xfails HistGradientBoosting here too.
+_ZERO_WEIGHT_BINS = (
+    "weights stay with the label holder, so passive parties bin zero-weight "
+    "rows too; thresholds (and those rows' predictions) differ from removing "
+    "them; integer weights >= 1 match repeated rows exactly")
+
+EXPECTED_FAILED_CHECKS = {
+    name: {"check_sample_weight_equivalence_on_dense_data": _ZERO_WEIGHT_BINS}
+    for name in ("SecureBoostClassifier", "SecureBoostRegressor")
+}

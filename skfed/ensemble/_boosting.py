@@ -29,7 +29,7 @@ from ._histogram import passive_receive_gradients, setup_party
 from ._packing import GradientLayout
 from ._predictor import federated_raw_predict
 
-__all__ = ["run_secureboost", "model_of"]
+__all__ = ["run_secureboost", "model_of", "weighted_row_bound"]
 
 
 def active_setup(state, max_bins, key_size, plaintext):
@@ -38,7 +38,7 @@ def active_setup(state, max_bins, key_size, plaintext):
     # Keys come from the operating system's generator, never from random_state.
     state.public_key, state.private_key = generate_keypair(key_size,
                                                            plaintext=plaintext)
-    state.baseline = state.loss.baseline(state.y, state.n_outputs)
+    state.baseline = state.loss.baseline(state.y, state.n_outputs, state.w)
     state.raw = np.tile(state.baseline, (state.y.shape[0], 1))
     if state.y_val is not None:
         state.raw_val = np.tile(state.baseline, (state.y_val.shape[0], 1))
@@ -70,12 +70,15 @@ def active_gradients(state, round_index, subsample, send, with_counts=False):
     state.position = np.full(n_rows, -1, dtype=np.intp)
     state.position[sample] = np.arange(sample.size)
     g, h = state.loss.gradients(state.y[sample], state.raw[sample])
-    state.layout = GradientLayout(sample.size, state.key_size, with_counts)
+    w = None if state.w is None else state.w[sample]
+    state.layout = GradientLayout(weighted_row_bound(sample.size, w), state.key_size,
+                                  with_counts)
     state.qg, state.qh, state.exponents = [], [], []
     for k in range(state.n_outputs):
-        eg, eh = state.layout.exponent_for(g[:, k]), state.layout.exponent_for(h[:, k])
-        state.qg.append(state.layout.quantize(g[:, k], eg))
-        state.qh.append(state.layout.quantize(h[:, k], eh))
+        (qg, eg), (qh, eh) = (_weighted_fixed_point(state.layout, v[:, k], w)
+                              for v in (g, h))
+        state.qg.append(qg)
+        state.qh.append(qh)
         state.exponents.append((eg, eh))
     if not send:
         return None
@@ -87,13 +90,42 @@ def active_gradients(state, round_index, subsample, send, with_counts=False):
     return state.layout.public_part(), rows, encrypted
 
 
+def weighted_row_bound(n_rows, w):
+    """What the fixed-point layout must budget for: rows, or the weight total.
+
+    With weights the sums of ``w * q`` are bounded by ``sum(w) * 2**p``
+    (``q`` an unweighted fixed-point value); counts still need ``n_rows``.
+    """
+    if w is None:
+        return n_rows
+    return max(n_rows, int(np.ceil(w.sum())))
+
+
+def _weighted_fixed_point(layout, values, w):
+    """``round(w * round(values / 2**e))`` and its exponent (active party only).
+
+    Weights scale each row's ``g`` and ``h`` here, before encryption: nobody
+    else ever sees a weight. The unweighted values are rounded first, at the
+    precision of the layout, and only then multiplied by the weights: an
+    integer weight ``m`` then gives exactly the fixed-point sums of ``m``
+    repeated rows (sklearn's sample-weight semantics, bit for bit). Rows of
+    weight 0 do not set the scale.
+    """
+    if w is None:
+        exponent = layout.exponent_for(values)
+        return layout.quantize(values, exponent), exponent
+    values = np.where(w > 0, values, 0.0)
+    exponent = layout.exponent_for(values)
+    return np.rint(w * layout.quantize(values, exponent)).astype(np.int64), exponent
+
+
 def active_losses(state, validation_contribution=None):
     """Active party: training loss, and validation loss after adding a round."""
-    train = state.loss.loss(state.y, state.raw)
+    train = state.loss.loss(state.y, state.raw, state.w)
     if validation_contribution is None:
         return train, None
     state.raw_val += validation_contribution
-    return train, state.loss.loss(state.y_val, state.raw_val)
+    return train, state.loss.loss(state.y_val, state.raw_val, state.w_val)
 
 
 def model_of(state):

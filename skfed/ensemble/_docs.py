@@ -63,6 +63,7 @@ _DOC_PARAMETERS = """
     tol : float, default=1e-7
         Minimum improvement of the validation score.
 
+    %(secureboost_class_weight)s
     %(partition_vertical)s
 
     %(encryption)s
@@ -74,6 +75,15 @@ _DOC_PARAMETERS = """
     %(random_state)s
 
     %(verbose)s
+"""
+
+_DOC_CLASS_WEIGHT = """
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, as ``{label: weight}``; ``"balanced"`` gives
+        each class ``n_samples / (n_classes * count)``. Like ``sample_weight``
+        (which it multiplies) it is applied by the active party to every
+        row's gradient and hessian before encryption, and never leaves it.
+
 """
 
 _DOC_ATTRIBUTES = """
@@ -177,6 +187,12 @@ _DOC_REFERENCES = """
 def _document(cls):
     """Insert the shared sections, then the package-wide shared parameters."""
     doc = cls.__doc__
+    import inspect
+
+    class_weight = ("class_weight" in inspect.signature(cls.__init__).parameters)
+    doc = doc.replace("    %(secureboost_parameters)s\n", _DOC_PARAMETERS.replace(
+        "    %(secureboost_class_weight)s\n",
+        _DOC_CLASS_WEIGHT.lstrip("\n") if class_weight else "").lstrip("\n"))
     for marker, text in (("secureboost_parameters", _DOC_PARAMETERS),
                          ("secureboost_attributes", _DOC_ATTRIBUTES),
                          ("secureboost_notes", _DOC_NOTES),

@@ -2,7 +2,11 @@
 
 Each gives the baseline raw prediction, per-row gradients and hessians of
 the raw prediction (eq. 2), and the mean loss (for early stopping and
-``verbose``). Raw predictions have shape ``(n_samples, n_outputs)``.
+``verbose``). Raw predictions have shape ``(n_samples, n_outputs)``. With
+row weights ``w`` (the active party's ``sample_weight`` times
+``class_weight``) the baseline minimises the weighted loss, the loss is the
+weighted mean, and the caller multiplies ``g`` and ``h`` by ``w`` (as
+sklearn's HistGradientBoosting and XGBoost do).
 """
 
 # Authors: The skfed developers
@@ -17,32 +21,32 @@ __all__ = ["LOSSES"]
 class SquaredError:
     """Half squared error: ``g = f - y``, ``h = 1``."""
 
-    def baseline(self, y, n_outputs):
-        return np.array([np.mean(y)])
+    def baseline(self, y, n_outputs, w=None):
+        return np.array([np.average(y, weights=w)])
 
     def gradients(self, y, raw):
         g = raw[:, 0] - y
         return g[:, None], np.ones_like(g)[:, None]
 
-    def loss(self, y, raw):
-        return float(0.5 * np.mean((raw[:, 0] - y) ** 2))
+    def loss(self, y, raw, w=None):
+        return float(0.5 * np.average((raw[:, 0] - y) ** 2, weights=w))
 
 
 class BinaryLogLoss:
     """Log-loss of ``p = sigmoid(f)``: ``g = p - y``, ``h = p (1 - p)``."""
 
-    def baseline(self, y, n_outputs):
-        p = np.clip(np.mean(y), 1e-15, 1 - 1e-15)
+    def baseline(self, y, n_outputs, w=None):
+        p = np.clip(np.average(y, weights=w), 1e-15, 1 - 1e-15)
         return np.array([np.log(p / (1 - p))])
 
     def gradients(self, y, raw):
         p = expit(raw[:, 0])
         return (p - y)[:, None], (p * (1 - p))[:, None]
 
-    def loss(self, y, raw):
+    def loss(self, y, raw, w=None):
         f = raw[:, 0]
         # log(1 + exp(f)) - y f, written stably.
-        return float(np.mean(np.logaddexp(0, f) - y * f))
+        return float(np.average(np.logaddexp(0, f) - y * f, weights=w))
 
 
 class MultinomialLogLoss:
@@ -52,8 +56,9 @@ class MultinomialLogLoss:
     hessian, as sklearn's HistGradientBoosting and XGBoost use).
     """
 
-    def baseline(self, y, n_outputs):
-        prior = np.bincount(y, minlength=n_outputs) / y.size
+    def baseline(self, y, n_outputs, w=None):
+        counts = np.bincount(y, weights=w, minlength=n_outputs)
+        prior = counts / counts.sum()
         return np.log(np.clip(prior, 1e-15, None))
 
     def gradients(self, y, raw):
@@ -62,8 +67,9 @@ class MultinomialLogLoss:
         onehot[np.arange(y.size), y] = 1.0
         return p - onehot, p * (1 - p)
 
-    def loss(self, y, raw):
-        return float(np.mean(logsumexp(raw, axis=1) - raw[np.arange(y.size), y]))
+    def loss(self, y, raw, w=None):
+        return float(np.average(logsumexp(raw, axis=1) - raw[np.arange(y.size), y],
+                                weights=w))
 
 
 LOSSES = {

@@ -84,7 +84,9 @@ class SecureBoostPrivacyMixin:
           subset: a leak of these would not match the full label vector);
           with early stopping, also the labels and ``"columns"`` of the
           training rows;
-        - ``"bins"``: each passive party's bin indices of the training rows.
+        - ``"bins"``: each passive party's bin indices of the training rows;
+        - ``"weights"``: the active party's row weights (``sample_weight``
+          times ``class_weight``), which scale its gradients and never leave it.
         """
         from ..privacy import Secret
 
@@ -117,13 +119,21 @@ class SecureBoostPrivacyMixin:
         if train.size < X.shape[0]:
             out.append(Secret(owner, "labels", "labels of the training rows",
                               labels))
-        # First-round gradients and hessians, as the active party has them.
+        # First-round gradients and hessians, as the active party has them
+        # (times the row weights, which only it holds).
         loss = LOSSES[self._loss_name()]()
         n_outputs = self.n_trees_per_iteration_
-        baseline = loss.baseline(y_train, n_outputs)
+        weights = self._final_sample_weight(X, codes,
+                                            fit_params.get("sample_weight"))
+        w_train = None if weights is None else weights[train]
+        baseline = loss.baseline(y_train, n_outputs, w_train)
         sample = round_sample(self, y_train.size, 0)
         raw = np.tile(baseline, (sample.size, 1))
         g, h = loss.gradients(y_train[sample], raw)
+        if w_train is not None:
+            g, h = g * w_train[sample, None], h * w_train[sample, None]
+            out.append(Secret(owner, "weights", "row weights of the training rows",
+                              w_train))
         out.append(Secret(owner, "gradients", "first-round gradients", g))
         out.append(Secret(owner, "gradients", "first-round hessians", h))
         if self.subsample < 1.0:

@@ -1,0 +1,249 @@
+"""What SecureBoostClassifier and SecureBoostRegressor share: fit and predict.
+
+``_BaseSecureBoost._fit`` lays out each party's private state (its columns;
+for the active party also the labels, the sample weights and the loss) and
+hands it to the driver :func:`~._boosting.run_secureboost`; the protocol
+itself lives in the private modules next to this one.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.model_selection import train_test_split
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
+
+from ..base import FederatedMixin, party_seeds
+from ._boosting import run_secureboost, weighted_row_bound
+from ._loss import LOSSES
+from ._packing import GradientLayout
+from ._predictor import federated_raw_predict
+from ._privacy import SecureBoostPrivacyMixin, is_recording
+
+__all__ = ["_BaseSecureBoost", "party_name"]
+
+
+def party_name(k):
+    """Name of party ``k`` in the simulated federation."""
+    return f"party{k}"
+
+
+class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
+    """Shared fit/predict machinery (the protocol lives in the private modules)."""
+
+    _partition_kind = "vertical"
+
+    _parameter_constraints = {
+        "n_estimators": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "max_depth": [Interval(Integral, 1, None, closed="left")],
+        "max_bins": [Interval(Integral, 2, 255, closed="both")],
+        "subsample": [Interval(Real, 0, 1, closed="right")],
+        "reg_lambda": [Interval(Real, 0, None, closed="left")],
+        "gamma": [Interval(Real, 0, None, closed="left")],
+        "min_child_weight": [Interval(Real, 0, None, closed="left")],
+        "min_samples_leaf": [Interval(Integral, 1, None, closed="left")],
+        "active_only_rounds": [Interval(Integral, 0, None, closed="left")],
+        "early_stopping": [StrOptions({"auto"}), "boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "partition": [None, Integral, list, object],
+        "encryption": [StrOptions({"paillier"}), None],
+        "key_size": [Interval(Integral, 128, None, closed="left")],
+        "n_jobs": [Integral, None],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, *, n_estimators=100, learning_rate=0.3, max_depth=3,
+                 max_bins=32, subsample=1.0, reg_lambda=1.0, gamma=0.0,
+                 min_child_weight=1e-3, min_samples_leaf=1, active_only_rounds=0,
+                 early_stopping="auto", validation_fraction=0.1, n_iter_no_change=10,
+                 tol=1e-7, partition=None, encryption="paillier", key_size=2048,
+                 n_jobs=None, random_state=None, verbose=0):
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.max_bins = max_bins
+        self.subsample = subsample
+        self.reg_lambda = reg_lambda
+        self.gamma = gamma
+        self.min_child_weight = min_child_weight
+        self.min_samples_leaf = min_samples_leaf
+        self.active_only_rounds = active_only_rounds
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.partition = partition
+        self.encryption = encryption
+        self.key_size = key_size
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # -- weights (the label holder's) -------------------------------------------
+
+    def _final_sample_weight(self, X, y, sample_weight):
+        """Row weights as the active party applies them (None: unweighted).
+
+        ``sample_weight`` times, for a classifier, the ``class_weight`` of
+        each row's class (computed from the labels, so by the label holder).
+        """
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                                 ensure_non_negative=True)
+        class_weight = getattr(self, "class_weight", None)
+        if class_weight is None:
+            return sample_weight
+        from sklearn.utils.class_weight import compute_sample_weight
+
+        # ``y`` holds class codes here; a dict names the original labels.
+        labels = self.classes_[np.asarray(y).astype(np.intp)]
+        expanded = compute_sample_weight(class_weight, labels)
+        return expanded if sample_weight is None else sample_weight * expanded
+
+    # -- fit ----------------------------------------------------------------
+
+    def _fit(self, X, y, loss_name, n_outputs, stratify, sample_weight=None):
+        partition = self._resolve_partition(X)
+        if len(partition.active_parties) != 1:
+            raise ValueError(
+                "SecureBoost has exactly one active party (the label holder); the "
+                f"partition names {len(partition.active_parties)}: "
+                f"{list(partition.active_parties)}. Use "
+                "VerticalPartition(groups, active_parties=0)."
+            )
+        weights = self._final_sample_weight(X, y, sample_weight)
+        early_stopping = (X.shape[0] > 10_000 if self.early_stopping == "auto"
+                          else bool(self.early_stopping))
+        seeds = party_seeds(self.random_state, partition.n_parties + 1)
+        # Model randomness only (row sampling, validation split, binning of
+        # huge tables), kept so the privacy checks can replay it.
+        self._model_seeds = seeds
+        X_val = y_val = w_val = None
+        if early_stopping:
+            arrays = [X, y] + ([] if weights is None else [weights])
+            parts = train_test_split(*arrays, test_size=self.validation_fraction,
+                                     random_state=seeds[-1],
+                                     stratify=y if stratify else None)
+            X, X_val, y, y_val = parts[:4]
+            if weights is not None:
+                weights, w_val = parts[4:]
+        # Fail before any party starts if the key cannot hold a row's slots.
+        GradientLayout(weighted_row_bound(X.shape[0], weights), self.key_size,
+                       self.min_samples_leaf > 1)
+        names = [party_name(k) for k in range(partition.n_parties)]
+        active_index = partition.active_parties[0]
+        # While messages are recorded (an audit), passive parties note their
+        # secret candidate orders so that attacks can be scored.
+        audited = is_recording()
+        states = {}
+        for k, name in enumerate(names):
+            columns = partition.columns(k)
+            state = {"name": name, "seed": seeds[k], "X": X[:, columns],
+                     "columns": columns, "datasets": {},
+                     "audit_log": [] if audited and k != active_index else None}
+            if X_val is not None:
+                state["datasets"]["val"] = X_val[:, columns]
+            if k == active_index:
+                # The labels and the weights stay on the active party: they
+                # scale g and h there, and nothing else ever reads them.
+                state.update(
+                    y=y, y_val=y_val, w=weights, w_val=w_val,
+                    loss=LOSSES[loss_name](), n_outputs=n_outputs,
+                    key_size=self.key_size, n_jobs=self.n_jobs,
+                    party_index={n: i for i, n in enumerate(names)})
+            states[name] = state
+        params = {
+            "n_estimators": self.n_estimators, "learning_rate": self.learning_rate,
+            "max_depth": self.max_depth, "max_bins": self.max_bins,
+            "subsample": self.subsample, "reg_lambda": self.reg_lambda,
+            "gamma": self.gamma, "min_child_weight": self.min_child_weight,
+            "min_samples_leaf": self.min_samples_leaf,
+            "active_only_rounds": self.active_only_rounds, "n_jobs": self.n_jobs,
+            "key_size": self.key_size, "plaintext": self.encryption is None,
+            "n_outputs": n_outputs, "n_iter_no_change": self.n_iter_no_change,
+            "tol": self.tol,
+        }
+        with self._federation(states) as fed:
+            result = run_secureboost(fed, names, names[active_index], params,
+                                     early_stopping, self.verbose, type(self).__name__)
+        self._trees = result["trees"]
+        self._records = result["records"]
+        if audited:
+            self._audit_log = result["audit_logs"]
+        elif hasattr(self, "_audit_log"):
+            del self._audit_log
+        self._baseline = result["baseline"]
+        self.n_trees_per_iteration_ = n_outputs
+        self.n_iter_ = len(self._trees) // n_outputs
+        self.train_score_ = result["train_score"]
+        self.validation_score_ = result["validation_score"]
+        self.do_early_stopping_ = early_stopping
+        self._set_importances(partition, active_index)
+        return self
+
+    def _set_importances(self, partition, active_index):
+        counts = np.zeros(self.n_features_in_)
+        for k, records in enumerate(self._records):
+            columns = partition.columns(k)
+            for feature, _, _ in records:
+                counts[columns[feature]] += 1
+        total = counts.sum()
+        self.feature_importances_ = counts / total if total > 0 else counts
+        gains = np.full(self.n_features_in_, np.nan)
+        gains[partition.columns(active_index)] = 0.0
+        for _, tree in self._trees:
+            own = tree.feature >= 0
+            np.add.at(gains, tree.feature[own], tree.gain[own])
+        self.gain_importances_ = gains
+
+    # -- federated inference ---------------------------------------------------
+
+    def _raw_predict(self, X, staged=False):
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan",
+                          dtype=np.float64)
+        partition = self.partition_
+        names = [party_name(k) for k in range(partition.n_parties)]
+        active_index = partition.active_parties[0]
+        states = {}
+        for k, name in enumerate(names):
+            state = {"name": name, "records": self._records[k],
+                     "datasets": {"predict": X[:, partition.columns(k)]}}
+            if k == active_index:
+                state.update(trees=self._trees,
+                             party_index={n: i for i, n in enumerate(names)})
+            states[name] = state
+        with self._federation(states, record=False) as fed:
+            raw = federated_raw_predict(fed, names[active_index], names, "predict",
+                                        list(range(len(self._trees))),
+                                        self.n_trees_per_iteration_, per_tree=staged)
+        if not staged:
+            return raw + self._baseline
+        return self._stages(raw)
+
+    def _stages(self, leaves):
+        """Raw predictions after each round, from the per-tree leaf weights."""
+        outputs = np.array([k for k, _ in self._trees])
+        raw = np.tile(self._baseline, (leaves.shape[0], 1))
+        for it in range(self.n_iter_):
+            for k in range(self.n_trees_per_iteration_):
+                tree = it * self.n_trees_per_iteration_ + k
+                raw[:, outputs[tree]] += leaves[:, tree]
+            yield raw.copy()
