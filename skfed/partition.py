@@ -18,7 +18,16 @@ per-row array passed to ``fit`` as metadata (``sample_party``).
 import numbers
 
 import numpy as np
-from sklearn.utils import check_random_state
+
+from ._ownership import (
+    check_every_party_has_rows,
+    check_n_groups,
+    even_groups,
+    feature_names_of,
+    owners_from_metadata,
+    resolve_column_groups,
+    row_owners,
+)
 
 __all__ = [
     "VerticalPartition",
@@ -26,109 +35,6 @@ __all__ = [
     "HybridPartition",
     "resolve_partition",
 ]
-
-
-def _even_groups(n_items, n_groups):
-    """Contiguous, nearly equal groups of ``range(n_items)``."""
-    return [g.tolist() for g in np.array_split(np.arange(n_items), n_groups)]
-
-
-def _format(items, limit=10):
-    items = [i.item() if isinstance(i, np.generic) else i for i in items]
-    text = ", ".join(repr(i) for i in items[:limit])
-    return f"[{text}{', ...' if len(items) > limit else ''}]"
-
-
-def _check_n_groups(k, what):
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-        raise ValueError(f"{what} must be a positive integer, got {k!r}.")
-    return int(k)
-
-
-def _resolve_column_groups(groups, n_features, feature_names):
-    """Turn user column groups (indices or names) into lists of int indices."""
-    if isinstance(groups, (str, bytes)) or not hasattr(groups, "__iter__"):
-        raise ValueError(
-            "A partition must be None, a number of parties, a list of column "
-            f"groups or a partition object; got {groups!r}."
-        )
-    groups = [list(g) if hasattr(g, "__iter__") and not isinstance(g, str) else g
-              for g in groups]
-    if len(groups) == 0:
-        raise ValueError("The partition has no column groups; give at least one.")
-    for k, group in enumerate(groups):
-        if not isinstance(group, list):
-            raise ValueError(
-                f"Column group {k} must be a list of columns, got {group!r}. "
-                "Write e.g. [[0, 1], [2, 3]] or [['age'], ['income']]."
-            )
-        if len(group) == 0:
-            raise ValueError(
-                f"Column group {k} is empty; every party must hold at least one "
-                "column. Remove the group or give it columns."
-            )
-    flat = [c for g in groups for c in g]
-    kinds = {isinstance(c, str) for c in flat}
-    if kinds == {True, False}:
-        raise ValueError(
-            "The column groups mix names and integer indices; use one or the other."
-        )
-    if kinds == {True}:
-        if feature_names is None:
-            raise ValueError(
-                "The partition names columns "
-                f"{_format(c for c in flat)}, but X has no column names. Pass X "
-                "as a pandas DataFrame (inside a Pipeline, keep the names with "
-                "pipeline.set_output(transform='pandas')), or give the groups as "
-                "integer indices."
-            )
-        position = {name: i for i, name in enumerate(feature_names)}
-        unknown = [c for c in flat if c not in position]
-        if unknown:
-            raise ValueError(
-                f"Unknown column names in the partition: {_format(unknown)}. X has "
-                f"the columns {_format(feature_names)}."
-            )
-        groups = [[position[c] for c in g] for g in groups]
-    else:
-        bad = [c for c in flat if isinstance(c, bool)
-               or not isinstance(c, numbers.Integral)]
-        if bad:
-            raise ValueError(
-                f"Column groups must hold integer indices or column names; got "
-                f"{_format(bad)}."
-            )
-        out_of_range = [int(c) for c in flat if not 0 <= c < n_features]
-        if out_of_range:
-            raise ValueError(
-                f"Column indices {_format(out_of_range)} are out of range: X has "
-                f"{n_features} columns (valid indices 0 to {n_features - 1})."
-            )
-        groups = [[int(c) for c in g] for g in groups]
-
-    seen = {}
-    repeated = []
-    for k, group in enumerate(groups):
-        for c in group:
-            if c in seen:
-                repeated.append(c)
-            seen.setdefault(c, k)
-    if repeated:
-        shown = [feature_names[c] for c in repeated] if kinds == {True} else repeated
-        raise ValueError(
-            f"Columns {_format(sorted(set(shown), key=str))} appear in more than "
-            "one group (or twice in one); each column must belong to exactly "
-            "one party."
-        )
-    missing = [c for c in range(n_features) if c not in seen]
-    if missing:
-        shown = [feature_names[c] for c in missing] if feature_names is not None \
-            else missing
-        raise ValueError(
-            f"Columns {_format(shown)} are in no group; every column of X must "
-            "belong to exactly one party. Add them to a group."
-        )
-    return groups
 
 
 class VerticalPartition:
@@ -187,19 +93,19 @@ class VerticalPartition:
             )
         n_features = X.shape[1]
         if feature_names is None:
-            feature_names = _feature_names_of(X)
+            feature_names = feature_names_of(X)
         if isinstance(self.groups, numbers.Integral) and not isinstance(
                 self.groups, bool):
-            k = _check_n_groups(self.groups, "The number of parties")
+            k = check_n_groups(self.groups, "The number of parties")
             if k > n_features:
                 raise ValueError(
                     f"Cannot split {n_features} feature(s) over {k} parties: "
                     "every party needs at least one column. Use at most "
                     f"{n_features} parties."
                 )
-            groups = _even_groups(n_features, k)
+            groups = even_groups(n_features, k)
         else:
-            groups = _resolve_column_groups(self.groups, n_features, feature_names)
+            groups = resolve_column_groups(self.groups, n_features, feature_names)
         active = self.active_parties
         if isinstance(active, numbers.Integral):
             active = (active,)
@@ -238,57 +144,6 @@ class VerticalPartition:
     def _check_resolved(self):
         if self.column_groups is None:
             raise ValueError("This partition is not resolved; call resolve(X) first.")
-
-
-def _row_owners(rule, n_samples, n_parties, random_state):
-    if rule == "even":
-        owners = np.repeat(np.arange(n_parties),
-                           [len(g) for g in np.array_split(np.arange(n_samples),
-                                                           n_parties)])
-    elif rule == "random":
-        rng = check_random_state(random_state)
-        owners = np.empty(n_samples, dtype=np.intp)
-        chunks = np.array_split(rng.permutation(n_samples), n_parties)
-        for k, rows in enumerate(chunks):
-            owners[rows] = k
-    else:
-        raise ValueError(f"split must be 'even' or 'random', got {rule!r}.")
-    return owners.astype(np.intp)
-
-
-def _owners_from_metadata(sample_party, n_samples, n_parties):
-    owners = np.asarray(sample_party)
-    if owners.ndim != 1 or owners.shape[0] != n_samples:
-        raise ValueError(
-            f"sample_party must hold one party per row of X ({n_samples} rows); "
-            f"got an array of shape {owners.shape}."
-        )
-    if not np.issubdtype(owners.dtype, np.integer):
-        raise ValueError(
-            "sample_party must hold integer party ids 0..n_parties-1, got dtype "
-            f"{owners.dtype}."
-        )
-    if owners.size and owners.min() < 0:
-        raise ValueError(
-            "sample_party holds negative ids "
-            f"{_format(np.unique(owners[owners < 0]))}; party ids are 0, 1, ...")
-    if n_parties is not None and owners.size and owners.max() >= n_parties:
-        raise ValueError(
-            f"sample_party holds ids outside 0..{n_parties - 1}: "
-            f"{_format(np.unique(owners[(owners < 0) | (owners >= n_parties)]))}."
-        )
-    return owners.astype(np.intp)
-
-
-def _check_every_party_has_rows(owners, n_parties, what="party"):
-    counts = np.bincount(owners, minlength=n_parties)
-    empty = np.flatnonzero(counts == 0).tolist()
-    if empty:
-        raise ValueError(
-            f"{what.capitalize()} {_format(empty)} hold(s) no rows of X "
-            f"({len(owners)} rows over {n_parties} {what}s). Use fewer {what}s, "
-            "more rows, or a sample_party array that gives each one rows."
-        )
 
 
 class HorizontalPartition:
@@ -332,18 +187,18 @@ class HorizontalPartition:
     def resolve(self, X, feature_names=None, sample_party=None):
         n_samples = X.shape[0]
         if sample_party is not None:
-            owners = _owners_from_metadata(sample_party, n_samples, None)
+            owners = owners_from_metadata(sample_party, n_samples, None)
             k = int(owners.max()) + 1 if owners.size else 0
-            k = max(k, _check_n_groups(self.n_parties, "n_parties"))
+            k = max(k, check_n_groups(self.n_parties, "n_parties"))
         else:
-            k = _check_n_groups(self.n_parties, "n_parties")
+            k = check_n_groups(self.n_parties, "n_parties")
             if k > n_samples:
                 raise ValueError(
                     f"Cannot split {n_samples} sample(s) over {k} parties: every "
                     f"party needs at least one row. Use at most {n_samples} parties."
                 )
-            owners = _row_owners(self.split, n_samples, k, self.random_state)
-        _check_every_party_has_rows(owners, k)
+            owners = row_owners(self.split, n_samples, k, self.random_state)
+        check_every_party_has_rows(owners, k)
         out = HorizontalPartition(k, self.split, self.random_state)
         out.owners = owners
         return out
@@ -449,16 +304,6 @@ class HybridPartition:
         return list(range(c, self.n_clients, self.n_column_groups))
 
 
-def _feature_names_of(X):
-    columns = getattr(X, "columns", None)
-    if columns is None:
-        return None
-    names = np.asarray(columns, dtype=object)
-    if not all(isinstance(n, str) for n in names):
-        return None
-    return names
-
-
 _KINDS = {
     "vertical": VerticalPartition,
     "horizontal": HorizontalPartition,
@@ -498,7 +343,7 @@ def resolve_partition(spec, X, *, kind, feature_names=None, sample_party=None):
     if kind not in _KINDS:
         raise ValueError(f"kind must be one of {sorted(_KINDS)}, got {kind!r}.")
     if feature_names is None:
-        feature_names = _feature_names_of(X)
+        feature_names = feature_names_of(X)
     n_samples, n_features = X.shape
     if spec is None:
         if kind == "vertical":
