@@ -43,6 +43,16 @@ random_state : int, RandomState instance or None, default=None
     Seeds every random choice of the protocol (per-party seeds are drawn
     from it in a fixed order), so two fits with the same seed agree.
     Cryptographic keys and encryption randomness never come from it.""",
+    "party_keys": """
+party_keys : {"random_state", "os"}, default="random_state"
+    Where each party's private key comes from. The key fixes the party's
+    block of the random directions and its phases, which nobody else can
+    compute. ``"random_state"`` derives the keys from ``random_state``, so
+    fits are reproducible, but whoever knows the seed can rebuild every
+    party's key (a simulation convenience). ``"os"`` lets every party draw
+    its key from the operating system, as a deployment does; the model then
+    changes with every fit (same distribution). The keys are part of each
+    party's share of the fitted model; masks never depend on them.""",
     "encryption": """
 encryption : {"paillier"} or None, default="paillier"
     ``"paillier"`` runs the protocol with Paillier encryption where the paper

@@ -19,11 +19,12 @@ from skfed.federation import (
     tree_leaves,
     unmaskable,
 )
-from skfed.kernel_approximation import random_offsets, spectral_directions
+from skfed.kernel_approximation import keyed_directions
 from skfed.kernel_methods import FDSKLClassifier, FDSKLRegressor
 from skfed.kernel_methods._vertical_features import (
-    excluded_parties,
     party_name,
+    reference_features,
+    resolve_party_keys,
     trees_for,
 )
 from skfed.losses import get_loss
@@ -36,15 +37,12 @@ from skfed.partition import VerticalPartition
 # equal it up to floating point.
 # --------------------------------------------------------------------------
 
-def _features(X, ids, owner, names, basis, offsets, kernel, gamma):
-    z = X @ spectral_directions(basis, range(X.shape[1]), ids, kernel, gamma)
-    if len(names) == 1:
-        phase = random_offsets(offsets[0], ids)
-    else:
-        excl = excluded_parties(basis, ids, owner, names)
-        phase = np.array([random_offsets(offsets[names.index(e)], [j])[0]
-                          for e, j in zip(excl, ids)])
-    return np.sqrt(2) * np.cos(z + phase)
+def _features(X, ids, owner, names, basis, key_seeds, kernel, gamma):
+    # Each party's block of omega and its phases come from its key, here
+    # derived from the seeds as the estimator does with party_keys="random_state".
+    part = VerticalPartition(len(names)).resolve(X)
+    keys = resolve_party_keys("random_state", key_seeds)
+    return reference_features(X, part, keys, ids, owner, basis, kernel, gamma)
 
 
 def _central_fdskl(X, Y, q, active, random_state, loss, lr, alpha, T, B, m,
@@ -106,8 +104,9 @@ def test_model_equals_the_centralized_doubly_stochastic_steps(
         X, np.where(y == 1, 1.0, -1.0)[:, None], q, active, 7, loss,
         params["learning_rate"], params["alpha"], params["max_iter"],
         params["batch_size"], params["n_components_per_iter"], kernel, 0.3)
+    # The masked sums add angles in Z_{2^32} (resolution 1.5e-9 rad).
     np.testing.assert_allclose(clf.decision_function(X), decision(X)[:, 0],
-                               rtol=1e-9, atol=1e-10)
+                               rtol=1e-6, atol=1e-7)
     holders = [k for k, s in enumerate(clf.coef_stores_) if s is not None]
     assert holders == sorted(active)
     assert sum(len(s) for s in clf.coef_stores_ if s is not None) == 36
@@ -153,7 +152,9 @@ def test_accuracy_close_to_svc_on_breast_cancer():
                                           stratify=y)
     scaler = StandardScaler().fit(Xtr)
     Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
-    clf = FDSKLClassifier(partition=3, max_iter=150, random_state=0).fit(Xtr, ytr)
+    # 300 steps: the "auto" step of the logistic loss (1 / S = 4) is a quarter
+    # of the former fixed default (16), which needed only 150.
+    clf = FDSKLClassifier(partition=3, max_iter=300, random_state=0).fit(Xtr, ytr)
     svc = SVC(kernel="rbf", gamma=clf.gamma_).fit(Xtr, ytr)
     assert clf.gamma_ == pytest.approx(1 / (Xtr.shape[1] * Xtr.var()))
     assert clf.score(Xte, yte) >= svc.score(Xte, yte) - 0.02
@@ -192,11 +193,12 @@ def test_same_seed_same_model_and_split_dependence():
     a = FDSKLClassifier(partition=[[0, 1], [2, 3]], **kw).fit(X, y)
     b = FDSKLClassifier(partition=[[0, 1], [2, 3]], **kw).fit(X, y)
     np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
-    # Same number of parties, other columns per party: the phases come from
-    # the same party indices, so only the order of additions changes.
+    # Same number of parties, other columns per party: each party draws the
+    # directions of its own columns from its own key, so the model is
+    # another (identically distributed) one.
     c = FDSKLClassifier(partition=[[3, 0], [2, 1]], **kw).fit(X, y)
-    np.testing.assert_allclose(a.decision_function(X), c.decision_function(X),
-                               rtol=1e-8, atol=1e-10)
+    assert not np.allclose(a.decision_function(X), c.decision_function(X))
+    assert np.mean(a.predict(X) == c.predict(X)) >= 0.97
     # Another number of parties gives other (identically distributed) phases.
     d = FDSKLClassifier(partition=4, **kw).fit(X, y)
     assert not np.allclose(a.decision_function(X), d.decision_function(X))
@@ -204,10 +206,11 @@ def test_same_seed_same_model_and_split_dependence():
     assert abs(a.score(X, y) - d.score(X, y)) <= 0.02
 
 
-def _subset_sums(X, part, basis, ids, kernel, gamma):
+def _subset_sums(X, part, keys, ids, kernel, gamma):
     """Every sum over a non-empty set of parties of omega_G^T x_G."""
-    blocks = [X[:, part.columns(k)] @ spectral_directions(
-        basis, part.columns(k), ids, kernel, gamma) for k in range(part.n_parties)]
+    blocks = [X[:, part.columns(k)] @ keyed_directions(
+        keys[k], len(part.columns(k)), ids, kernel, gamma)
+        for k in range(part.n_parties)]
     sums = []
     for r in range(1, part.n_parties + 1):
         for subset in itertools.combinations(range(part.n_parties), r):
@@ -246,8 +249,8 @@ def test_privacy_of_recorded_messages():
         clf.decision_function(X)  # prediction runs Algorithms 2-3 as well
     assert any(m.phase.startswith("predict/") for m in rec.messages)
     names = [party_name(k) for k in range(4)]
-    basis = clf._basis_seed
-    unmasked = _subset_sums(X, clf.partition_, basis, np.arange(24), "rbf", clf.gamma_)
+    unmasked = _subset_sums(X, clf.partition_, clf._party_keys, np.arange(24),
+                            "rbf", clf.gamma_)
     raw = np.sort(X.ravel())
     received = {p: [] for p in names}
     for m in rec.messages:
