@@ -29,7 +29,7 @@ import numpy as np
 import skfed
 from skfed.crypto import InsecureKeyWarning
 from skfed.ensemble import SecureBoostClassifier
-from skfed.federation import party as party_module
+from skfed.federation import _pool as pool_module
 
 
 def rss_kib():
@@ -42,8 +42,8 @@ def rss_kib():
 
 def disable_pool():
     """The old runtime: a fresh thread per party and fit, ending with it."""
-    party_module.MAX_IDLE_THREADS = 0
-    party_module._pool.clear()
+    pool_module.MAX_IDLE_THREADS = 0
+    pool_module._pool.clear()
 
 
 def main():

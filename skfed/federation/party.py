@@ -25,7 +25,6 @@ never frees, so a new thread per party and fit leaks a little each time).
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import os
 import queue
 import threading
 import time
@@ -36,6 +35,7 @@ from types import SimpleNamespace
 import sklearn
 
 from .. import _config
+from ._pool import _current, _pool
 
 __all__ = ["Party", "PartyState", "PartyFuture", "PartyError", "PartyStopped",
            "FederationTimeoutError", "Local", "check_stop"]
@@ -68,11 +68,6 @@ class PartyState(SimpleNamespace):
     def __repr__(self):
         shown = {k: v for k, v in self.__dict__.items() if k != "_stop_event"}
         return f"PartyState({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
-
-
-# The stop flag of the party served by the current thread, for code that has
-# no state at hand (crypto loops running on a party's thread).
-_current = threading.local()
 
 
 def check_stop(state=None):
@@ -278,87 +273,6 @@ _STOP = object()
 
 def _name_of(fn):
     return getattr(fn, "__qualname__", None) or getattr(fn, "__name__", repr(fn))
-
-
-# -- the per-process pool of party threads -----------------------------------
-
-_IDLE_NAME = "skfed-idle-worker"
-#: Idle party threads kept for later runs; beyond this many, a thread that
-#: finishes serving its party exits.
-MAX_IDLE_THREADS = 32
-
-
-class _Worker:
-    """A reusable thread that serves one party at a time."""
-
-    def __init__(self):
-        self._inbox = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._loop, name=_IDLE_NAME,
-                                       daemon=True)
-        self.thread.start()
-
-    def serve(self, party):
-        self.thread.name = f"skfed-party-{party.name}"
-        self._inbox.put(party)
-
-    def _loop(self):
-        try:  # gmpy2 releases the GIL only when asked to, per thread
-            import gmpy2
-
-            gmpy2.get_context().allow_release_gil = True
-        except ImportError:  # pragma: no cover
-            pass
-        thread = threading.current_thread()
-        while True:
-            party = self._inbox.get()
-            if party is None:
-                return
-            try:
-                party._serve()
-            finally:
-                party = None
-                thread.name = _IDLE_NAME
-                _current.stop_event = None
-            if not _pool.release(self):
-                return
-
-
-class _WorkerPool:
-    def __init__(self):
-        self._idle = []
-        self._lock = threading.Lock()
-
-    def acquire(self):
-        with self._lock:
-            if self._idle:
-                return self._idle.pop()
-        return _Worker()
-
-    def release(self, worker):
-        with self._lock:
-            if len(self._idle) < MAX_IDLE_THREADS:
-                self._idle.append(worker)
-                return True
-        return False
-
-    def clear(self):
-        """End every idle thread (tests; threads serving a party finish first)."""
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for worker in idle:
-            worker._inbox.put(None)
-        for worker in idle:
-            worker.thread.join(5.0)
-
-    def _after_fork(self):
-        # A forked child has only the forking thread: the idle list is stale.
-        self._idle = []
-        self._lock = threading.Lock()
-
-
-_pool = _WorkerPool()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_pool._after_fork)
 
 
 class Party:
