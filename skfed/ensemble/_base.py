@@ -27,6 +27,7 @@ from ._loss import LOSSES
 from ._packing import GradientLayout
 from ._predictor import federated_raw_predict
 from ._privacy import SecureBoostPrivacyMixin, is_recording
+from ._scoring import Scorer
 
 __all__ = ["_BaseSecureBoost", "party_name"]
 
@@ -53,7 +54,8 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         "min_samples_leaf": [Interval(Integral, 1, None, closed="left")],
         "active_only_rounds": [Interval(Integral, 0, None, closed="left")],
         "early_stopping": [StrOptions({"auto"}), "boolean"],
-        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "scoring": [str, callable, None],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "partition": [None, Integral, list, object],
@@ -67,8 +69,8 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
     def __init__(self, *, n_estimators=100, learning_rate=0.3, max_depth=3,
                  max_bins=32, subsample=1.0, reg_lambda=1.0, gamma=0.0,
                  min_child_weight=1e-3, min_samples_leaf=1, active_only_rounds=0,
-                 early_stopping="auto", validation_fraction=0.1, n_iter_no_change=10,
-                 tol=1e-7, partition=None, encryption="paillier", key_size=2048,
+                 early_stopping="auto", scoring="loss", validation_fraction=0.1,
+                 n_iter_no_change=10, tol=1e-7, partition=None, encryption="paillier", key_size=2048,
                  n_jobs=None, random_state=None, verbose=0):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -81,6 +83,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         self.min_samples_leaf = min_samples_leaf
         self.active_only_rounds = active_only_rounds
         self.early_stopping = early_stopping
+        self.scoring = scoring
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
@@ -117,6 +120,29 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         expanded = compute_sample_weight(class_weight, labels)
         return expanded if sample_weight is None else sample_weight * expanded
 
+    # -- scores (the label holder's) ------------------------------------------
+
+    def _uses_scorer(self):
+        return self.scoring != "loss"
+
+    def _make_scorer(self, loss_name, seed):
+        """The active party's :class:`~._scoring.Scorer` for ``scoring``.
+
+        ``"loss"`` scores with the negative loss; ``None`` uses the
+        estimator's default ``score`` (accuracy, R^2), any other value is
+        resolved by :func:`sklearn.metrics.check_scoring`.
+        """
+        from sklearn.metrics import check_scoring, get_scorer
+
+        if self.scoring == "loss":
+            scorer = None
+        elif self.scoring is None:
+            scorer = get_scorer("accuracy" if hasattr(self, "classes_") else "r2")
+        else:
+            scorer = check_scoring(self, self.scoring)
+        return Scorer(scorer, LOSSES[loss_name](), getattr(self, "classes_", None),
+                      seed)
+
     # -- fit ----------------------------------------------------------------
 
     def _fit(self, X, y, loss_name, n_outputs, stratify, sample_weight=None):
@@ -136,7 +162,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         # huge tables), kept so the privacy checks can replay it.
         self._model_seeds = seeds
         X_val = y_val = w_val = None
-        if early_stopping:
+        if early_stopping and self.validation_fraction is not None:
             arrays = [X, y] + ([] if weights is None else [weights])
             parts = train_test_split(*arrays, test_size=self.validation_fraction,
                                      random_state=seeds[-1],
@@ -166,6 +192,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
                 state.update(
                     y=y, y_val=y_val, w=weights, w_val=w_val,
                     loss=LOSSES[loss_name](), n_outputs=n_outputs,
+                    scorer=self._make_scorer(loss_name, seeds[-1]),
                     key_size=self.key_size, n_jobs=self.n_jobs,
                     party_index={n: i for i, n in enumerate(names)})
             states[name] = state
@@ -178,7 +205,8 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
             "active_only_rounds": self.active_only_rounds, "n_jobs": self.n_jobs,
             "key_size": self.key_size, "plaintext": self.encryption is None,
             "n_outputs": n_outputs, "n_iter_no_change": self.n_iter_no_change,
-            "tol": self.tol,
+            "tol": self.tol, "validation": X_val is not None,
+            "score_name": ("score" if self._uses_scorer() else "-loss"),
         }
         with self._federation(states) as fed:
             result = run_secureboost(fed, names, names[active_index], params,

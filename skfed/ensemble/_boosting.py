@@ -9,8 +9,10 @@
    row and sends the ciphertexts to the passive parties;
 3. for each output (one tree per class for multiclass) the tree is grown
    level by level (:func:`~._grower.grow_tree`);
-4. with early stopping, the round's trees are applied to the validation rows
-   by federated inference (:func:`~._predictor.federated_raw_predict`).
+4. with validation rows, the round's trees are applied to them by
+   federated inference (:func:`~._predictor.federated_raw_predict`); the
+   active party scores the training and validation predictions
+   (:mod:`._scoring`) and stops early on them.
 
 The party functions below run on the active party's thread.
 """
@@ -28,6 +30,7 @@ from ._grower import grow_tree
 from ._histogram import passive_receive_gradients, setup_party
 from ._packing import GradientLayout
 from ._predictor import federated_raw_predict
+from ._scoring import should_stop
 
 __all__ = ["run_secureboost", "model_of", "weighted_row_bound"]
 
@@ -119,13 +122,20 @@ def _weighted_fixed_point(layout, values, w):
     return np.rint(w * layout.quantize(values, exponent)).astype(np.int64), exponent
 
 
-def active_losses(state, validation_contribution=None):
-    """Active party: training loss, and validation loss after adding a round."""
-    train = state.loss.loss(state.y, state.raw, state.w)
-    if validation_contribution is None:
+def active_scores(state, validation_contribution=None):
+    """Active party: training score, and validation score after adding a round.
+
+    Scores (:class:`~._scoring.Scorer`: the negative loss, or a scikit-learn
+    scorer) come from the raw predictions, labels and weights the active
+    party holds; a round's validation contribution is the federated
+    prediction of its new trees on the held-out rows.
+    """
+    train = state.scorer(state.y, state.raw, state.w, train=True)
+    if state.y_val is None:
         return train, None
-    state.raw_val += validation_contribution
-    return train, state.loss.loss(state.y_val, state.raw_val, state.w_val)
+    if validation_contribution is not None:
+        state.raw_val += validation_contribution
+    return train, state.scorer(state.y_val, state.raw_val, state.w_val)
 
 
 def model_of(state):
@@ -143,14 +153,6 @@ def model_of(state):
             list(state.records), log)
 
 
-def _should_stop(scores, n_iter_no_change, tol):
-    """sklearn's rule: no score in the last n rounds beats the reference by tol."""
-    if len(scores) <= n_iter_no_change:
-        return False
-    reference = scores[-(n_iter_no_change + 1)] + tol
-    return not any(s > reference for s in scores[-n_iter_no_change:])
-
-
 def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
     """Driver: the boosting rounds. Returns the training record.
 
@@ -164,7 +166,12 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
         Estimator parameters (see :func:`~._grower.grow_tree`), plus
         ``n_estimators``, ``subsample``, ``max_bins``, ``key_size``,
         ``plaintext``, ``active_only_rounds``, ``n_outputs``,
-        ``n_iter_no_change``, ``tol``.
+        ``n_iter_no_change``, ``tol``, ``validation`` (whether the active
+        party holds validation rows), ``score_name`` (for ``verbose``).
+    early_stopping : bool
+        Stop when the validation score (the training score without
+        validation rows) has not improved by ``tol`` in ``n_iter_no_change``
+        rounds.
     """
     A = fed[active]
     passives = [p for p in names if p != active]
@@ -172,8 +179,11 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
                         params["plaintext"], phase="setup").result()
     fed.gather([fed[p].call(passive_setup, Local(params["max_bins"]), public_key,
                             sender=active, phase="setup/key") for p in passives])
-    train_scores, val_scores = [], []
     n_outputs = params["n_outputs"]
+    validation = params["validation"]
+    # Scores before the first round (the baseline), as HistGradientBoosting.
+    train, val = A.call(active_scores, phase="score").result()
+    train_scores, val_scores = [train], [val] if validation else []
     for it in range(params["n_estimators"]):
         start, sent = time.perf_counter(), fed.log.summary().total_bytes
         clock = {}
@@ -191,26 +201,28 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
             grow_tree(fed, active, passives, (it, k), k, params, use_passives, clock)
         contribution = None
         tick = time.perf_counter()
-        if early_stopping:
+        if validation:
             new_trees = list(range(it * n_outputs, (it + 1) * n_outputs))
             contribution = federated_raw_predict(fed, active, names, "val", new_trees,
                                                  n_outputs)
-        train, val = A.call(active_losses, contribution, phase="loss").result()
+        train, val = A.call(active_scores, contribution, phase="score").result()
         clock["validation"] = time.perf_counter() - tick
-        train_scores.append(-train)
-        if early_stopping:
-            val_scores.append(-val)
+        train_scores.append(train)
+        if validation:
+            val_scores.append(val)
         if verbose:
             seconds = time.perf_counter() - start
             kilobytes = (fed.log.summary().total_bytes - sent) / 1e3
-            val_text = "" if val is None else f", validation loss {val:.5f}"
-            print(f"[{label}] round {it + 1}/{params['n_estimators']}: train loss "
+            name = params["score_name"]
+            val_text = "" if val is None else f", validation {name} {val:.5f}"
+            print(f"[{label}] round {it + 1}/{params['n_estimators']}: train {name} "
                   f"{train:.5f}{val_text}, {seconds:.2f} s, {kilobytes:.1f} kB sent")
             if verbose > 1:
                 steps = ", ".join(f"{step} {t:.2f}" for step, t in clock.items())
                 print(f"    seconds: {steps}")
-        if early_stopping and _should_stop(val_scores, params["n_iter_no_change"],
-                                           params["tol"]):
+        watched = val_scores if validation else train_scores
+        if early_stopping and should_stop(watched, params["n_iter_no_change"],
+                                          params["tol"]):
             break
     models = fed.gather([fed[p].call(model_of, phase="model") for p in names])
     return {

@@ -50,12 +50,22 @@ _DOC_PARAMETERS = """
 
     early_stopping : "auto" or bool, default="auto"
         Hold out ``validation_fraction`` of the rows and stop when the
-        validation loss has not improved by ``tol`` for ``n_iter_no_change``
+        validation score has not improved by ``tol`` for ``n_iter_no_change``
         rounds. ``"auto"`` enables it above 10,000 rows (as sklearn's
         HistGradientBoosting does).
 
-    validation_fraction : float, default=0.1
-        Share of rows held out for early stopping.
+    scoring : str, callable or None, default="loss"
+        What ``train_score_``, ``validation_score_`` and early stopping
+        measure: ``"loss"`` (the negative loss), any scikit-learn scorer name
+        or callable (e.g. ``"roc_auc"``, ``"balanced_accuracy"``), or None
+        for the estimator's ``score`` (accuracy, R^2). The active party
+        computes it alone, from the raw predictions, labels and weights it
+        holds; a scorer sees at most 10,000 training rows (drawn once).
+
+    validation_fraction : float or None, default=0.1
+        Share of rows held out for early stopping (their predictions come
+        from federated inference after each round). None: no held-out rows;
+        early stopping watches the training score.
 
     n_iter_no_change : int, default=10
         Patience of early stopping, in rounds.
@@ -108,12 +118,12 @@ _DOC_ATTRIBUTES = """
     n_trees_per_iteration_ : int
         Trees per round: the number of classes for multiclass, else 1.
 
-    train_score_ : ndarray of shape (n_iter_,)
-        Negative training loss after each round.
+    train_score_ : ndarray of shape (n_iter_ + 1,)
+        ``scoring`` on the training rows before the first round (the
+        baseline) and after each round.
 
-    validation_score_ : ndarray of shape (n_iter_,)
-        Negative validation loss after each round (empty without early
-        stopping).
+    validation_score_ : ndarray of shape (n_iter_ + 1,)
+        ``scoring`` on the held-out rows, likewise (empty without them).
 
     do_early_stopping_ : bool
         Whether early stopping was used.
@@ -172,7 +182,8 @@ _DOC_NOTES = """
     party's trees and leaf weights and each party's lookup table, and hands
     each party only its own share when predicting.
 
-    ``verbose=1`` prints a line per round (losses, seconds, bytes sent);
+    ``verbose=1`` prints a line per round (train and validation scores,
+    seconds, bytes sent);
     ``verbose=2`` adds the seconds of each step (encrypt, histograms, decrypt,
     split, validation).
 """

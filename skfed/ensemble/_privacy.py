@@ -34,7 +34,8 @@ def training_rows(estimator, n_rows, y=None):
     Early stopping holds out a validation split drawn from ``random_state``
     (model randomness, reproduced here exactly); otherwise every row.
     """
-    if not getattr(estimator, "do_early_stopping_", False):
+    if (not getattr(estimator, "do_early_stopping_", False)
+            or estimator.validation_fraction is None):
         return np.arange(n_rows)
     seeds = estimator._model_seeds
     stratify = y if hasattr(estimator, "classes_") else None

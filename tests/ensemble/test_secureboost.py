@@ -276,7 +276,8 @@ def test_early_stopping_the_sklearn_way():
                                 n_iter_no_change=3,
                                 encryption=None, random_state=0).fit(X, y)
     assert clf.do_early_stopping_ and clf.n_iter_ < 200
-    assert clf.validation_score_.shape == clf.train_score_.shape == (clf.n_iter_,)
+    # One score before the first round, then one per round (as sklearn).
+    assert clf.validation_score_.shape == clf.train_score_.shape == (clf.n_iter_ + 1,)
     assert {"predict/query", "predict/answer"} <= set(clf.communication_.by_phase)
     small = SecureBoostClassifier(encryption=None, n_estimators=2).fit(X, y)
     assert not small.do_early_stopping_
