@@ -54,7 +54,7 @@ PARAMS = {
     "FDSKLRegressor": dict(max_iter=10, batch_size=8, n_components_per_iter=4,
                            random_state=0),
     "FederatedKernelKMeans": dict(n_clusters=2, n_random_features=10, max_iter=2,
-                                  coreset_size=20, random_state=0),
+                                  tol=None, coreset_size=20, random_state=0),
     "HyFDCAClassifier": dict(max_iter=3, key_size=512, random_state=0),
     "SecureBoostClassifier": dict(n_estimators=2, max_depth=2, key_size=512,
                                   random_state=0),

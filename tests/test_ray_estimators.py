@@ -54,7 +54,7 @@ CASES = {
                                                   random_state=0),
                              _regression),
     "FederatedKernelKMeans": (FederatedKernelKMeans(n_clusters=3, max_iter=3,
-                                                    n_random_features=20,
+                                                    tol=None, n_random_features=20,
                                                     random_state=0),
                               _clusters),
     "HyFDCAClassifier": (HyFDCAClassifier(HybridPartition(2, 2), max_iter=3, tol=None,
