@@ -158,13 +158,14 @@ def inject_fault(party, key, n=1, kind="raise"):
 def busy_party_threads(wait=5.0):
     """Threads still serving a party (or driving one) after ``wait`` s at most.
 
-    Idle pooled threads (``skfed-idle-worker``) are not counted: they wait
-    for the next run.
+    Pooled threads (idle party threads ``skfed-idle-worker``, crypto workers
+    ``skfed-crypto-worker_*``) are not counted: they wait for the next run.
     """
     deadline = time.monotonic() + wait
     while True:
         busy = [t.name for t in threading.enumerate()
-                if t.name.startswith("skfed-") and t.name != "skfed-idle-worker"]
+                if t.name.startswith("skfed-") and t.name != "skfed-idle-worker"
+                and not t.name.startswith("skfed-crypto-worker")]
         if not busy or time.monotonic() > deadline:
             return busy
         time.sleep(0.02)

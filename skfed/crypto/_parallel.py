@@ -10,9 +10,11 @@ machine at 2048 bits (``benchmarks/bench_crypto.py --processes``): DJN
 encryption 1681/s with one thread, 2860/s with two threads and 2916/s with a
 2-process pool (whose workers must each rebuild the 16 MB table and pickle
 the results back); CRT decryption 2.0x with two threads. Processes gain
-nothing worth their cost. A pool is created per call and shut down before
-returning, so no thread outlives the call that needed it (party runtimes
-check for leaked threads).
+nothing worth their cost. The worker threads are kept between calls (one
+pool per worker count, threads named ``skfed-crypto-worker``): gmpy2 keeps a
+per-thread cache of big integers that a thread's exit never frees, so a new
+pool per call leaked a few KiB per worker and call. A call made from inside
+a worker runs in that worker, so pools never wait on themselves.
 
 The exception is the key owner's CRT encryption (many 2048-bit products
 modulo ``p**2`` with random lookups in a 55 MB table): two threads give
@@ -25,6 +27,7 @@ import contextlib
 import multiprocessing
 import os
 import sys
+import threading
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -64,6 +67,41 @@ def effective_n_jobs(n_jobs):
 
 def _release_gil():
     gmpy2.get_context().allow_release_gil = True
+    _in_worker.flag = True
+
+
+_in_worker = threading.local()
+_executors = {}
+_executors_lock = threading.Lock()
+
+
+def _thread_pool(n_workers):
+    """The process's pool of ``n_workers`` crypto threads (made on first use)."""
+    with _executors_lock:
+        pool = _executors.get(n_workers)
+        if pool is None:
+            pool = ThreadPoolExecutor(max_workers=n_workers, initializer=_release_gil,
+                                      thread_name_prefix="skfed-crypto-worker")
+            _executors[n_workers] = pool
+        return pool
+
+
+def _forget_pools_after_fork():
+    # A forked child has only the forking thread: the pools' threads are gone.
+    global _executors_lock
+    _executors.clear()
+    _executors_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_after_fork)
+
+
+def _workers_for(n_jobs, n_items):
+    """Workers to use; 1 inside a crypto worker (no pool waits on itself)."""
+    if getattr(_in_worker, "flag", False):
+        return 1
+    return min(effective_n_jobs(n_jobs), n_items)
 
 
 @contextlib.contextmanager
@@ -132,21 +170,20 @@ def parallel_map(func, items, n_jobs=None):
     Run on a party's thread, the work stops between chunks when the party
     is told to stop (:func:`~skfed.federation.check_stop`).
     """
-    n_workers = min(effective_n_jobs(n_jobs), max(1, len(items) // _MIN_ITEMS_PER_JOB))
+    n_workers = _workers_for(n_jobs, max(1, len(items) // _MIN_ITEMS_PER_JOB))
     if n_workers <= 1:
         return _serial_map(func, items)
     # A few chunks per worker balance uneven chunk costs (e.g. group sizes).
     n_chunks = min(len(items), 4 * n_workers)
     bounds = [len(items) * i // n_chunks for i in range(n_chunks + 1)]
     chunks = [items[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
-    with ThreadPoolExecutor(max_workers=n_workers, initializer=_release_gil) as pool:
-        results = _pooled_map(pool, func, chunks)
+    results = _pooled_map(_thread_pool(n_workers), func, chunks)
     return [r for chunk_result in results for r in chunk_result]
 
 
 def parallel_tasks(func, tasks, n_jobs=None):
     """``[func(task) for task in tasks]`` over worker threads, order preserved."""
-    n_workers = min(effective_n_jobs(n_jobs), len(tasks))
+    n_workers = _workers_for(n_jobs, len(tasks))
     if n_workers <= 1:
         out = []
         with releasing_gil():
@@ -154,8 +191,7 @@ def parallel_tasks(func, tasks, n_jobs=None):
                 check_stop()
                 out.append(func(task))
         return out
-    with ThreadPoolExecutor(max_workers=n_workers, initializer=_release_gil) as pool:
-        return _pooled_map(pool, func, tasks)
+    return _pooled_map(_thread_pool(n_workers), func, tasks)
 
 
 # -- processes (fork) for fine-grained work that threads cannot speed up ----
