@@ -226,8 +226,8 @@ def kernel_kmeans_contract(estimator):
     predict that sent anything would be an undeclared phase.
     """
     from ..federation.secure_sum import secure_sum_rules
-    from ..privacy import (Aggregate, Contract, Inherent, Masked, OwnShare,
-                           Public, RandomIds, Rule)
+    from ..privacy import (Aggregate, Contract, Inherent, OwnShare, Public,
+                           RandomIds, Rule)
     from ._coreset import MIN_GROUP
     from ._setup import MIN_USER_ROWS
 

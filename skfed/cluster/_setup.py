@@ -41,6 +41,7 @@ from ..federation.secure_sum import RingEncoder, secure_sum
 
 __all__ = [
     "MIN_USER_ROWS",
+    "auto_random_features",
     "SERVER",
     "ScaledRingEncoder",
     "check_user_rows",
@@ -91,6 +92,17 @@ def moment_encoder(n_users, shift):
     # below n_users * 2**shift, which the ring must hold.
     bits = int(np.ceil(np.log2(max(n_users, 1)))) + 2
     return ScaledRingEncoder(frac_bits=63 - bits, shift=shift)
+
+
+def auto_random_features(n_clusters, n_lambda, n_samples):
+    """``n_random_features="auto"``: ``max(200, 40 n_lambda)``, at most N / 2.
+
+    ``n_lambda = max(n_clusters + 2, n_components + 1)``. More clusters mean
+    more eigenvectors with smaller gaps between them, hence more features per
+    iteration; the cap keeps the ``(D + r_t)``-square Lanczos matrix smaller
+    than the kernel matrix, and it never goes below ``n_lambda``.
+    """
+    return int(max(n_lambda, min(max(200, 40 * n_lambda), n_samples // 2)))
 
 
 def check_user_rows(n_rows, users):
@@ -193,7 +205,7 @@ def user_scale_vote(state):
 
 
 def user_moments(state):
-    """``(Q sum_i x_i, sum_i ||x_i||^2)`` over the user's rows (masked before upload)."""
+    """``(Q sum_i x_i, sum_i ||x_i||^2)`` over the user's rows (masked later)."""
     return _moments(state)
 
 
