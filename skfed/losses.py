@@ -34,6 +34,10 @@ class _Loss:
     name = None
     #: whether scores can be read as probabilities (``predict_proba``)
     has_proba = False
+    #: ``sup |d^2 loss / d f^2|`` (``d^2 / d d^2`` for pairwise losses): the
+    #: smoothness constant behind the ``"auto"`` step sizes; ``None`` for a
+    #: loss without one (the hinge's kink)
+    smoothness = None
 
     def __repr__(self):
         return f"{type(self).__name__}()"
@@ -43,6 +47,7 @@ class SquaredLoss(_Loss):
     """``(f - y)^2 / 2`` (regression)."""
 
     name = "squared"
+    smoothness = 1.0
 
     def __call__(self, y, f):
         return 0.5 * (np.asarray(f) - y) ** 2
@@ -60,6 +65,7 @@ class LogisticLoss(_Loss):
 
     name = "logistic"
     has_proba = True
+    smoothness = 0.25  # sigma(z) (1 - sigma(z)) <= 1/4, reached at z = 0
 
     def __call__(self, y, f):
         return np.logaddexp(0.0, -np.asarray(y) * f)
@@ -85,6 +91,7 @@ class SmoothHingeLoss(_Loss):
     ``(1 - yf)^2 / 2`` in between."""
 
     name = "smooth_hinge"
+    smoothness = 1.0
 
     def __call__(self, y, f):
         z = np.asarray(y) * f
@@ -120,6 +127,7 @@ class SquaredHingeLoss(_Loss):
     """``max(0, 1 - y f)^2 / 2``."""
 
     name = "squared_hinge"
+    smoothness = 1.0
 
     def __call__(self, y, f):
         return 0.5 * np.maximum(0.0, 1.0 - np.asarray(y) * f) ** 2
@@ -136,6 +144,7 @@ class PairwiseSquaredLoss(_Loss):
     """``(1 - d)^2`` with ``d = f(x+) - f(x-)`` (AVFKAM's smooth AUC surrogate)."""
 
     name = "pairwise_squared"
+    smoothness = 2.0
 
     def __call__(self, d):
         return (1.0 - np.asarray(d)) ** 2
@@ -148,6 +157,7 @@ class PairwiseLogisticLoss(_Loss):
     """``log(1 + exp(-d))`` with ``d = f(x+) - f(x-)``."""
 
     name = "pairwise_logistic"
+    smoothness = 0.25
 
     def __call__(self, d):
         return np.logaddexp(0.0, -np.asarray(d))

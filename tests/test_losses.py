@@ -59,3 +59,27 @@ def test_pairwise_derivatives(name):
 def test_unknown_loss():
     with pytest.raises(ValueError, match="Unknown pairwise loss"):
         get_loss("hinge", pairwise=True)
+
+
+def _second_derivative(loss, pairwise, y, f, eps=1e-4):
+    if pairwise:
+        return (loss.derivative(f + eps) - loss.derivative(f - eps)) / (2 * eps)
+    return (loss.derivative(y, f + eps) - loss.derivative(y, f - eps)) / (2 * eps)
+
+
+@pytest.mark.parametrize("name, pairwise", [
+    *((n, False) for n in sorted(POINTWISE_LOSSES) if n != "hinge"),
+    *((n, True) for n in sorted(PAIRWISE_LOSSES))])
+def test_smoothness_bounds_the_curvature(name, pairwise):
+    # The "auto" step sizes rest on these constants: the curvature never
+    # exceeds them and comes close to them somewhere.
+    loss = get_loss(name, pairwise=pairwise)
+    grid = np.linspace(-6, 6, 2401) + 0.0013
+    curvature = np.concatenate([
+        np.abs(_second_derivative(loss, pairwise, y, grid)) for y in (-1.0, 1.0)])
+    assert curvature.max() <= loss.smoothness + 1e-6
+    assert curvature.max() >= 0.99 * loss.smoothness
+
+
+def test_hinge_has_no_smoothness_constant():
+    assert get_loss("hinge").smoothness is None

@@ -8,6 +8,7 @@ import numbers
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -19,6 +20,16 @@ from ..kernel_approximation import KERNELS
 from ..losses import get_loss
 from ..partition import VerticalPartition
 from . import _avfkam_protocol as protocol
+from ._convergence import (
+    auto_learning_rate,
+    check_decay,
+    check_every,
+    divergence_error,
+    resolve_early_stopping,
+    split_seed,
+    warn_not_converged,
+)
+from ._privacy import KernelPrivacyMixin
 from ._vertical_features import (
     CoefficientStore,
     federated_decision,
@@ -26,13 +37,15 @@ from ._vertical_features import (
     make_party_states,
     masked_features,
     party_name,
+    resolve_party_keys,
 )
 
 __all__ = ["AVFKAMRanker"]
 
 
 @fill_doc
-class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
+class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
+                   BaseEstimator):
     """Asynchronous vertical federated kernel AUC maximisation (AVFKAM).
 
     A kernel model ``f(x) = sum_i alpha_i phi_i(x)`` on random Fourier
@@ -99,6 +112,7 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
         no training iterations, so their factor has no effect.
 
     %(random_state)s
+    %(party_keys)s
     %(verbose)s
 
     Attributes
@@ -222,21 +236,29 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
     True
     """
 
+    _privacy_protocol = "avfkam"
+
     _parameter_constraints = {
         "partition": [None, numbers.Integral, list, tuple, VerticalPartition],
         "gamma": [StrOptions({"scale"}), Interval(numbers.Real, 0, None,
                                                   closed="neither")],
         "kernel": [StrOptions(set(KERNELS))],
         "alpha": [Interval(numbers.Real, 0, None, closed="left")],
-        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
+        "learning_rate": [StrOptions({"auto"}),
+                          Interval(numbers.Real, 0, None, closed="neither")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
         "n_random_features": [Interval(numbers.Integral, 1, None, closed="left")],
         "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
         "features_per_step": [Interval(numbers.Integral, 1, None, closed="left")],
         "loss": [StrOptions({"squared", "logistic"})],
         "asynchronous": ["boolean"],
+        "early_stopping": [StrOptions({"auto"}), "boolean"],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "party_delays": [None, "array-like", dict],
         "random_state": ["random_state"],
+        "party_keys": [StrOptions({"random_state", "os"})],
         "verbose": ["verbose"],
     }
 
@@ -246,10 +268,12 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
     _n_checkpoints = 20
 
     def __init__(self, partition=None, *, gamma="scale", kernel="rbf",
-                 alpha=1e-2, learning_rate=0.2, max_iter=1000,
+                 alpha=1e-2, learning_rate="auto", max_iter=1000,
                  n_random_features=2000, batch_size=64, features_per_step=128,
-                 loss="squared", asynchronous=True, party_delays=None,
-                 random_state=None, verbose=0):
+                 loss="squared", asynchronous=True, early_stopping="auto",
+                 validation_fraction=0.1, n_iter_no_change=10, tol=1e-4,
+                 party_delays=None, random_state=None,
+                 party_keys="random_state", verbose=0):
         self.partition = partition
         self.gamma = gamma
         self.kernel = kernel
@@ -261,8 +285,13 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
         self.features_per_step = features_per_step
         self.loss = loss
         self.asynchronous = asynchronous
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.party_delays = party_delays
         self.random_state = random_state
+        self.party_keys = party_keys
         self.verbose = verbose
 
     def __sklearn_tags__(self):
@@ -331,6 +360,11 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
                 "sklearn.multiclass.OneVsRestClassifier for one ranking per "
                 "class, or binarise y.")
         y_signed = np.where(y == self.classes_[1], 1.0, -1.0)
+        split = self._validation_split(y_signed)
+        learning_rate = self._learning_rate(
+            len(y_signed) if split is None else len(split[0]))
+        # Before any party starts: a decay factor <= 0 cannot converge.
+        check_decay(learning_rate, self.alpha, auto=self.learning_rate == "auto")
         partition = self._resolve_partition(X)
         q = partition.n_parties
         names = [party_name(k) for k in range(q)]
@@ -338,16 +372,18 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
         delays = self._check_delays(q)
 
         seeds = party_seeds(self.random_state, 2 + 2 * q)
-        basis_seed, self._offset_seeds = seeds[0], seeds[2:2 + q]
+        basis_seed, key_seeds = seeds[0], seeds[2:2 + q]
         loop_seeds = seeds[2 + q:]
         D = self.n_random_features
         stores = [protocol.PooledCoefficientStore(D) if n in active
                   else CoefficientStore() for n in names]
+        # Each party's key fixes its block of omega and its phases.
         states = make_party_states(partition, X, y_signed, basis_seed,
-                                   self._offset_seeds, self.kernel, None,
-                                   stores=stores)
+                                   resolve_party_keys(self.party_keys, key_seeds),
+                                   self.kernel, None, stores=stores)
         hyper = {"loss": get_loss(self.loss, pairwise=True),
-                 "learning_rate": float(self.learning_rate)}
+                 "learning_rate": learning_rate,
+                 "n_iter_no_change": self.n_iter_no_change, "tol": self.tol}
         lead = active[0]
 
         with self._federation(states) as fed:
@@ -362,20 +398,27 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
                 fed[p].call(protocol.keep_features, Local(phi),
                             Local(loop_seeds[names.index(p)]),
                             Local(self.batch_size), Local(self.features_per_step),
-                            Local(hyper)).result()
+                            Local(hyper), Local(split)).result()
             # Training (Algorithm 1 in every active party's own thread).
             plan = protocol.TrainingPlan(
                 fed, names, active, self.max_iter,
-                1.0 - self.learning_rate * self.alpha, delays, self._delay_unit,
-                max(1, self.max_iter // self._n_checkpoints), self.verbose)
+                1.0 - learning_rate * self.alpha, delays, self._delay_unit,
+                max(1, self.max_iter // self._n_checkpoints), self.verbose,
+                check_every=check_every(self.max_iter),
+                validate=split is not None, batch_size=self.batch_size,
+                reference=hyper["loss"](0.0))
             run = (protocol.run_asynchronous if self.asynchronous
                    else protocol.run_synchronous)
             self.training_time_ = run(plan)
+            # What the watching party reports for the messages below.
+            watcher = plan.divergence[0] if plan.divergence else lead
+            plan.monitor_state = fed[watcher].call(protocol.monitor_state).result()
             self.threshold_ = self._training_threshold(fed, active, lead)
             checkpoints = [(s, n, dict(zip(f, fed.gather(f.values()))))
                            for s, n, f in plan.checkpoints]
             self.coefficient_stores_ = fed.gather(
                 fed[p].call(protocol.final_store) for p in names)
+            self._keep_party_keys(fed, names, X.shape[0])
 
         self._basis_seed = basis_seed
         self.n_iter_ = int(plan.done)
@@ -384,7 +427,69 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
         self.checkpoint_iters_ = np.array([c[1] for c in checkpoints])
         self._checkpoint_stores = [
             [c[2].get(n, CoefficientStore()) for n in names] for c in checkpoints]
+        self.learning_rate_ = learning_rate
+        self.loss_curve_ = np.array(plan.curve)
+        self.validation_score_ = np.array(plan.validation)
+        self._report_convergence(plan, learning_rate)
         return self
+
+    def _learning_rate(self, n_train):
+        """The step size: the given one, or ``"auto"`` resolved."""
+        if self.learning_rate != "auto":
+            return float(self.learning_rate)
+        # A pair's feature difference phi(x+) - phi(x-): its square is at
+        # most 8 and on average 2 - 2 k(x+, x-) <= 2. The model lives on a
+        # pool of n_random_features features: the noise spreads over at
+        # most that many directions.
+        return auto_learning_rate(
+            get_loss(self.loss, pairwise=True), batch_size=self.batch_size,
+            features_per_step=min(self.features_per_step,
+                                  self.n_random_features),
+            alpha=self.alpha, kappa=2.0, phi_sq_max=8.0,
+            n_effective=min(n_train, self.n_random_features))
+
+    def _validation_split(self, y_signed):
+        """``(training rows, held-out rows)`` or ``None`` (no early stopping).
+
+        Stratified by label: only the active parties, who hold the labels,
+        ever learn it (the preprocessing computes the features of every
+        row, and training row ids never reach the passive parties).
+        """
+        if not resolve_early_stopping(self.early_stopping, len(y_signed)):
+            return None
+        rows = np.arange(len(y_signed))
+        try:
+            train, held_out = train_test_split(
+                rows, test_size=self.validation_fraction, stratify=y_signed,
+                random_state=np.random.RandomState(split_seed(self.random_state)))
+        except ValueError as exc:
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction:g} cannot hold "
+                "out rows of both classes and keep both for training "
+                f"({exc}). Change validation_fraction or set "
+                "early_stopping=False.") from None
+        return np.sort(train), np.sort(held_out)
+
+    def _report_convergence(self, plan, learning_rate):
+        """Raise on a divergence, warn when the fit merely did not converge."""
+        if plan.divergence is not None:
+            party, status, step = plan.divergence
+            raise divergence_error(
+                self, status, step, self.max_iter, plan.monitor_state,
+                learning_rate, self.n_iter_,
+                f"Lower learning_rate (or leave it to 'auto') or alpha; "
+                f"reported by {party}")
+        if plan.rising():
+            warn_not_converged(
+                self, "the training loss rose to more than twice its best "
+                f"after {self.n_iter_} iterations (learning_rate="
+                f"{learning_rate:.4g}): the step is too large to settle. "
+                "Lower learning_rate.")
+        elif plan.validate and not plan.stopped_early:
+            warn_not_converged(
+                self, f"max_iter={self.max_iter} iterations ended before the "
+                f"held-out AUC stopped improving for {self.n_iter_no_change} "
+                "checks. Increase max_iter (or learning_rate).")
 
     def _training_threshold(self, fed, active, lead):
         # The active parties tree-sum their f^l at every training row to the
@@ -406,7 +511,7 @@ class AVFKAMRanker(FederatedMixin, ClassifierMixin, BaseEstimator):
         names = [party_name(k) for k in range(partition.n_parties)]
         lead = party_name(partition.active_parties[0])
         states = make_party_states(partition, X, None, self._basis_seed,
-                                   self._offset_seeds, self.kernel, self.gamma_,
+                                   self._party_keys, self.kernel, self.gamma_,
                                    stores=stores_list[0])
         out = []
         with self._federation(states, record=False) as fed:

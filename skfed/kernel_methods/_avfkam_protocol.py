@@ -11,6 +11,16 @@ Model. Only an active party creates coefficients (Algorithm 1 runs on active
 workers; the dominator saves the new ``alpha_i``), so a passive party's
 ``f^l`` is zero: it takes part in the preprocessing (Algorithm 3) and in
 prediction, never in a training step.
+
+Guard and early stopping. Each active party watches the pairwise losses of
+its own steps (:class:`~._convergence.LossMonitor`) and refuses to apply a
+step whose loss or scores are non-finite or exploding; its loop then stops
+every loop, and the active parties go back to the iterate kept at the check
+with the lowest recent loss. Held-out rows (early stopping) are known to the
+active parties only: the preprocessing computed the features of every row,
+so the lead scores them from the kept features and the other active
+parties' ``f^l`` there (Algorithm 2 on locally saved values), and passive
+parties learn nothing of the split.
 """
 
 # Authors: The skfed developers
@@ -21,8 +31,10 @@ import time
 from collections import deque
 
 import numpy as np
+from sklearn.metrics import roc_auc_score
 
 from ..federation import Local, balanced_tree, tree_sum
+from ._convergence import EarlyStopping, LossMonitor
 from ._vertical_features import CoefficientStore
 
 __all__ = [
@@ -101,15 +113,26 @@ class PooledCoefficientStore(CoefficientStore):
 # Party functions (run on the party's own thread).
 
 def keep_features(state, features, rng_seed, batch_size, features_per_step,
-                  hyper):
-    """Appendix C: an active party keeps phi of every training row, locally."""
+                  hyper, split=None):
+    """Appendix C: an active party keeps phi of every training row, locally.
+
+    ``split`` is ``(training rows, held-out rows)`` when early stopping is on
+    (the active parties' own choice; passive parties never see it). The
+    party also sets up the watch over its steps' losses, and the lead its
+    patience counter.
+    """
     state.Z = features
     state.rng = np.random.RandomState(rng_seed)
-    state.positives = np.flatnonzero(state.y > 0)
-    state.negatives = np.flatnonzero(state.y < 0)
+    train = np.arange(len(state.y)) if split is None else split[0]
+    state.validation_rows = None if split is None else split[1]
+    state.positives = train[state.y[train] > 0]
+    state.negatives = train[state.y[train] < 0]
     state.batch_size = batch_size
     state.features_per_step = min(features_per_step, features.shape[1])
     state.hyper = hyper  # public hyper-parameters: loss, learning rate
+    # Every fit starts at f = 0, where each pair's loss is l(0).
+    state.monitor = LossMonitor(float(hyper["loss"](0.0)), batch_size)
+    state.early = EarlyStopping(hyper["n_iter_no_change"], hyper["tol"])
 
 
 def sample_step(state):
@@ -138,12 +161,16 @@ def prepare_update(state, f_rows, sample):
     """
     pos, neg, seeds = sample
     B = len(pos)
-    d = f_rows[:B] - f_rows[B:]
-    slope = state.hyper["loss"].derivative(d)
-    diff = state.Z[np.ix_(pos, seeds)] - state.Z[np.ix_(neg, seeds)]
-    alpha = -state.hyper["learning_rate"] * (slope @ diff) / (B * len(seeds))
-    state.stash["pending"] = (seeds, alpha)
-    return float(np.mean(state.hyper["loss"](d)))
+    with np.errstate(all="ignore"):  # a diverging f is reported, not warned
+        d = f_rows[:B] - f_rows[B:]
+        slope = state.hyper["loss"].derivative(d)
+        diff = state.Z[np.ix_(pos, seeds)] - state.Z[np.ix_(neg, seeds)]
+        alpha = -state.hyper["learning_rate"] * (slope @ diff) / (B * len(seeds))
+        loss = float(np.mean(state.hyper["loss"](d)))
+        status = state.monitor.observe(loss, np.abs(f_rows).max())
+    # A step judged non-finite or exploding is not applied.
+    state.stash["pending"] = None if status else (seeds, alpha)
+    return loss, status
 
 
 def decay(state, factor):
@@ -152,20 +179,53 @@ def decay(state, factor):
 
 
 def commit_update(state):
-    seeds, alpha = state.stash.pop("pending")
-    state.store.add(seeds, alpha)
+    pending = state.stash.pop("pending")
+    if pending is not None:
+        state.store.add(*pending)
 
 
 def update(state, f_rows, sample, factor):
-    """Lines 4-5 at once (asynchronous mode): new alpha, own decay, save."""
-    loss = prepare_update(state, f_rows, sample)
-    decay(state, factor)
-    commit_update(state)
-    return loss
+    """Lines 4-5 at once (asynchronous mode): new alpha, own decay, save.
+
+    Returns ``(mean pairwise loss of the step, status)``; a step with a
+    status (``"non-finite"``, ``"exploding"``) leaves the model unchanged.
+    """
+    loss, status = prepare_update(state, f_rows, sample)
+    if status is None:
+        decay(state, factor)
+        commit_update(state)
+    return loss, status
+
+
+def validation_scores(state):
+    """Algorithm 2 at the held-out rows, from the kept features."""
+    return local_scores(state, state.validation_rows)
+
+
+def lead_validate(state, f_validation):
+    """The lead's held-out ROC AUC and whether patience has run out."""
+    y = state.y[state.validation_rows] > 0
+    with np.errstate(all="ignore"):
+        auc = (float(roc_auc_score(y, f_validation))
+               if np.all(np.isfinite(f_validation)) else np.nan)
+    return auc, state.early.update(auc)
+
+
+def monitor_state(state):
+    """What the error message reports: last, running and zero-model loss."""
+    m = state.monitor
+    return (m.last, m.running, m.reference)
 
 
 def snapshot(state):
     return state.store.copy()
+
+
+def restore(state, store):
+    """Back to a copy of this party's own coefficients kept at a check
+    (``None``: the zero model every fit starts from)."""
+    state.store = (PooledCoefficientStore(len(state.store.dense_coef))
+                   if store is None else store.copy())
 
 
 def final_store(state):
@@ -193,11 +253,17 @@ class TrainingPlan:
 
     The iteration budget (the paper's global counter ``t``), the checkpoints
     and the first failure are coordinator state, not party data: no party
-    reads another's model through it.
+    reads another's model through it. So are the guard's records: the mean
+    pairwise loss the loops report between two checks (every
+    ``check_every`` iterations), the iterate kept at the check with the
+    lowest one (copies each active party made of its own coefficients), the
+    first divergence an active party reported, and the held-out AUC the lead
+    computed at each check (``validate``).
     """
 
     def __init__(self, fed, names, active, max_iter, decay_factor, delays,
-                 delay_unit, checkpoint_every, verbose=0):
+                 delay_unit, checkpoint_every, verbose=0, check_every=None,
+                 validate=False, batch_size=1, reference=1.0):
         self.fed = fed
         self.names = names
         self.active = active  # the parties that hold coefficients
@@ -215,6 +281,72 @@ class TrainingPlan:
         self.stop = threading.Event()
         self._lock = threading.Lock()
         self.start = None
+        self.check_every = check_every or max_iter + 1
+        self.validate = validate
+        self.window = []  # losses reported since the last check
+        self.curve = []  # mean loss of each window
+        # Running loss weighted by pairs (about the last 256), as the
+        # parties' own monitors: the iterate kept is the best one at a check.
+        self.weight = batch_size / (batch_size + 256.0)
+        self.running = self.reference = float(reference)
+        self.best_loss = float("inf")
+        self.kept = (0, None)  # (iteration, {party: future copy}); 0: f = 0
+        self.divergence = None  # (party, status, iteration)
+        self.validation = []  # the lead's held-out AUC at each check
+        self.stopped_early = False
+        self.next_check = self.check_every
+        self.halt = False  # synchronous mode: decided once per round
+
+    def report(self, party, n_iter, loss, status):
+        """A loop reports its step's loss; a status stops every loop."""
+        with self._lock:
+            self.losses.append(loss)
+            if status is None:
+                self.window.append(loss)
+                self.running += self.weight * (loss - self.running)
+            elif self.divergence is None:
+                self.divergence = (party, status, n_iter)
+        if status is not None:
+            self.stop.set()
+
+    def maybe_check(self, n_iter):
+        """At every ``check_every``-th iteration: keep the iterate if its
+        recent loss is the best so far; validate (early stopping)."""
+        with self._lock:
+            if n_iter < self.next_check or self.stop.is_set():
+                return
+            self.next_check += self.check_every
+            if self.window:
+                self.curve.append(float(np.mean(self.window)))
+            self.window = []
+            keep = self.running < self.best_loss
+            if keep:
+                self.best_loss = self.running
+        if keep:
+            copies = {p: self.fed[p].call(snapshot, phase="checkpoint")
+                      for p in self.active}
+            with self._lock:
+                self.kept = (n_iter, copies)
+        if self.validate:
+            auc, stop = validate(self)
+            with self._lock:
+                self.validation.append(auc)
+                if stop and not self.stop.is_set():
+                    self.stopped_early = True
+                    self.stop.set()
+
+    def rising(self):
+        """The running loss ended at more than twice its best (unstable)."""
+        return (np.isfinite(self.best_loss) and self.running > 2 * self.best_loss
+                and self.running > 0.1 * self.reference)
+
+    def restore_kept(self):
+        """Every active party goes back to its copy of the kept iterate."""
+        n_iter, copies = self.kept
+        self.fed.gather(self.fed[p].call(restore, Local(None if copies is None
+                                                        else copies[p].result()))
+                        for p in self.active)
+        return n_iter
 
     def claim(self, party):
         """The global number of ``party``'s next iteration, or 0 when done."""
@@ -277,6 +409,20 @@ def aggregate_scores(plan, party, rows, own):
     return total.result() if hasattr(total, "result") else total
 
 
+def validate(plan):
+    """The lead's held-out AUC: every active party's ``f^l`` at the held-out
+    rows (which only active parties know), tree-summed to the lead."""
+    fed, lead = plan.fed, plan.active[0]
+    parts = {p: (fed[p].call(validation_scores) if p == lead else
+                 fed[p].call(validation_scores, sender=lead,
+                             phase="validation/request"))
+             for p in plan.active}
+    tree = balanced_tree([lead] + [p for p in plan.active if p != lead])
+    total = tree_sum(fed, tree, parts, phase="validation/scores")
+    total = total.result() if hasattr(total, "result") else total
+    return fed[lead].call(lead_validate, Local(total)).result()
+
+
 def _asynchronous_loop(plan, party):
     fed = plan.fed
     pending_decays = deque()
@@ -288,10 +434,13 @@ def _asynchronous_loop(plan, party):
         f_rows = aggregate_scores(plan, party, np.concatenate(sample[:2]), own)
         plan.simulate_work(party)
         # 4-5: new coefficient and own decay, saved locally ...
-        loss = fed[party].call(update, Local(f_rows), Local(sample),
-                               Local(plan.decay_factor),
-                               phase="train/update").result()
-        plan.losses.append(loss)
+        loss, status = fed[party].call(update, Local(f_rows), Local(sample),
+                                       Local(plan.decay_factor),
+                                       phase="train/update").result()
+        plan.report(party, n_iter, loss, status)
+        if status is not None:
+            break  # the step was not applied; nobody needs to decay
+        plan.maybe_check(n_iter)
         plan.maybe_checkpoint(n_iter)
         # ... and only *inform* the others: nobody waits for their decay.
         for other in plan.active:
@@ -313,16 +462,17 @@ def _synchronous_loop(plan, party, rank, barrier, round_end):
     m = len(plan.active)
     n_rounds = -(-plan.max_iter // m)
     for r in range(n_rounds):
-        works = r * m + rank < plan.max_iter and not plan.stop.is_set()
+        works = r * m + rank < plan.max_iter
         if works:
             sample, own = fed[party].call(sample_step,
                                           phase="train/sample").result()
             f_rows = aggregate_scores(plan, party, np.concatenate(sample[:2]),
                                       own)
             plan.simulate_work(party)
-            loss = fed[party].call(prepare_update, Local(f_rows), Local(sample),
-                                   phase="train/update").result()
-            plan.losses.append(loss)
+            loss, status = fed[party].call(prepare_update, Local(f_rows),
+                                           Local(sample),
+                                           phase="train/update").result()
+            plan.report(party, r * m + rank + 1, loss, status)
         barrier.wait()  # every read of round r is done
         if works:
             futures = [fed[party].call(decay, Local(plan.decay_factor))]
@@ -337,6 +487,8 @@ def _synchronous_loop(plan, party, rank, barrier, round_end):
                 plan.per_party[party] += 1
                 plan.done += 1
         round_end.wait()  # round r is complete
+        if plan.halt:  # decided by the round's end action, for all at once
+            break
 
 
 def _run_drivers(plan, targets):
@@ -359,6 +511,8 @@ def _run_drivers(plan, targets):
         raise RuntimeError(
             f"The training loop of active party '{party}' failed: "
             f"{type(exc).__name__}: {exc}") from exc
+    if plan.divergence is not None:
+        plan.done = plan.restore_kept()
     plan.take_checkpoint(plan.done)  # the final model
     return time.perf_counter() - plan.start
 
@@ -375,8 +529,11 @@ def run_synchronous(plan):
     every = plan.checkpoint_every
 
     def after_round():  # run by one driver when all have finished a round
+        if plan.divergence is None:
+            plan.maybe_check(plan.done)
         if every <= plan.done < plan.max_iter and plan.done % every < m:
             plan.take_checkpoint(plan.done)
+        plan.halt = plan.stop.is_set()
 
     barrier = threading.Barrier(m)
     round_end = threading.Barrier(m, action=after_round)

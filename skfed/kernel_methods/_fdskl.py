@@ -44,6 +44,8 @@ __SHARED__
 
     %(random_state)s
 
+    %(party_keys)s
+
     %(verbose)s
 
     Attributes
@@ -157,14 +159,19 @@ __SHARED__
     }
 
     def __init__(self, partition=None, *, loss="logistic", kernel="rbf",
-                 gamma="scale", alpha=1e-4, learning_rate=16.0, max_iter=500,
-                 batch_size=256, n_components_per_iter=32, cache_size=200.0,
-                 random_state=None, verbose=0):
+                 gamma="scale", alpha=1e-4, learning_rate="auto", max_iter=500,
+                 batch_size=256, n_components_per_iter=32, early_stopping="auto",
+                 validation_fraction=0.1, n_iter_no_change=10, tol=1e-4,
+                 cache_size=200.0, random_state=None, party_keys="random_state",
+                 verbose=0):
         super().__init__(
             partition, loss=loss, kernel=kernel, gamma=gamma, alpha=alpha,
             learning_rate=learning_rate, max_iter=max_iter, batch_size=batch_size,
-            n_components_per_iter=n_components_per_iter, cache_size=cache_size,
-            random_state=random_state, verbose=verbose)
+            n_components_per_iter=n_components_per_iter,
+            early_stopping=early_stopping, validation_fraction=validation_fraction,
+            n_iter_no_change=n_iter_no_change, tol=tol, cache_size=cache_size,
+            random_state=random_state, party_keys=party_keys,
+            verbose=verbose)
 
     def _loss_name(self):
         return self.loss
@@ -265,6 +272,8 @@ __SHARED__
 
     %(random_state)s
 
+    %(party_keys)s
+
     %(verbose)s
 
     Attributes
@@ -333,14 +342,19 @@ __SHARED__
     }
 
     def __init__(self, partition=None, *, loss="squared", kernel="rbf",
-                 gamma="scale", alpha=1e-4, learning_rate=3.0, max_iter=800,
-                 batch_size=256, n_components_per_iter=32, cache_size=200.0,
-                 random_state=None, verbose=0):
+                 gamma="scale", alpha=1e-4, learning_rate="auto", max_iter=800,
+                 batch_size=256, n_components_per_iter=32, early_stopping="auto",
+                 validation_fraction=0.1, n_iter_no_change=10, tol=1e-4,
+                 cache_size=200.0, random_state=None, party_keys="random_state",
+                 verbose=0):
         super().__init__(
             partition, loss=loss, kernel=kernel, gamma=gamma, alpha=alpha,
             learning_rate=learning_rate, max_iter=max_iter, batch_size=batch_size,
-            n_components_per_iter=n_components_per_iter, cache_size=cache_size,
-            random_state=random_state, verbose=verbose)
+            n_components_per_iter=n_components_per_iter,
+            early_stopping=early_stopping, validation_fraction=validation_fraction,
+            n_iter_no_change=n_iter_no_change, tol=tol, cache_size=cache_size,
+            random_state=random_state, party_keys=party_keys,
+            verbose=verbose)
 
     def _loss_name(self):
         return self.loss

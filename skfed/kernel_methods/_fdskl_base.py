@@ -10,25 +10,39 @@ prediction is the federated evaluation of Algorithm 2 on new rows.
 
 from numbers import Integral, Real
 
+import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from threadpoolctl import threadpool_limits
 
 from ..base import FederatedMixin, party_seeds
+from ..losses import get_loss
 from ..partition import VerticalPartition
+from ._convergence import (
+    auto_learning_rate,
+    check_decay,
+    check_every,
+    divergence_error,
+    resolve_early_stopping,
+    split_seed,
+    validation_split,
+    warn_not_converged,
+)
 from ._fdskl_protocol import owner_capacity, setup_party, train
+from ._privacy import KernelPrivacyMixin
 from ._vertical_features import (
     federated_decision,
     federated_gamma,
     make_party_states,
     party_name,
+    resolve_party_keys,
 )
 
 __all__ = ["_BaseFDSKL", "expand_shared_doc"]
 
 
-class _BaseFDSKL(FederatedMixin, BaseEstimator):
+class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
     """What the FDSKL classifier and regressor share: the federated fit."""
 
     _partition_kind = "vertical"
@@ -39,18 +53,25 @@ class _BaseFDSKL(FederatedMixin, BaseEstimator):
         "kernel": [StrOptions({"rbf", "laplacian"})],
         "gamma": [StrOptions({"scale"}), Interval(Real, 0, None, closed="neither")],
         "alpha": [Interval(Real, 0, None, closed="left")],
-        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "learning_rate": [StrOptions({"auto"}),
+                          Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "n_components_per_iter": [Interval(Integral, 1, None, closed="left")],
+        "early_stopping": [StrOptions({"auto"}), "boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
         "cache_size": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
+        "party_keys": [StrOptions({"random_state", "os"})],
         "verbose": ["verbose"],
     }
 
     def __init__(self, partition, *, loss, kernel, gamma, alpha, learning_rate,
-                 max_iter, batch_size, n_components_per_iter, cache_size,
-                 random_state, verbose):
+                 max_iter, batch_size, n_components_per_iter, early_stopping,
+                 validation_fraction, n_iter_no_change, tol, cache_size,
+                 random_state, verbose, party_keys="random_state"):
         self.partition = partition
         self.loss = loss
         self.kernel = kernel
@@ -60,20 +81,41 @@ class _BaseFDSKL(FederatedMixin, BaseEstimator):
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.n_components_per_iter = n_components_per_iter
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
         self.cache_size = cache_size
         self.random_state = random_state
+        self.party_keys = party_keys
         self.verbose = verbose
 
-    def _check_alpha(self):
-        if self.learning_rate * self.alpha >= 1:
-            raise ValueError(
-                f"learning_rate * alpha = {self.learning_rate * self.alpha:g} must be "
-                "below 1: every step multiplies the old coefficients by "
-                "(1 - learning_rate * alpha). Lower alpha or learning_rate.")
+    def _learning_rate(self, batch_size, n_train):
+        """The step size: the given one, or ``"auto"`` resolved."""
+        if self.learning_rate != "auto":
+            return float(self.learning_rate)
+        # Random features sqrt(2) cos(.) of a kernel with k(x, x) = 1:
+        # phi^2 <= 2, and 1 on average; fresh features every step, so the
+        # noise spreads over the training rows.
+        return auto_learning_rate(
+            get_loss(self._loss_name()), batch_size=batch_size,
+            features_per_step=self.n_components_per_iter, alpha=self.alpha,
+            kappa=1.0, phi_sq_max=2.0, n_effective=n_train)
 
     def _fit_federated(self, X, Y):
         """Run FDSKL on ``X`` with the encoded targets ``Y`` (n x outputs)."""
-        self._check_alpha()
+        n_validation, row_order = 0, None
+        if resolve_early_stopping(self.early_stopping, X.shape[0]):
+            train_rows, val_rows = validation_split(
+                X.shape[0], self.validation_fraction, split_seed(self.random_state))
+            # The held-out rows go first: ids 0..n_validation-1 (public).
+            order = np.concatenate([val_rows, train_rows])
+            X, Y, n_validation = X[order], Y[order], len(val_rows)
+            row_order = order
+        batch_size = min(self.batch_size, X.shape[0] - n_validation)
+        learning_rate = self._learning_rate(batch_size, X.shape[0] - n_validation)
+        # Before any party starts: a decay factor <= 0 cannot converge.
+        check_decay(learning_rate, self.alpha, auto=self.learning_rate == "auto")
         partition = self._resolve_partition(X)
         q = partition.n_parties
         names = [party_name(k) for k in range(q)]
@@ -93,8 +135,13 @@ class _BaseFDSKL(FederatedMixin, BaseEstimator):
             n_cache_rows=n_cache_rows, n_outputs=n_outputs,
             max_iter=self.max_iter, m=m, loss=self._loss_name(),
             sampling_seeds=[[sampling_seed, k] for k in range(len(owners))],
+            n_validation=n_validation, check_every=check_every(self.max_iter),
+            batch_size=batch_size, n_iter_no_change=self.n_iter_no_change,
+            tol=self.tol,
         )
-        states = make_party_states(partition, X, Y, basis_seed, offset_seeds,
+        # Each party's key fixes its block of omega and its phases.
+        states = make_party_states(partition, X, Y, basis_seed,
+                                   resolve_party_keys(self.party_keys, offset_seeds),
                                    self.kernel, None)
         # Party threads call BLAS concurrently; a multi-threaded BLAS in each
         # of them oversubscribes the cores and can be 10x slower.
@@ -102,19 +149,43 @@ class _BaseFDSKL(FederatedMixin, BaseEstimator):
                 self._federation(states) as fed:
             fed.gather(fed[p].call(setup_party, config) for p in names)
             self.gamma_ = federated_gamma(fed, names, owners[0], self.gamma)
-            self.n_iter_ = train(
+            result = train(
                 fed, names, owners, max_iter=self.max_iter,
-                batch_size=min(self.batch_size, n_samples), m=m,
-                learning_rate=self.learning_rate, alpha=self.alpha,
+                batch_size=batch_size, m=m, learning_rate=learning_rate,
+                alpha=self.alpha, check_every=check_every(self.max_iter),
                 verbose=self.verbose)
             # Each party keeps its own store; the estimator object is where
             # this simulation files them (it stands for all parties at once).
             stores = fed.gather(fed[p].call(_get_store) for p in names)
+            self._keep_party_keys(fed, names, X.shape[0], row_order)
         self.coef_stores_ = stores
-        self.n_components_ = self.n_iter_ * m
+        self.n_iter_ = result["n_iter"]
+        self.n_components_ = sum(len(st) for st in stores if st is not None)
+        self.learning_rate_ = learning_rate
+        self.loss_curve_ = result["curve"]
+        self.validation_score_ = result["validation"]
         self._basis_seed = basis_seed
-        self._offset_seeds = offset_seeds
+        self._report_convergence(result, learning_rate)
         return self
+
+    def _report_convergence(self, result, learning_rate):
+        """Raise on a divergence, warn when the fit merely did not converge."""
+        if result["status"] is not None:
+            raise divergence_error(
+                self, result["status"], result["n_iter_seen"], self.max_iter,
+                result["state"], learning_rate, result["kept_step"],
+                "Lower learning_rate (or leave it to 'auto'), or standardise "
+                "the columns")
+        if result["rising"]:
+            warn_not_converged(
+                self, f"the training loss rose to more than twice its best "
+                f"after {self.n_iter_} steps (learning_rate={learning_rate:.4g}"
+                "): the step is too large to settle. Lower learning_rate.")
+        elif len(self.validation_score_) and not result["stopped_early"]:
+            warn_not_converged(
+                self, f"max_iter={self.max_iter} steps ended before the "
+                f"held-out loss stopped improving for {self.n_iter_no_change} "
+                "checks. Increase max_iter (or learning_rate).")
 
     def _decision(self, X):
         """Scores of new rows by the federated evaluation (Algorithm 2)."""
@@ -124,7 +195,7 @@ class _BaseFDSKL(FederatedMixin, BaseEstimator):
         names = [party_name(k) for k in range(partition.n_parties)]
         receiver = names[partition.active_parties[0]]
         states = make_party_states(partition, X, None, self._basis_seed,
-                                   self._offset_seeds, self.kernel, self.gamma_,
+                                   self._party_keys, self.kernel, self.gamma_,
                                    stores=self.coef_stores_)
         with threadpool_limits(limits=1, user_api="blas"), \
                 self._federation(states, record=False) as fed:

@@ -25,17 +25,36 @@ is a function of the public history (the rows and feature ids broadcast at
 each step, and by whom), so every party derives it itself and nothing beyond
 the paper's messages is sent. ``n_cache_rows`` bounds the memory: rows past
 it are recomputed every time, which is the paper's plain loop.
+
+Guard and early stopping. The first active party (the *lead*) watches the
+mean loss of every minibatch (:class:`~._convergence.LossMonitor`): a
+non-finite or exploding value stops the loop, every owner restores the
+coefficients it kept at the best check, and the estimator raises. Held-out
+rows (early stopping) are the first ``n_validation`` row ids, public and
+never drawn into a minibatch; at every check step (a public schedule) every
+party adds them to the step's rows, so their features and ``f`` travel in
+the step's own messages (Algorithm 2 with locally saved features) and the
+lead scores them.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import copy
+
 import numpy as np
 
 from ..federation import Local, balanced_tree, masked_tree_sum, tree_broadcast, tree_sum
-from ..kernel_approximation import random_offsets, spectral_directions
 from ..losses import get_loss
-from ._vertical_features import CoefficientStore, excluded_parties, trees_for
+from ._convergence import EarlyStopping, LossMonitor
+from ._vertical_features import (
+    ANGLES,
+    CoefficientStore,
+    excluded_parties,
+    party_directions,
+    party_phases,
+    trees_for,
+)
 
 __all__ = ["setup_party", "train", "owner_capacity"]
 
@@ -68,13 +87,18 @@ def setup_party(state, config):
     state.n_cache_rows = config["n_cache_rows"]
     state.n_outputs = config["n_outputs"]
     state.history = {p: _History(state.n_cache_rows) for p in state.owners}
-    # This party's rows of omega and its offsets b^l, one column per feature
-    # id, drawn from the public seed and its private offset seed.
+    # This party's rows of omega and its phases b^l, one column per feature
+    # id, drawn from its private key.
     n_total = config["max_iter"] * config["m"]
     state.omega = np.empty((len(state.columns), n_total))
     state.offsets = np.empty(n_total)
     state.n_drawn = 0
     state.step = None
+    # Rows 0..n_validation-1 are held out (public ids, never in a batch);
+    # every party adds them to the rows of each check step.
+    state.n_validation = config["n_validation"]
+    state.check_every = config["check_every"]
+    state.m = config["m"]
     me = state.names[state.index]
     if me in state.owners:
         k = state.owners.index(me)
@@ -85,16 +109,27 @@ def setup_party(state, config):
         state.loss = get_loss(config["loss"])
         state.rng = np.random.RandomState(config["sampling_seeds"][k])
         state.order, state.pos = np.empty(0, dtype=np.int64), 0
+        state.kept = (0, copy.deepcopy(state.store))
+        if k == 0:
+            # The lead watches the training loss, starting from the zero
+            # model's (every fit starts at f = 0), over its training rows.
+            zero = state.loss(state.y[state.n_validation:], 0.0)
+            state.monitor = LossMonitor(float(np.sum(zero, axis=1).mean()),
+                                        config["batch_size"])
+            state.early = EarlyStopping(config["n_iter_no_change"], config["tol"])
 
 
 def _active_pick_minibatch(state, batch_size):
     """Algorithm 1, line 2: the active party draws this step's rows.
 
     Rows are drawn without replacement within an epoch (a new permutation
-    for every pass over the data), from the active party's random stream.
+    for every pass over the training rows), from the active party's random
+    stream; held-out rows are never drawn.
     """
     if state.pos + batch_size > len(state.order):
-        state.order, state.pos = state.rng.permutation(state.n_samples), 0
+        n_train = state.n_samples - state.n_validation
+        state.order = state.rng.permutation(n_train) + state.n_validation
+        state.pos = 0
     rows = state.order[state.pos:state.pos + batch_size]
     state.pos += batch_size
     return rows
@@ -108,11 +143,14 @@ def _party_receive_step(state, message):
     (row, feature) pairs each owner still needs.
     """
     creator, rows, new_ids = message
-    state.step = dict(rows=rows, requests={})
+    n_batch = len(rows)
+    if state.n_validation and _is_check(state, new_ids):
+        rows = np.concatenate([rows, np.arange(state.n_validation)])
+    state.step = dict(rows=rows, n_batch=n_batch, requests={})
     new = slice(state.n_drawn, state.n_drawn + len(new_ids))
-    state.omega[:, new] = spectral_directions(
-        state.basis_seed, state.columns, new_ids, state.kernel, state.gamma)
-    state.offsets[new] = random_offsets(state.offset_seed, new_ids)
+    # From this party's private key: nobody else can draw its block.
+    state.omega[:, new] = party_directions(state, new_ids)
+    state.offsets[new] = party_phases(state, new_ids)
     state.n_drawn += len(new_ids)
     cached = rows < state.n_cache_rows
     for owner in state.owners:
@@ -198,12 +236,76 @@ def _party_local_decision(state):
     return state.step["phi"][:, :len(store)] @ store.coef
 
 
+def _is_check(state, new_ids):
+    # The check schedule is public: every check_every-th step, from step 0.
+    return (int(new_ids[0]) // state.m) % state.check_every == 0
+
+
 def _active_new_coefficients(state, f, learning_rate, n_new):
-    """Algorithm 1, lines 8-9: the new ``alpha_j`` from ``L'(f(x_i), y_i)``."""
-    rows = state.step["rows"]
-    phi_new = state.step["phi"][:, -n_new:]
-    grad = state.loss.derivative(state.y[rows], f)
-    return -learning_rate / (len(rows) * n_new) * (phi_new.T @ grad)
+    """Algorithm 1, lines 8-9: the new ``alpha_j`` from ``L'(f(x_i), y_i)``.
+
+    Also returns what the lead's monitor needs: the batch's mean loss, its
+    largest ``|f|`` and, at a check step, the mean loss of the held-out rows
+    (``nan`` otherwise). All three come from ``f`` and labels this party
+    holds.
+    """
+    rows, B = state.step["rows"], state.step["n_batch"]
+    with np.errstate(all="ignore"):  # a diverging f is reported, not warned
+        phi_new = state.step["phi"][:B, -n_new:]
+        y, fb = state.y[rows[:B]], f[:B]
+        grad = state.loss.derivative(y, fb)
+        coef = -learning_rate / (B * n_new) * (phi_new.T @ grad)
+        report = [float(np.sum(state.loss(y, fb), axis=1).mean()),
+                  float(np.abs(f).max()), np.nan]
+        if len(rows) > B:
+            report[2] = float(np.sum(state.loss(state.y[rows[B:]], f[B:]),
+                                     axis=1).mean())
+    return coef, np.array(report)
+
+
+def _lead_watch(state, step, report, check):
+    """The lead's verdict on a step: ``(status, keep, stop)``.
+
+    ``status`` is ``None``, ``"non-finite"`` or ``"exploding"`` (the loop
+    stops and rolls back); at a check, ``keep`` says the running loss is the
+    best so far (owners keep this iterate) and ``stop`` that the held-out
+    loss has not improved for ``n_iter_no_change`` checks.
+    """
+    batch_loss, f_max, val_loss = report
+    status = state.monitor.observe(batch_loss, f_max)
+    if status is None and not np.isnan(val_loss) and not np.isfinite(val_loss):
+        status = "non-finite"
+    keep = stop = False
+    if status is None and check:
+        keep = state.monitor.check(step)
+        if not np.isnan(val_loss):
+            stop = state.early.update(-val_loss)
+    return status, keep, stop
+
+
+def _lead_summary(state, final_step, finished):
+    """What the lead reports at the end: its curves and the state of its
+    monitor (for the estimator's attributes and messages)."""
+    monitor = state.monitor
+    if finished:
+        monitor.check(final_step)
+    return dict(curve=np.array(monitor.curve),
+                validation=np.array(state.early.scores),
+                best_check=monitor.best_check, rising=monitor.rising(),
+                state=(monitor.last, monitor.running, monitor.reference),
+                no_change=state.early.no_change)
+
+
+def _owner_keep(state, step):
+    """An owner keeps a copy of its coefficients (the last good iterate)."""
+    state.kept = (step, copy.deepcopy(state.store))
+
+
+def _owner_restore(state, step):
+    """An owner goes back to the coefficients it kept at ``step``."""
+    kept_step, store = state.kept
+    assert kept_step == step, (kept_step, step)
+    state.store = store
 
 
 def _party_decay(state, factor):
@@ -240,19 +342,33 @@ def _features_for(fed, names, owner, phase):
                 # (no party can cancel its T1 inputs with its T2 inputs).
                 received[ex] = masked_tree_sum(
                     fed, trees_for(names, owner, other), _party_pair_projection,
-                    owner, ex, phase=phase).result()
+                    owner, ex, phase=phase, encoder=ANGLES).result()
     fed[owner].call(_owner_save_features, Local(received)).result()
 
 
 def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
-          verbose=0):
-    """Run Algorithm 1 for ``max_iter`` steps; the active parties take turns.
+          check_every=1, verbose=0):
+    """Run Algorithm 1 for at most ``max_iter`` steps; the active parties take
+    turns.
 
     Several active parties (the paper's parallel active workers) run their
-    steps in a fixed round-robin order, which keeps a run deterministic.
+    steps in a fixed round-robin order, which keeps a run deterministic. The
+    lead (``owners[0]``) watches every step's loss; the loop ends early when
+    it reports a divergence (every owner then restores the coefficients it
+    kept at the best check) or when the held-out loss stopped improving.
+
+    Returns
+    -------
+    dict
+        ``n_iter`` (steps applied), ``status`` (``None``, ``"non-finite"``
+        or ``"exploding"``), ``kept_step`` (the restored iterate, after a
+        divergence), ``stopped_early`` and the lead's summary (curves).
     """
     decay = 1.0 - learning_rate * alpha
+    lead = owners[0]
+    status, stopped_early, t = None, False, 0
     for t in range(max_iter):
+        check = t % check_every == 0
         # Line 2: this step's active party picks the minibatch.
         active = owners[t % len(owners)]
         t0 = balanced_tree([active] + [p for p in names if p != active])
@@ -269,15 +385,51 @@ def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
         # Line 7: f(x_i) = sum_l f^l(x_i), summed over T0 to the active party.
         local = {p: fed[p].call(_party_local_decision) for p in names}
         f = _result(tree_sum(fed, t0, local, phase="step/decision"))
-        # Lines 8-9: the active party computes the new coefficients.
-        coef = fed[active].call(_active_new_coefficients, Local(f),
-                                learning_rate, m).result()
+        # Lines 8-9: the active party computes the new coefficients (and
+        # the losses of its batch and, at a check, of the held-out rows).
+        coef, report = fed[active].call(_active_new_coefficients, Local(f),
+                                        learning_rate, m).result()
+        # The lead judges the step before it is applied: a divergence or
+        # the end of patience leaves the model as it was after t steps.
+        if active == lead:
+            verdict = fed[lead].call(_lead_watch, Local(t), Local(report),
+                                     Local(check))
+        else:
+            verdict = fed[lead].call(_lead_watch, t, report, check,
+                                     sender=active, phase="step/loss")
+        status, keep, stop = verdict.result()
+        if keep:
+            _tell_owners(fed, owners, lead, _owner_keep, t, "step/keep")
+        if verbose:
+            print(f"[FDSKL] step {t + 1}/{max_iter} by {active}: batch loss "
+                  f"{report[0]:.4g}, mean |alpha| of the new coefficients "
+                  f"{np.abs(coef).mean():.3g}" + (
+                      "" if np.isnan(report[2]) else
+                      f", held-out loss {report[2]:.4g}"))
+        if status is not None or stop:
+            stopped_early = stop
+            break
         # Line 10: every holder decays the old coefficients (reverse-order
         # tree); then the active party saves the new ones, which stay there.
         fed.gather(tree_broadcast(fed, t0, decay, _party_decay,
                                   phase="step/decay").values())
         fed[active].call(_owner_add, Local(new_ids), Local(coef)).result()
-        if verbose:
-            print(f"[FDSKL] step {t + 1}/{max_iter} by {active}: mean |alpha| "
-                  f"of the new coefficients {np.abs(coef).mean():.3g}")
-    return max_iter
+    else:
+        t = max_iter
+    summary = fed[lead].call(_lead_summary, Local(t),
+                             Local(status is None and not stopped_early)).result()
+    kept_step = None
+    if status is not None:
+        kept_step = summary["best_check"]
+        _tell_owners(fed, owners, lead, _owner_restore, kept_step, "step/restore")
+    return dict(summary, n_iter=t if status is None else kept_step,
+                n_iter_seen=t, status=status, kept_step=kept_step,
+                stopped_early=stopped_early)
+
+
+def _tell_owners(fed, owners, lead, function, step, phase):
+    # The lead tells every owner a step number (public: all parties count
+    # steps); its own call is local work.
+    fed.gather(fed[o].call(function, Local(step)) if o == lead else
+               fed[o].call(function, step, sender=lead, phase=phase)
+               for o in owners)

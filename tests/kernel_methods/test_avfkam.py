@@ -369,3 +369,82 @@ def test_pooled_store_sums_per_seed_decays_lazily_and_unpickles_writable():
     again.__setstate__(attributes)
     again.add([0], [1.0])
     np.testing.assert_allclose(again.dense_coef, [1.0, 0.5, 0, 5.0, 0])
+
+
+# --------------------------------------------------------------------------
+# Step size, divergence guard and early stopping (issue 16).
+# --------------------------------------------------------------------------
+
+def test_auto_learning_rate():
+    X, y = _data()
+    est = AVFKAMRanker(2, random_state=0, **SMALL).fit(X, y)
+    # (1 - d)^2 has S = 2; (phi(x+) - phi(x-))^2 <= 8 with mean <= 2: the
+    # curvature bound 1 / (S c + alpha), or the random-feature noise bound
+    # B m / (S kappa n) with n = min(160 rows, 150 pool features).
+    curvature = 1 / (2 * (2 + 6 / (8 * 16)) + 0.01)
+    noise = 8 * 16 / (2 * 2 * 150)
+    assert est.learning_rate_ == pytest.approx(min(curvature, noise))
+    big = AVFKAMRanker(2, random_state=0, **{**SMALL, "batch_size": 64,
+                                             "max_iter": 2}).fit(X, y)
+    assert big.learning_rate_ == pytest.approx(1 / (2 * (2 + 6 / (64 * 16)) + 0.01))
+    exact = AVFKAMRanker(2, random_state=0, batch_size=1, features_per_step=1,
+                         max_iter=2, n_random_features=150).fit(X, y)
+    # The paper's loop: the random-feature noise bound B m / (S kappa n),
+    # n the smaller of the 160 rows and the pool of 150 features.
+    assert exact.learning_rate_ == pytest.approx(1 / (2 * 2 * 150))
+
+
+def test_impossible_decay_is_refused_before_any_party_starts():
+    X, y = _data()
+    with record_messages() as rec, pytest.raises(ValueError,
+                                                 match="learning_rate \\* alpha"):
+        AVFKAMRanker(2, learning_rate=10.0, alpha=0.2, **SMALL).fit(X, y)
+    assert rec.messages == []
+
+
+@pytest.mark.parametrize("asynchronous", [True, False])
+def test_forced_divergence_ends_in_a_clear_error(asynchronous):
+    X, y = _data()
+    est = AVFKAMRanker(VerticalPartition(3, active_parties=(0, 1)),
+                       learning_rate=20.0, asynchronous=asynchronous,
+                       random_state=0, **SMALL)
+    with pytest.raises(FloatingPointError, match="diverged at step") as info:
+        est.fit(X, y)
+    assert "learning_rate=20" in str(info.value)
+    kept = info.value.estimator
+    scores = kept.decision_function(X)
+    assert np.all(np.isfinite(scores)) and np.abs(scores).max() < 1e3
+    assert kept.n_iter_ < info.value.step
+
+
+def test_paper_exact_loop_converges_by_default():
+    # One pair and one feature per step, the paper's loop: the former fixed
+    # step (0.2) diverges; "auto" converges.
+    X, y = _data(n=120)
+    kw = dict(batch_size=1, features_per_step=1, n_random_features=100,
+              max_iter=3000, random_state=0)
+    est = AVFKAMRanker(2, **kw).fit(X, y)
+    assert est.score(X, y) > 0.85
+    with pytest.raises(FloatingPointError):
+        AVFKAMRanker(2, learning_rate=0.2, **kw).fit(X, y)
+
+
+def test_early_stopping_stays_with_the_active_parties():
+    X, y = _data(n=300)
+    part = VerticalPartition(3, active_parties=(0, 1))
+    est = AVFKAMRanker(part, early_stopping=True, n_iter_no_change=3,
+                       tol=1e-3, asynchronous=False, random_state=0,
+                       **{**SMALL, "max_iter": 2000})
+    with record_messages() as rec:
+        est.fit(X, y)
+    assert est.n_iter_ < 2000
+    assert len(est.validation_score_) >= 4
+    assert np.all((est.validation_score_ > 0.5) & (est.validation_score_ <= 1))
+    # The split is the active parties' alone: the passive party gets no
+    # message about validation, and the same phases as without it.
+    to_passive = {m.phase for m in rec.messages if m.receiver == "party2"}
+    assert not any(p.startswith("validation") for p in to_passive)
+    assert to_passive <= {"gamma/moments", "gamma/broadcast", "preprocess/T1",
+                          "preprocess/T2", "preprocess/request"}
+    assert {"validation/request", "validation/scores"} <= {
+        m.phase for m in rec.messages}

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.datasets import load_breast_cancer, make_moons
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -21,6 +22,11 @@ from skfed.federation import (
 )
 from skfed.kernel_approximation import keyed_directions
 from skfed.kernel_methods import FDSKLClassifier, FDSKLRegressor
+from skfed.kernel_methods._convergence import (
+    resolve_early_stopping,
+    split_seed,
+    validation_split,
+)
 from skfed.kernel_methods._vertical_features import (
     party_name,
     reference_features,
@@ -348,3 +354,148 @@ def test_tree_pairs_let_nobody_unmask_a_partial_sum():
                 assert tree_leader(t1) == tree_leader(t2) == receiver
                 assert are_totally_different(t1, t2)
                 assert unmaskable(t1, t2) == []
+
+
+# --------------------------------------------------------------------------
+# Step size, divergence guard and early stopping (issue 16).
+# --------------------------------------------------------------------------
+
+def _wide_kernel_regression(n=150, seed=0):
+    # gamma=0.01 on 4 standard columns: every random feature is nearly the
+    # same for all rows, the setting where a fixed step of 3 diverged.
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, 4))
+    y = X[:, 0] + np.sin(2 * X[:, 1]) + 0.1 * rng.normal(size=n) + 10
+    return X, y
+
+
+def test_auto_learning_rate_follows_smoothness_features_and_batch():
+    X, y = _binary_data(n=60)
+    reg = FDSKLRegressor(max_iter=2, random_state=0).fit(X, y.astype(float))
+    # Squared loss (S = 1), phi^2 <= 2 with mean 1, B m = 60 * 32 samples.
+    assert reg.learning_rate_ == pytest.approx(1 / (1 + 1 / (60 * 32) + 1e-4))
+    clf = FDSKLClassifier(max_iter=2, random_state=0).fit(X, y)
+    assert clf.learning_rate_ == pytest.approx(1 / (0.25 * (1 + 1 / (60 * 32)) + 1e-4))
+    # The paper's loop (B = m = 1): the random-feature noise bound B m / (S n).
+    exact = FDSKLRegressor(batch_size=1, n_components_per_iter=1, max_iter=2,
+                           random_state=0).fit(X, y.astype(float))
+    assert exact.learning_rate_ == pytest.approx(1 / 60)
+    fixed = FDSKLRegressor(learning_rate=0.3, max_iter=2).fit(X, y.astype(float))
+    assert fixed.learning_rate_ == 0.3
+
+
+def test_wide_kernel_converges_by_default_and_diverged_before():
+    X, y = _wide_kernel_regression()
+    kw = dict(partition=2, gamma=0.01, max_iter=60, batch_size=64, random_state=0)
+    reg = FDSKLRegressor(**kw).fit(X, y)
+    assert np.all(np.isfinite(reg.predict(X)))
+    svr = SVR(gamma=0.01, C=10).fit(X, y)
+    assert reg.score(X, y) >= svr.score(X, y) - 0.1
+    # The former fixed default (learning_rate=3) explodes here: it is caught.
+    with pytest.raises(FloatingPointError, match="diverged"):
+        FDSKLRegressor(learning_rate=3.0, **kw).fit(X, y)
+
+
+def test_forced_divergence_ends_in_a_clear_error_with_the_last_good_model():
+    X, y = _wide_kernel_regression()
+    reg = FDSKLRegressor(partition=2, gamma=0.01, learning_rate=50.0,
+                         max_iter=40, batch_size=64, random_state=0)
+    with pytest.raises(FloatingPointError) as info:
+        reg.fit(X, y)
+    message = str(info.value)
+    assert "diverged at step" in message and "learning_rate=50" in message
+    assert "Lower learning_rate" in message
+    # The estimator that raised is left unfitted; the error keeps a finite
+    # copy holding the last good iterate.
+    with pytest.raises(Exception, match="not fitted"):
+        reg.predict(X)
+    kept = info.value.estimator
+    assert kept.n_iter_ < info.value.step
+    assert np.all(np.isfinite(kept.predict(X)))
+    assert np.abs(kept.predict(X) - y.mean()).max() < 10 * y.std()
+
+
+def test_divergence_with_two_active_parties_restores_both_owners():
+    X, y = _wide_kernel_regression(n=80)
+    part = VerticalPartition(3, active_parties=(0, 2))
+    with record_messages() as rec, pytest.raises(FloatingPointError) as info:
+        FDSKLRegressor(partition=part, gamma=0.01, learning_rate=50.0,
+                       max_iter=40, batch_size=32, n_components_per_iter=4,
+                       random_state=0).fit(X, y)
+    kept = info.value.estimator
+    step = kept.n_iter_
+    # Steps alternate between the owners: each keeps its own share up to
+    # the restored step.
+    assert [len(s) for s in kept.coef_stores_ if s is not None] == [
+        4 * len(range(0, step, 2)), 4 * len(range(1, step, 2))]
+    phases = {m.phase for m in rec.messages}
+    # The second owner reports its batch losses to the lead and both go
+    # back to the kept step on the lead's word; passive parties get none.
+    assert {"step/loss", "step/keep", "step/restore"} <= phases
+    assert all(m.receiver in ("party0", "party2") for m in rec.messages
+               if m.phase in ("step/loss", "step/keep", "step/restore"))
+
+
+def test_impossible_decay_is_refused_before_any_party_starts():
+    X, y = _binary_data(n=20)
+    with record_messages() as rec, pytest.raises(ValueError,
+                                                 match="learning_rate \\* alpha"):
+        FDSKLClassifier(learning_rate=20.0, alpha=0.06).fit(X, y)
+    assert rec.messages == []
+    # "auto" adds alpha to the curvature: its decay is always positive.
+    clf = FDSKLClassifier(alpha=50.0, max_iter=2).fit(X, y)
+    assert 0 < 1 - clf.learning_rate_ * clf.alpha < 1
+
+
+def test_squared_loss_classifier_matches_the_logistic_loss():
+    X, y = make_moons(300, noise=0.25, random_state=0)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, random_state=0)
+    kw = dict(partition=2, max_iter=60, batch_size=64, random_state=0)
+    squared = FDSKLClassifier(loss="squared", **kw).fit(Xtr, ytr)
+    logistic = FDSKLClassifier(loss="logistic", **kw).fit(Xtr, ytr)
+    assert np.all(np.isfinite(squared.decision_function(Xte)))
+    assert squared.score(Xte, yte) >= logistic.score(Xte, yte) - 0.02
+
+
+def test_paper_exact_loop_converges_with_the_auto_step():
+    X, y = _wide_kernel_regression(n=40, seed=1)
+    X = StandardScaler().fit_transform(X)
+    kw = dict(partition=2, batch_size=1, n_components_per_iter=1, max_iter=600,
+              random_state=0)
+    reg = FDSKLRegressor(**kw).fit(X, y)
+    assert reg.score(X, y) > 0.5
+    # The classifier's step for the same shape (constant steps only, as the
+    # paper's loop).
+    with pytest.raises(FloatingPointError):
+        FDSKLRegressor(learning_rate=1.0, **kw).fit(X, y)
+
+
+def test_early_stopping_holds_out_rows_and_stops():
+    X, y = _wide_kernel_regression(n=200)
+    reg = FDSKLRegressor(partition=2, max_iter=400, batch_size=32,
+                         n_components_per_iter=8, early_stopping=True,
+                         n_iter_no_change=3, tol=1e-2, random_state=0)
+    with record_messages() as rec:
+        reg.fit(X, y)
+    assert reg.n_iter_ < 400
+    n_checks = len(reg.validation_score_)
+    assert n_checks == reg.n_iter_ // 4 + 1  # a check every max_iter // 100 steps
+    # The held-out rows (ids 0..19 of the run) are never in a minibatch.
+    batches = [m.payload[0][1] for m in rec.messages if m.phase == "step/indices"]
+    assert min(int(rows.min()) for rows in batches) >= 20
+    # The last held-out score is the model's own loss on those rows.
+    _, held_out = validation_split(200, 0.1, split_seed(0))
+    f = (reg.predict(X[held_out]) - reg._y_mean) / reg._y_scale
+    target = (y[held_out] - reg._y_mean) / reg._y_scale
+    assert reg.validation_score_[-1] == pytest.approx(
+        -np.mean(0.5 * (f - target) ** 2), rel=1e-6)
+
+
+def test_early_stopping_auto_and_running_out_of_iterations():
+    assert not resolve_early_stopping("auto", 10_000)
+    assert resolve_early_stopping("auto", 10_001)
+    X, y = _wide_kernel_regression(n=100)
+    with pytest.warns(ConvergenceWarning, match="Increase max_iter"):
+        reg = FDSKLRegressor(partition=2, max_iter=5, batch_size=32,
+                             early_stopping=True, random_state=0).fit(X, y)
+    assert reg.n_iter_ == 5 and len(reg.validation_score_) == 5
