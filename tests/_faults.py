@@ -18,7 +18,8 @@ without a phase. ``inject_fault(party, key, n=..., kind=...)`` then makes the
     unchanged, and the fault reports ``garbled=False``.
 
 Both patch :meth:`skfed.federation.Party.call` (the threads backend), for
-every federation started inside the ``with`` block, in any thread.
+every federation started inside the ``with`` block, in any thread (or, with
+``thread=``, calls made from one thread only).
 """
 
 import threading
@@ -44,19 +45,40 @@ def call_key(phase, fn):
     return phase if phase is not None else f"local:{_name_of(fn)}"
 
 
+_hooks = []  # the active (before, thread) pairs, in order of activation
+_hooks_lock = threading.Lock()
+_original_call = Party.call
+
+
+def _call_with_hooks(self, fn, *args, sender=None, phase=None, **kwargs):
+    with _hooks_lock:
+        hooks = list(_hooks)
+    current = threading.current_thread()
+    for before, thread in hooks:
+        if thread is None or thread is current:
+            fn = before(self, fn, phase) or fn
+    return _original_call(self, fn, *args, sender=sender, phase=phase, **kwargs)
+
+
 @contextmanager
-def _patched_call(before):
-    original = Party.call
+def _patched_call(before, thread=None):
+    """Run ``before(party, fn, phase)`` on every call (made from ``thread``).
 
-    def call(self, fn, *args, sender=None, phase=None, **kwargs):
-        fn = before(self, fn, phase) or fn
-        return original(self, fn, *args, sender=sender, phase=phase, **kwargs)
-
-    Party.call = call
+    ``Party.call`` is patched once while any hook is active, so hooks of
+    several threads (a soak test's concurrent fits) can come and go in any
+    order.
+    """
+    entry = (before, thread)
+    with _hooks_lock:
+        _hooks.append(entry)
+        Party.call = _call_with_hooks
     try:
         yield
     finally:
-        Party.call = original
+        with _hooks_lock:
+            _hooks.remove(entry)
+            if not _hooks:
+                Party.call = _original_call
 
 
 @contextmanager
@@ -132,8 +154,11 @@ def _faulty(fn, kind, where, report):
 
 
 @contextmanager
-def inject_fault(party, key, n=1, kind="raise"):
+def inject_fault(party, key, n=1, kind="raise", thread=None):
     """Make the ``n``-th call of ``key`` to ``party`` fail as ``kind``.
+
+    With ``thread``, only calls made from that thread count (for concurrent
+    fits; calls made by an estimator's own driver threads then escape).
 
     Yields a dict whose ``"fired"`` entry tells whether the fault was planted
     (the run may have made fewer calls) and, for ``"garbage"``, whose
@@ -151,7 +176,7 @@ def inject_fault(party, key, n=1, kind="raise"):
             state["fired"] = True
         return _faulty(fn, kind, f"{party}/{key}#{n}", state)
 
-    with _patched_call(before):
+    with _patched_call(before, thread):
         yield state
 
 
