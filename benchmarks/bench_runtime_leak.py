@@ -6,8 +6,9 @@ that starts new threads for every fit leaks a few KiB per fit (measured
 before the thread pool: traced memory 321 -> 815 KiB over 60 SecureBoost
 512-bit fits, ~8 KiB per fit). skfed now reuses party threads from a small
 per-process pool. This script fits SecureBoost with 512-bit keys many times
-and prints the traced Python memory (``tracemalloc``) and the resident set
-size (``/proc/self/status``) before and after, once with the pool and once
+and prints the resident set size (``/proc/self/status``) before and after
+``--fits`` fits, then the traced Python memory (``tracemalloc``) before and
+after as many more, once with the pool and once
 with a new thread per party and fit (``--no-pool``, the old behaviour), plus
 the largest growing allocation sites.
 
@@ -68,33 +69,37 @@ def main():
 
     for _ in range(args.warmup):  # imports, caches, the pool's threads
         fit()
+    # Resident set first, without tracemalloc (whose hooks change how the
+    # allocator fragments), then the traced Python memory over as many fits.
     gc.collect()
-    tracemalloc.start()
-    before_snapshot = tracemalloc.take_snapshot()
-    traced_before, rss_before = tracemalloc.get_traced_memory()[0], rss_kib()
-    overhead_before_kib = tracemalloc.get_tracemalloc_memory() // 1024
-    rss_before -= overhead_before_kib
+    rss_before = rss_kib()
     start = time.perf_counter()
     for _ in range(args.fits):
         fit()
     seconds = time.perf_counter() - start
     gc.collect()
-    traced_after, rss_after = tracemalloc.get_traced_memory()[0], rss_kib()
-    # tracemalloc's own tables live in the resident set too: leave them out.
-    overhead_kib = tracemalloc.get_tracemalloc_memory() // 1024
+    rss_after = rss_kib()
+
+    tracemalloc.start()
+    before_snapshot = tracemalloc.take_snapshot()
+    traced_before = tracemalloc.get_traced_memory()[0]
+    for _ in range(args.fits):
+        fit()
+    gc.collect()
+    traced_after = tracemalloc.get_traced_memory()[0]
     after_snapshot = tracemalloc.take_snapshot()
 
     mode = "new threads per fit" if args.no_pool else "pooled party threads"
-    print(f"{args.fits} SecureBoost 512-bit fits ({mode}), {seconds:.1f} s, "
-          f"threads alive at the end: {threading.active_count()}")
+    print(f"{args.fits} SecureBoost 512-bit fits ({mode}), {seconds:.1f} s "
+          f"(without tracemalloc), then {args.fits} more traced; threads "
+          f"alive at the end: {threading.active_count()}")
     print(f"traced memory: {traced_before / 1024:8.0f} KiB -> "
           f"{traced_after / 1024:8.0f} KiB  "
           f"({(traced_after - traced_before) / 1024:+.0f} KiB, "
           f"{(traced_after - traced_before) / args.fits:+.0f} B per fit)")
-    rss_after -= overhead_kib
     print(f"resident set:  {rss_before:8d} KiB -> {rss_after:8d} KiB  "
-          f"({rss_after - rss_before:+d} KiB; tracemalloc's own "
-          f"{overhead_kib} KiB left out)")
+          f"({rss_after - rss_before:+d} KiB, "
+          f"{(rss_after - rss_before) * 1024 / args.fits:+.0f} B per fit)")
     print("largest growth by allocation site:")
     for stat in after_snapshot.compare_to(before_snapshot, "lineno")[:5]:
         print(f"  {stat}")
