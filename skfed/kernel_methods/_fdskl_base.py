@@ -229,23 +229,49 @@ _SHARED_DOC = """
         The regularization ``lambda`` of the paper: every step multiplies the
         earlier coefficients by ``1 - learning_rate * alpha``.
 
-    learning_rate : float, default={lr}
-        The constant step size ``gamma`` of Algorithm 1 (the paper uses a
-        constant rate). A step moves ``f`` by
-        ``-learning_rate * mean_i L'(f(x_i), y_i) k(x_i, .)`` with ``|k| <= 1``;
-        the default suits standardized data.{lr_note}
+    learning_rate : "auto" or float, default="{lr}"
+        The constant step size ``gamma`` of Algorithm 1 (the paper analyses a
+        constant rate, and so it stays constant). ``"auto"`` derives it from
+        the loss's smoothness ``S`` (1 for the squared and smooth hinge
+        losses, 1/4 for the logistic), the bound of the random features
+        (``phi^2 <= 2``, mean 1), the batch size ``B``, the features per step
+        ``m`` and the training rows ``n``::
+
+            min(1 / (S (1 + 1 / (B m)) + alpha), B m / (S n))
+
+        (see Notes). ``learning_rate * alpha`` must be below 1; ``"auto"``
+        always is. The resolved value is ``learning_rate_``.{lr_note}
 
     max_iter : int, default={max_iter}
-        Number of steps of Algorithm 1 (there is no early stopping: the loop
-        runs exactly ``max_iter`` steps, as the paper's).
+        Maximum number of steps of Algorithm 1 (all of them without early
+        stopping, as the paper's loop).
 
     batch_size : int, default={batch}
-        Rows per step (capped at the number of samples). The paper's loop is
-        ``batch_size=1``.
+        Rows per step (capped at the number of training rows). The paper's
+        loop is ``batch_size=1``.
 
     n_components_per_iter : int, default={m}
         Fresh random features per step; the model ends with
-        ``max_iter * n_components_per_iter`` of them. The paper's loop is 1.
+        ``n_iter_ * n_components_per_iter`` of them. The paper's loop is 1.
+
+    early_stopping : "auto" or bool, default="auto"
+        Hold out ``validation_fraction`` of the rows and stop when their
+        loss, computed by the label holder from the federated scores of
+        those rows, has not improved by ``tol`` for ``n_iter_no_change``
+        checks. ``"auto"``: on when there are more than 10,000 rows (as
+        :class:`~sklearn.ensemble.HistGradientBoostingClassifier`). The
+        held-out rows are a seeded random choice independent of the labels
+        (their ids are public: every party sees which rows a step uses).
+
+    validation_fraction : float, default=0.1
+        Share of the rows held out for early stopping.
+
+    n_iter_no_change : int, default=10
+        Checks without improvement before stopping. A check happens every
+        ``max(1, max_iter // 100)`` steps, from step 0.
+
+    tol : float, default=1e-4
+        Least decrease of the held-out loss that counts as an improvement.
 
     cache_size : float, default=200
         Megabytes each coefficient holder may use to keep the random features
