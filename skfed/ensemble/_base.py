@@ -48,6 +48,9 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         "max_depth": [Interval(Integral, 1, None, closed="left")],
         "max_bins": [Interval(Integral, 2, 255, closed="both")],
         "subsample": [Interval(Real, 0, 1, closed="right")],
+        "goss_top_rate": [Interval(Real, 0, 1, closed="left"), None],
+        "goss_other_rate": [Interval(Real, 0, 1, closed="right")],
+        "colsample_bytree": [Interval(Real, 0, 1, closed="right")],
         "reg_lambda": [Interval(Real, 0, None, closed="left")],
         "gamma": [Interval(Real, 0, None, closed="left")],
         "min_child_weight": [Interval(Real, 0, None, closed="left")],
@@ -67,7 +70,8 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
     }
 
     def __init__(self, *, n_estimators=100, learning_rate=0.3, max_depth=3,
-                 max_bins=32, subsample=1.0, reg_lambda=1.0, gamma=0.0,
+                 max_bins=32, subsample=1.0, goss_top_rate=None, goss_other_rate=0.1,
+                 colsample_bytree=1.0, reg_lambda=1.0, gamma=0.0,
                  min_child_weight=1e-3, min_samples_leaf=1, active_only_rounds=0,
                  early_stopping="auto", scoring="loss", validation_fraction=0.1,
                  n_iter_no_change=10, tol=1e-7, partition=None, encryption="paillier", key_size=2048,
@@ -77,6 +81,9 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         self.max_depth = max_depth
         self.max_bins = max_bins
         self.subsample = subsample
+        self.goss_top_rate = goss_top_rate
+        self.goss_other_rate = goss_other_rate
+        self.colsample_bytree = colsample_bytree
         self.reg_lambda = reg_lambda
         self.gamma = gamma
         self.min_child_weight = min_child_weight
@@ -119,6 +126,19 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         labels = self.classes_[np.asarray(y).astype(np.intp)]
         expanded = compute_sample_weight(class_weight, labels)
         return expanded if sample_weight is None else sample_weight * expanded
+
+    def _goss(self):
+        """``(top_rate, other_rate)`` of GOSS, or None for a uniform sample."""
+        if self.goss_top_rate is None:
+            return None
+        if self.subsample < 1.0:
+            raise ValueError("GOSS (goss_top_rate) replaces subsample: set "
+                             "subsample=1.0 or goss_top_rate=None.")
+        if self.goss_top_rate + self.goss_other_rate > 1.0:
+            raise ValueError(
+                "goss_top_rate + goss_other_rate must be at most 1; got "
+                f"{self.goss_top_rate} + {self.goss_other_rate}.")
+        return float(self.goss_top_rate), float(self.goss_other_rate)
 
     # -- scores (the label holder's) ------------------------------------------
 
@@ -183,6 +203,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
             columns = partition.columns(k)
             state = {"name": name, "seed": seeds[k], "X": X[:, columns],
                      "columns": columns, "datasets": {},
+                     "colsample": self.colsample_bytree,
                      "audit_log": [] if audited and k != active_index else None}
             if X_val is not None:
                 state["datasets"]["val"] = X_val[:, columns]
@@ -192,6 +213,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
                 state.update(
                     y=y, y_val=y_val, w=weights, w_val=w_val,
                     loss=LOSSES[loss_name](), n_outputs=n_outputs,
+                    goss=self._goss(),
                     scorer=self._make_scorer(loss_name, seeds[-1]),
                     key_size=self.key_size, n_jobs=self.n_jobs,
                     party_index={n: i for i, n in enumerate(names)})

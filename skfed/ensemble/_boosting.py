@@ -30,6 +30,7 @@ from ._grower import grow_tree
 from ._histogram import passive_receive_gradients, setup_party
 from ._packing import GradientLayout
 from ._predictor import federated_raw_predict
+from ._sampling import goss_rows, uniform_rows
 from ._scoring import should_stop
 
 __all__ = ["run_secureboost", "model_of", "weighted_row_bound"]
@@ -64,16 +65,21 @@ def active_gradients(state, round_index, subsample, send, with_counts=False):
     space after subsampling) and one ``EncryptedArray`` per output.
     """
     n_rows = state.y.shape[0]
-    if subsample < 1.0:
-        rng = np.random.default_rng([state.seed, round_index])
-        size = max(2, int(round(subsample * n_rows)))
-        sample = np.sort(rng.choice(n_rows, size=min(size, n_rows), replace=False))
+    w = state.w
+    if state.goss is None:
+        sample = uniform_rows(state.seed, round_index, n_rows, subsample)
+        g, h = state.loss.gradients(state.y[sample], state.raw[sample])
+        w = None if w is None else w[sample]
     else:
-        sample = np.arange(n_rows)
+        # GOSS ranks rows by their weighted |g h|, then amplifies the rest.
+        g, h = state.loss.gradients(state.y, state.raw)
+        scale = np.ones(n_rows) if w is None else w
+        sample, factor = goss_rows(state.seed, round_index, g * scale[:, None],
+                                   h * scale[:, None], *state.goss)
+        g, h = g[sample], h[sample]
+        w = factor if w is None else w[sample] * factor
     state.position = np.full(n_rows, -1, dtype=np.intp)
     state.position[sample] = np.arange(sample.size)
-    g, h = state.loss.gradients(state.y[sample], state.raw[sample])
-    w = None if state.w is None else state.w[sample]
     state.layout = GradientLayout(weighted_row_bound(sample.size, w), state.key_size,
                                   with_counts)
     state.qg, state.qh, state.exponents = [], [], []

@@ -35,8 +35,13 @@ CONTRACT = Contract("secureboost", rules=[
          elements=(
              Public("packing layout: slot bits, values per ciphertext, slots "
                     "(from the row count and key size)", dtype="i"),
-             Public("ids of the rows sampled this round (model randomness, "
-                    "from random_state); None for every row", dtype="i"),
+             Inherent("ids of the rows carrying gradients this round; None "
+                      "for every row. A uniform subsample is model randomness "
+                      "(random_state); GOSS (goss_top_rate) sends the rows "
+                      "with the largest |g h| mixed with a random share of "
+                      "the others, so the passive party learns that union, "
+                      "not which rows are the top ones (as in LightGBM's and "
+                      "FATE's GOSS)", dtype="i"),
              Ciphertext("active", "one packed (h, g) pair per sampled row, "
                         "per output"),
          ),

@@ -25,6 +25,24 @@ _DOC_PARAMETERS = """
         Fraction of rows (drawn by the active party each round) whose
         gradients build the trees. The paper's experiments use 0.8.
 
+    goss_top_rate : float or None, default=None
+        Gradient-based one-side sampling (GOSS, LightGBM's and FATE's
+        ``top_rate``): each round the active party keeps this share of rows
+        with the largest ``|g h|`` plus ``goss_other_rate`` of the rest, whose
+        ``g`` and ``h`` it multiplies by ``(1 - top_rate) / other_rate``; only
+        those rows are encrypted and sent. The passive parties learn which
+        rows were kept (not which are the top ones). None: no GOSS
+        (``subsample`` applies).
+
+    goss_other_rate : float, default=0.1
+        Share of the remaining rows GOSS draws at random (LightGBM's and
+        FATE's ``other_rate``); used only with ``goss_top_rate``.
+
+    colsample_bytree : float, default=1.0
+        Share of its own columns each party offers split candidates of in a
+        tree (at least one), drawn by that party from its own seed and the
+        tree's key; nobody else learns which.
+
     reg_lambda : float, default=1.0
         L2 penalty ``lambda`` on leaf weights (eq. 2-4).
 

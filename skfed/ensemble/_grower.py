@@ -23,6 +23,7 @@ from ._histogram import (
     passive_histograms,
 )
 from ._predictor import Tree
+from ._sampling import tree_columns
 from ._split import break_tie, passive_split, record_split, split_gains
 
 __all__ = ["grow_tree"]
@@ -59,6 +60,10 @@ def start_tree(state, tree_key, output, use_passives):
     state.tree = _TreeBuild(tuple(tree_key), rows, positions[positions >= 0])
     state.tree.output = output
     state.tree.use_passives = use_passives
+    # colsample_bytree: the active party offers only this tree's own columns.
+    features = tree_columns(state.seed, tuple(tree_key), state.bins.shape[1],
+                            state.colsample)
+    state.tree.own_allowed = np.isin(state.cand_features, features)
     return None
 
 
@@ -137,6 +142,8 @@ def find_splits(state, params):
                 np.ldexp(h.astype(np.float64), scale_h),
                 np.ldexp(float(g_total), scale_g), np.ldexp(float(h_total), scale_h),
                 params["reg_lambda"], params["gamma"], params["min_child_weight"])
+            if party == own:
+                gains[~tree.own_allowed] = -np.inf
             if len(node.candidates[party]) == 3:
                 # min_samples_leaf, from the count slot.
                 counts = node.candidates[party][2]

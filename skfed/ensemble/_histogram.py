@@ -30,6 +30,7 @@ import numpy as np
 from ..crypto import PlaintextArray, concatenate
 from ._binning import BinMapper
 from ._packing import histogram_sums, pack_candidates, unpack_candidates
+from ._sampling import tree_columns
 
 __all__ = [
     "setup_party",
@@ -113,31 +114,51 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
         Per node, packed and re-randomised candidate sums.
     """
     order, ids, new = _tree_order(state, tree_key)
+    if new:
+        # colsample_bytree: this tree's own columns (model randomness, the
+        # party's seed); candidates of other columns are neither built nor
+        # sent, and their ids are dropped with them.
+        features = tree_columns(state.seed, tree_key, state.bins.shape[1],
+                                state.colsample)
+        keep = np.isin(state.cand_features[order], features)
+        order, ids = order[keep], ids[keep]
+        state.stash.update(order=order, ids=ids, features=features,
+                           selected=np.sort(order))
+    features, selected = state.stash["features"], state.stash["selected"]
     if new and getattr(state, "audit_log", None) is not None:
         # Only while messages are recorded (an audit): the owner notes its
         # secret order so the audit can *score* the deshuffle attack. It
         # never enters a message.
         state.audit_log.append((tuple(tree_key), order.copy(), ids.copy()))
     missing_bin = state.mapper.missing_bin
-    right = ~state.cand_missing_left
+    # Candidates of the tree's columns in canonical order ("missing right"
+    # ones first), then sent in the owner's secret order.
+    column_of = np.full(state.bins.shape[1], -1, dtype=np.intp)
+    column_of[features] = np.arange(features.size)
+    f_all = column_of[state.cand_features[selected]]
+    b_all = state.cand_bins[selected]
+    right = ~state.cand_missing_left[selected]
+    secret_order = np.searchsorted(selected, order)
     messages = []
     for rows in node_rows:
         rows = np.arange(state.bins.shape[0]) if rows is None else rows
         positions = state.position[rows]
         keep = positions >= 0  # rows without gradients were not sampled
         hist = histogram_sums(state.encrypted[output][positions[keep]],
-                              state.bins[rows[keep]], missing_bin + 1, n_jobs)
+                              state.bins[rows[keep]][:, features], missing_bin + 1,
+                              n_jobs)
         # Cumulative sums over bins: left sums of every threshold.
         columns = [hist[:, 0]]
         for b in range(1, missing_bin):
             columns.append(columns[-1] + hist[:, b])
         cum = _stack(columns)
-        candidates = cum[state.cand_features[right], state.cand_bins[right]]
+        candidates = cum[f_all[right], b_all[right]]
         if not right.all():
-            f, v = state.cand_features[~right], state.cand_bins[~right]
+            f, v = f_all[~right], b_all[~right]
             with_missing = cum[f, v] + hist[f, np.full(f.size, missing_bin)]
             candidates = concatenate([candidates, with_missing])
-        messages.append(pack_candidates(candidates[order], state.layout, n_jobs))
+        messages.append(pack_candidates(candidates[secret_order], state.layout,
+                                        n_jobs))
     return (ids if new else None), messages
 
 

@@ -18,6 +18,7 @@ from ..federation import network as _network
 from ._binning import BinMapper
 from ._contract import CONTRACT
 from ._loss import LOSSES
+from ._sampling import goss_rows, uniform_rows
 
 __all__ = ["SecureBoostPrivacyMixin", "is_recording", "training_rows",
            "round_sample"]
@@ -50,12 +51,8 @@ def round_sample(estimator, n_rows, round_index):
 
     The same draw as the active party's (``random_state`` shapes the model).
     """
-    if estimator.subsample >= 1.0:
-        return np.arange(n_rows)
     seed = estimator._model_seeds[estimator.partition_.active_parties[0]]
-    rng = np.random.default_rng([seed, round_index])
-    size = max(2, int(round(estimator.subsample * n_rows)))
-    return np.sort(rng.choice(n_rows, size=min(size, n_rows), replace=False))
+    return uniform_rows(seed, round_index, n_rows, estimator.subsample)
 
 
 class SecureBoostPrivacyMixin:
@@ -128,11 +125,17 @@ class SecureBoostPrivacyMixin:
                                             fit_params.get("sample_weight"))
         w_train = None if weights is None else weights[train]
         baseline = loss.baseline(y_train, n_outputs, w_train)
-        sample = round_sample(self, y_train.size, 0)
-        raw = np.tile(baseline, (sample.size, 1))
-        g, h = loss.gradients(y_train[sample], raw)
+        g, h = loss.gradients(y_train, np.tile(baseline, (y_train.size, 1)))
+        scale = np.ones(y_train.size) if w_train is None else w_train
+        g, h = g * scale[:, None], h * scale[:, None]
+        goss = self._goss()
+        if goss is None:
+            sample = round_sample(self, y_train.size, 0)
+            g, h = g[sample], h[sample]
+        else:  # the same GOSS draw as the active party's first round
+            sample, factor = goss_rows(seeds[active], 0, g, h, *goss)
+            g, h = g[sample] * factor[:, None], h[sample] * factor[:, None]
         if w_train is not None:
-            g, h = g * w_train[sample, None], h * w_train[sample, None]
             out.append(Secret(owner, "weights", "row weights of the training rows",
                               w_train))
         out.append(Secret(owner, "gradients", "first-round gradients", g))

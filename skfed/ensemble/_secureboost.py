@@ -68,7 +68,8 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
     }
 
     def __init__(self, *, n_estimators=100, learning_rate=0.3, max_depth=3,
-                 max_bins=32, subsample=1.0, reg_lambda=1.0, gamma=0.0,
+                 max_bins=32, subsample=1.0, goss_top_rate=None, goss_other_rate=0.1,
+                 colsample_bytree=1.0, reg_lambda=1.0, gamma=0.0,
                  min_child_weight=1e-3, min_samples_leaf=1, active_only_rounds=0,
                  early_stopping="auto", scoring="loss", validation_fraction=0.1,
                  n_iter_no_change=10, tol=1e-7, class_weight=None, partition=None, encryption="paillier",
@@ -76,6 +77,8 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
         super().__init__(
             n_estimators=n_estimators, learning_rate=learning_rate,
             max_depth=max_depth, max_bins=max_bins, subsample=subsample,
+            goss_top_rate=goss_top_rate, goss_other_rate=goss_other_rate,
+            colsample_bytree=colsample_bytree,
             reg_lambda=reg_lambda, gamma=gamma, min_child_weight=min_child_weight,
             min_samples_leaf=min_samples_leaf, active_only_rounds=active_only_rounds,
             early_stopping=early_stopping, scoring=scoring,
