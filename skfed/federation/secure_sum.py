@@ -108,7 +108,12 @@ def _draw_seed(state, peer):
 
 
 def _store_seed(state, peer, seed):
-    _stash(state)[peer] = np.asarray(seed, dtype=np.uint8).tobytes()
+    seed = np.asarray(seed)
+    if seed.shape != (16,) or seed.dtype != np.uint8:
+        # Masks from a malformed seed would not cancel: a wrong sum, silently.
+        raise ValueError(f"The pairwise seed from {peer!r} is not 16 bytes "
+                         f"(shape {seed.shape}, dtype {seed.dtype}).")
+    _stash(state)[peer] = seed.tobytes()
 
 
 def _masked_upload(state, local, me, peers, counter, encoder, *args):
