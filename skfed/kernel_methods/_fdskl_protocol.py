@@ -373,6 +373,9 @@ def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
         active = owners[t % len(owners)]
         t0 = balanced_tree([active] + [p for p in names if p != active])
         rows = fed[active].call(_active_pick_minibatch, batch_size).result()
+        if np.shape(rows) != (batch_size,):  # would train on a wrong minibatch
+            raise ValueError(f"Party {active!r} drew a minibatch of shape "
+                             f"{np.shape(rows)}, expected ({batch_size},).")
         new_ids = np.arange(t * m, (t + 1) * m, dtype=np.int64)
         # Lines 3-4: the row indices and the feature seeds go down T0; every
         # party draws its own block of omega_j.
