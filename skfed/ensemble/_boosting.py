@@ -20,6 +20,7 @@ The party functions below run on the active party's thread.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import numbers
 import time
 
 import numpy as np
@@ -231,6 +232,13 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
                                           params["tol"]):
             break
     models = fed.gather([fed[p].call(model_of, phase="model") for p in names])
+    trees = models[names.index(active)][0]
+    if len(trees) != (it + 1) * n_outputs or not all(
+            isinstance(tree, tuple) and len(tree) == 2
+            and isinstance(tree[0], numbers.Integral) for tree in trees):
+        raise ValueError(  # a malformed model would fail, or mislead, later
+            f"Party {active!r} returned a malformed model in phase 'model': "
+            f"expected {(it + 1) * n_outputs} (output, tree) pairs.")
     return {
         "trees": models[names.index(active)][0],
         "baseline": models[names.index(active)][1],
