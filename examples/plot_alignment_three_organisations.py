@@ -11,7 +11,8 @@ without telling each other about the ones they do not share: a customer of
 the bank who never visited the shop should stay unknown to the shop.
 
 :func:`skfed.alignment.align` does this with a Diffie-Hellman private set
-intersection (PSI), then hands back one aligned table, the labels, and the
+intersection (PSI) on the elliptic curve Curve25519, then hands back one
+aligned table, the labels, and the
 :class:`~skfed.partition.VerticalPartition` that any vertical estimator takes.
 Here three organisations hold different measurements of scikit-learn's
 breast-cancer patients, each for a different 85% of them, and we train
@@ -60,10 +61,11 @@ for seed, (name, cols) in enumerate(columns.items()):
 # Private alignment
 # -----------------
 # The clinic holds the label, so it is the hub of the protocol: every
-# party's hashed ids are raised to every party's secret exponent, in a
-# 3072-bit group (128-bit security), and only the hub compares the results,
-# without being able to map them back to ids. Each party learns which of its
-# own rows are in the intersection, and nothing but set sizes about the rest.
+# party's ids are hashed onto Curve25519 and multiplied by every party's
+# secret key (X25519, 128-bit security), and only the hub compares the
+# results, without being able to map them back to ids. Each party learns
+# which of its own rows are in the intersection, and nothing but set sizes
+# about the rest.
 with record_messages() as recorder:
     X, y, partition, communication = align(
         tables, on="patient", label="benign", return_communication=True)
@@ -72,13 +74,14 @@ print(f"{len(X)} patients in common; partition: {len(partition.groups)} parties,
 print(communication.table(by="link"))
 
 # %%
-# What crossed is a list of group elements: 3072-bit numbers that look
-# random to whoever lacks the other parties' exponents. No message holds an
-# id, a measurement or a label; the last messages are positions in the
-# receiver's own (secretly shuffled) list.
+# What crossed is a list of curve points: 32 bytes each (the point's
+# u-coordinate), random-looking to whoever lacks the other parties' keys.
+# No message holds an id, a measurement or a label; the last messages are
+# positions in the receiver's own (secretly shuffled) list.
 first = recorder.messages[0]
 print(f"{first.sender} -> {first.receiver} ({first.phase}): "
-      f"{len(first.payload[0])} values such as {hex(first.payload[0][0])[:40]}...")
+      f"{len(first.payload[0])} points such as "
+      f"{first.payload[0][0].tobytes().hex()[:32]}...")
 last = recorder.messages[-1]
 print(f"{last.sender} -> {last.receiver} ({last.phase}): {last.payload[0][:8]}...")
 

@@ -2,8 +2,10 @@
 
 :func:`align` turns one table per party, keyed by an id column, into one
 aligned table of the ids every party holds, found by a Diffie-Hellman
-private set intersection (:func:`private_set_intersection`), plus the
-matching :class:`~skfed.partition.VerticalPartition`. :class:`PSIAudit`
+private set intersection (:func:`private_set_intersection`) on Curve25519
+(:class:`Curve25519Group`, the default) or in a MODP group
+(:class:`DHGroup`), plus the matching
+:class:`~skfed.partition.VerticalPartition`. :class:`PSIAudit`
 carries the protocol's privacy contract and attacks for
 :func:`skfed.privacy.audit` and :func:`skfed.privacy.check_messages`.
 """
@@ -14,5 +16,7 @@ carries the protocol's privacy contract and attacks for
 from ._align import align
 from ._contract import PSIAudit
 from ._psi import GROUPS, DHGroup, private_set_intersection
+from ._x25519 import Curve25519Group
 
-__all__ = ["align", "private_set_intersection", "DHGroup", "GROUPS", "PSIAudit"]
+__all__ = ["align", "private_set_intersection", "Curve25519Group", "DHGroup",
+           "GROUPS", "PSIAudit"]

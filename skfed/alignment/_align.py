@@ -106,9 +106,10 @@ def align(tables, on="id", label=None, *, group=DEFAULT_GROUP, exponent_bits=256
     """Align the parties' tables on their common ids, privately.
 
     The parties find the ids they all hold with a Diffie-Hellman private set
-    intersection (each learns the intersection and the set sizes, nothing
-    else; see Notes), then each keeps its rows of those ids, in increasing
-    id order. The result is one table ready for any vertical estimator.
+    intersection on Curve25519 (each learns the intersection and the set
+    sizes, nothing else; see Notes), then each keeps its rows of those ids,
+    in increasing id order. The result is one table ready for any vertical
+    estimator.
 
     Parameters
     ----------
@@ -124,19 +125,25 @@ def align(tables, on="id", label=None, *, group=DEFAULT_GROUP, exponent_bits=256
     label : str or None, default=None
         The label column, present in exactly one table (the label holder).
 
-    group : {"modp3072", "modp2048"} or DHGroup, default="modp3072"
-        The Diffie-Hellman group: RFC 3526 group 15 (3072 bits, 128-bit
-        security) by default. Groups below 128-bit security, such as
+    group : {"curve25519", "modp3072", "modp2048"}, DHGroup or \
+            Curve25519Group, default="curve25519"
+        The Diffie-Hellman group: Curve25519 through X25519 by default
+        (128-bit security, 32 bytes per value; see Notes), or RFC 3526
+        group 15 (``"modp3072"``, 3072 bits, 128-bit security, about 20
+        times slower). Groups below 128-bit security, such as
         ``"modp2048"``, are refused unless
         ``skfed.set_config(allow_insecure_keys=True)`` (for tests); see
         :func:`private_set_intersection`.
 
     exponent_bits : int or None, default=256
-        Bits of every party's secret exponent (None: full-length); see
-        :func:`private_set_intersection`.
+        Bits of every party's secret exponent in a MODP group (None:
+        full-length); see :func:`private_set_intersection`. An X25519 key
+        always has 32 bytes, so with ``"curve25519"`` it stays 256.
 
     n_jobs : int or None, default=None
-        Worker threads per party for the exponentiations (-1: all cores).
+        Workers per party for the exponentiations (-1: all cores): forked
+        processes for Curve25519 (None: one per party, so that two parties
+        use two cores), threads in a MODP group.
 
     return_communication : bool, default=False
         Also return the :class:`~skfed.federation.CommunicationSummary` of
@@ -174,6 +181,20 @@ def align(tables, on="id", label=None, *, group=DEFAULT_GROUP, exponent_bits=256
     text. The checks of ids (duplicates, types) are run by each party on its
     own table; only their types are compared across parties, which parties
     must agree on anyway.
+
+    In the default group, a party's secret key is an X25519 private key and
+    "raising to the key" is ``X25519(key, u)``: the u-coordinate of a
+    scalar multiple of the point of u-coordinate ``u``, computed by the
+    x-only Montgomery ladder, which works on the curve and on its twist
+    alike and so commutes (``X25519(b, X25519(a, u)) = X25519(a, X25519(b,
+    u))``). Clamping makes every scalar a multiple of 8, the cofactor, so
+    the values sent lie in the subgroup of prime order about 2^252 (about
+    128-bit security, RFC 7748). Ids are hashed onto the curve itself, not
+    its twist (which side a point is on survives X25519 and would leak a
+    bit of each id's hash), and every party checks every value it receives
+    (32 bytes, canonical, on the curve, not of small order: the low-order
+    points are those X25519 maps to the all-zero output), naming the
+    sender of an invalid one. See :class:`Curve25519Group`.
 
     Examples
     --------

@@ -17,33 +17,66 @@ import numbers
 
 from .._config import config_context
 from ..privacy import Contract, Inherent, Masked, Rule
-from ._psi import DEFAULT_GROUP, _routes, check_id_lists, run_psi
+from ._psi import DEFAULT_GROUP, _resolve_group, _routes, check_id_lists, run_psi
 
-__all__ = ["CONTRACT", "PSIAudit", "psi_roles"]
+__all__ = ["CONTRACT", "PSIAudit", "psi_contract", "psi_roles"]
 
-# Every message of the protocol, by phase. The steps without a sender
-# ("blind own ids", "intersect") run on one party and send nothing.
-CONTRACT = Contract("psi", rules=[
-    Rule("exponentiate ids", sender="party", receiver="party",
-         elements=(Masked(
-             "ids hashed into the prime-order subgroup and raised to the "
-             "secret exponent of their owner and of every party before the "
-             "receiver on the set's route, in the owner's secret order (or "
-             "in L's, for the hub's set); random group elements to anyone "
-             "missing a key (DDH)", dtype="O"),),
-         note="the length of the message is the size of the owner's set: "
-              "inherent to DH-PSI"),
-    Rule("reveal positions", sender="hub", receiver="party",
-         elements=(Inherent(
-             "positions, in the order the receiver itself sent, of its values "
-             "in the intersection: the receiver's output", dtype="iu"),),
-         note="positions into an order only the receiver can undo"),
-    Rule("reveal positions", sender="last", receiver="hub",
-         elements=(Inherent(
-             "the hub's rows of the intersection, sorted: the hub's output",
-             dtype="iu"),),
-         note="L undoes its own shuffle; sorted, so the order says nothing"),
-])
+_ELEMENTS = {
+    "V": ("32-byte u-coordinates of points of Curve25519 (numpy dtype V32, "
+          "one item per point; canonical, on the curve, outside the small "
+          "subgroup): ids hashed onto the curve and passed through X25519 "
+          "with the secret key"),
+    "O": ("integers modulo p (numpy object array): ids hashed into the "
+          "prime-order subgroup and raised to the secret exponent"),
+}
+
+
+def psi_contract(group=DEFAULT_GROUP):
+    """The privacy contract of the protocol run in ``group``.
+
+    The rules are the same in every group; the ``exponentiate ids`` element
+    declares the group's encoding of its elements (dtype kind ``"V"``,
+    32-byte points, for Curve25519; ``"O"``, integers modulo ``p``, for a
+    MODP group) and checks every value with the group's own validation
+    (``group.check_points``), so that a value that is not a group element
+    is a violation.
+
+    Parameters
+    ----------
+    group : str, DHGroup or Curve25519Group, default="curve25519"
+
+    Returns
+    -------
+    contract : Contract
+    """
+    group = _resolve_group(group)
+    # Every message of the protocol, by phase. The steps without a sender
+    # ("blind own ids", "intersect") run on one party and send nothing.
+    return Contract("psi", rules=[
+        Rule("exponentiate ids", sender="party", receiver="party",
+             elements=(Masked(
+                 _ELEMENTS[group.message_kind] + " of their owner and of every "
+                 "party before the receiver on the set's route, in the owner's "
+                 "secret order (or in L's, for the hub's set); random group "
+                 "elements to anyone missing a key (DDH)",
+                 dtype=group.message_kind, validate=group.check_points),),
+             note="the length of the message is the size of the owner's set: "
+                  "inherent to DH-PSI"),
+        Rule("reveal positions", sender="hub", receiver="party",
+             elements=(Inherent(
+                 "positions, in the order the receiver itself sent, of its values "
+                 "in the intersection: the receiver's output", dtype="iu"),),
+             note="positions into an order only the receiver can undo"),
+        Rule("reveal positions", sender="last", receiver="hub",
+             elements=(Inherent(
+                 "the hub's rows of the intersection, sorted: the hub's output",
+                 dtype="iu"),),
+             note="L undoes its own shuffle; sorted, so the order says nothing"),
+    ])
+
+
+#: The contract of the default group (Curve25519).
+CONTRACT = psi_contract()
 
 
 def psi_roles(party_names, hub):
@@ -89,8 +122,9 @@ class PSIAudit:
 
     Fitted on one id set per party, it runs the Diffie-Hellman private set
     intersection of :func:`~skfed.alignment.align` (the same party steps and
-    messages). It carries the protocol's privacy contract, the parties'
-    roles and the attacks that measure what each party learns, so that::
+    messages, in the same group). It carries the protocol's privacy
+    contract, the parties' roles and the attacks that measure what each
+    party learns, so that::
 
         audit(PSIAudit(), sets)                   # fit, check, attack
         check_messages(PSIAudit(party_names=names, hub=label_holder),
@@ -105,8 +139,11 @@ class PSIAudit:
         :func:`~skfed.alignment.align`, the label holder; party 0 without
         labels), by index or name.
 
-    group : str or DHGroup, default="modp3072"
-        As in :func:`~skfed.alignment.private_set_intersection`.
+    group : str, DHGroup or Curve25519Group, default="curve25519"
+        As in :func:`~skfed.alignment.private_set_intersection`. The
+        contract declares this group's encoding of its elements (see
+        ``skfed.alignment._contract.psi_contract``): check messages
+        with the group they were sent in.
 
     exponent_bits : int or None, default=256
         As in :func:`~skfed.alignment.private_set_intersection`.
@@ -136,8 +173,9 @@ class PSIAudit:
     communication_ : CommunicationSummary
         The messages of the run.
 
-    keys_ : dict of str to int
-        Each party's secret exponent, by party name, kept for the audit's
+    keys_ : dict of str to int or bytes
+        Each party's secret key (an exponent in a MODP group, a 32-byte
+        X25519 private key for Curve25519), by party name, kept for the audit's
         attacks, each of which plays one party with that party's own key
         only. A deployment keeps each key inside its party. (To hand the
         keys back, ``fit`` always simulates the parties with threads.)
@@ -149,10 +187,12 @@ class PSIAudit:
 
     Notes
     -----
-    The contract (``skfed.alignment._contract.CONTRACT``) has one rule per
-    phase: ``"exponentiate ids"`` carries group elements that lack at least
-    one party's key for everyone who can map them to ids (a masked value,
-    whose length is the size of the owner's set); ``"reveal positions"``
+    The contract (``skfed.alignment._contract.psi_contract`` of the
+    group) has one rule per phase: ``"exponentiate ids"`` carries group
+    elements that lack at least one party's key for everyone who can map
+    them to ids (a masked value, whose length is the size of the owner's
+    set; for Curve25519 a ``V32`` array, every item checked to be a valid
+    point); ``"reveal positions"``
     carries each party's output (positions of its own values in the
     intersection), declared inherent. What the contract cannot see, because
     a group element is a group element whether or not it was blinded, the
@@ -262,7 +302,7 @@ class PSIAudit:
         return names, _hub_index(self.hub, names)
 
     def _privacy_contract(self):
-        return CONTRACT
+        return psi_contract(self.group)
 
     def _privacy_roles(self):
         names, hub = self._fitted_or_declared()
@@ -270,7 +310,8 @@ class PSIAudit:
 
     def _privacy_secrets(self, X, y=None, **fit_params):
         # The ids are not numbers the semantic checks could compare (group
-        # elements are 3072-bit integers); the id_linking attack covers them.
+        # elements are 32-byte points or 3072-bit integers); the id_linking
+        # attack covers them.
         return []
 
     def _privacy_attacks(self):

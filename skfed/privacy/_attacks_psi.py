@@ -19,7 +19,8 @@ the id universe); the other parties' sets only score the attack.
     Which of a victim's ids outside the intersection the attacker
     identifies, by hashing every id of a known universe and comparing the
     ids, their hashes and the hashes raised to its own key (once, or up to
-    ``n - 1`` times) with every value it received of the victim's set. In a
+    ``n - 1`` times; with Curve25519, passed through X25519 with its key)
+    with every value it received of the victim's set. In a
     correct run nothing matches (every value lacks a key the attacker does
     not hold); a party that sends its hashed ids unblinded, or that draws
     its key from something another party knows, is linked id by id. Metric
@@ -35,15 +36,12 @@ the id universe); the other parties' sets only score the attack.
 from collections import defaultdict
 from itertools import combinations
 
-import gmpy2
-
 from ..alignment._psi import _encode_id, _resolve_group, _schedule, id_kind
 from ._audit import attack_row
 
 __all__ = ["set_sizes", "id_linking"]
 
 _PHASE = "exponentiate ids"
-_MPZ = type(gmpy2.mpz(0))
 
 
 def _received_sets(estimator, messages, attacker):
@@ -70,6 +68,8 @@ def _received_sets(estimator, messages, attacker):
 
 
 def _values(element):
+    # Group elements as hashable values: integers modulo p (object arrays)
+    # or 32-byte points (V32 arrays: one bytes object per point).
     try:
         return list(element.ravel().tolist())
     except AttributeError:
@@ -129,7 +129,7 @@ def set_sizes(estimator, messages, X, y=None, **fit_params):
     owner_of = {name: k for k, name in enumerate(names)}
     common = set.intersection(*map(set, sets))
     universe = _universe(estimator, sets)
-    p = _resolve_group(estimator.group).p
+    group = _resolve_group(estimator.group)
     rows = []
     for attacker in names:
         received = _received_sets(estimator, messages, attacker)
@@ -156,17 +156,18 @@ def set_sizes(estimator, messages, X, y=None, **fit_params):
                 values = versions[-1] if versions else _sent_first(messages, attacker)
                 comparable[owner] = set(values)
             elif versions and key is not None:
-                comparable[owner] = {gmpy2.powmod(v, key, p) for v in versions[-1]
-                                     if _is_number(v)}
+                comparable[owner] = {v for v in group.raise_values(
+                    versions[-1], key) if v is not None}
         for size in range(2, n):
-            for group in combinations(names, size):
-                if not all(owner in comparable for owner in group):
+            for members in combinations(names, size):
+                if not all(owner in comparable for owner in members):
                     continue
-                estimate = len(set.intersection(*(comparable[o] for o in group)))
-                truth = len(set.intersection(*(set(sets[owner_of[o]]) for o in group)))
-                smallest = min(len(sets[owner_of[o]]) for o in group)
+                estimate = len(set.intersection(*(comparable[o] for o in members)))
+                truth = len(set.intersection(
+                    *(set(sets[owner_of[o]]) for o in members)))
+                smallest = min(len(sets[owner_of[o]]) for o in members)
                 rows.append(attack_row(
-                    "set_sizes", attacker, " & ".join(group),
+                    "set_sizes", attacker, " & ".join(members),
                     "number of ids they share", "exact", float(estimate == truth),
                     1.0 / (smallest - len(common) + 1)))
     return rows
@@ -206,12 +207,12 @@ def id_linking(estimator, messages, X, y=None, **fit_params):
         key = estimator.keys_.get(attacker)
         if key is not None:
             # Its key once or more: a set that met a copy of its key on the
-            # way (another party with the same exponent) shows up so.
-            power = gmpy2.mpz(1)
+            # way (another party with the same key) shows up so.
+            powered = hashed
             for _ in range(len(names) - 1):
-                power = power * key % group.q
-                for x, h in zip(universe, hashed):
-                    forms[gmpy2.powmod(h, power, group.p)] = x
+                powered = group.raise_values(powered, key)
+                forms.update((h, x) for x, h in zip(universe, powered)
+                             if h is not None)
         received = _received_sets(estimator, messages, attacker)
         unplaced = [v for values in received.get(None, []) for v in values]
         own = set(sets[a])
@@ -244,10 +245,6 @@ def _expected_hits(linked, target, candidates):
     rest, pool = len(target) - named, len(candidates) - len(linked)
     right = len(linked & target)
     return right + (rest * (len(target) - right) / pool if pool > 0 else 0.0)
-
-
-def _is_number(value):
-    return isinstance(value, (int, _MPZ)) and not isinstance(value, bool)
 
 
 def _hashable(value):

@@ -27,9 +27,11 @@ def _tables(rng=0, string_ids=False):
 
 
 @pytest.mark.parametrize("string_ids", [False, True])
-def test_align_matches_an_inner_join_sorted_by_id(small_group, string_ids):
+@pytest.mark.parametrize("group", ["curve25519", "test512"])
+def test_align_matches_an_inner_join_sorted_by_id(small_group, string_ids, group):
     tables = _tables(string_ids=string_ids)
-    X, y, partition = align(tables, on="cid", label="churned", group=small_group)
+    X, y, partition = align(tables, on="cid", label="churned",
+                            group=small_group if group == "test512" else group)
 
     joined = tables[0].merge(tables[1], on="cid").merge(tables[2], on="cid")
     joined = joined.sort_values("cid").set_index("cid")
@@ -77,10 +79,12 @@ def test_result_does_not_depend_on_the_random_keys(small_group):
     pd.testing.assert_series_equal(first[1], second[1])
 
 
-def test_no_id_feature_or_label_crosses(small_group):
+@pytest.mark.parametrize("group", ["curve25519", "test512"])
+def test_no_id_feature_or_label_crosses(small_group, group):
     tables = _tables(string_ids=True)
     with record_messages() as rec:
-        X, y, _ = align(tables, on="cid", label="churned", group=small_group)
+        X, y, _ = align(tables, on="cid", label="churned",
+                        group=small_group if group == "test512" else group)
     assert rec.messages
     private = set()
     for table in tables:
@@ -90,7 +94,11 @@ def test_no_id_feature_or_label_crosses(small_group):
         for item in m.payload:
             assert isinstance(item, np.ndarray)
             if item.dtype == object:  # group elements only: big integers
+                assert group == "test512"
                 assert all(v.bit_length() > 64 for v in item.tolist())
+            elif item.dtype == np.dtype("V32"):  # 32-byte curve points
+                assert group == "curve25519"
+                assert not private & set(item.tolist())
             else:  # positions: the receiver's own rows of the intersection
                 assert item.dtype == np.int64 and len(item) == len(X)
             assert not {v for v in item.tolist() if isinstance(v, str)}

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from sklearn.base import clone
 
-from skfed.alignment import PSIAudit, align
-from skfed.alignment._contract import CONTRACT, psi_roles
+from skfed.alignment import GROUPS, PSIAudit, align
+from skfed.alignment._contract import CONTRACT, psi_contract, psi_roles
 from skfed.federation import Message, record_messages
 from skfed.privacy import audit, check_messages
 
@@ -46,15 +46,60 @@ def test_messages_recorded_around_align_are_checked_without_a_fit(small_group):
     }
     with record_messages() as rec:
         align(tables, label="default", group=small_group)
-    checker = PSIAudit(party_names=list(tables), hub="bank")
+    checker = PSIAudit(party_names=list(tables), hub="bank", group=small_group)
     assert check_messages(checker, rec.messages) == []
     # The same messages held against the wrong hub break the role rules
     # (the shop is neither hub nor L, so may not send positions).
-    wrong = check_messages(PSIAudit(party_names=list(tables), hub="insurer"),
-                           rec.messages)
+    wrong = check_messages(PSIAudit(party_names=list(tables), hub="insurer",
+                                    group=small_group), rec.messages)
     assert wrong and all(v.phase == "reveal positions" for v in wrong)
+    # ... and against the default group's contract, every set is in the
+    # wrong encoding (integers modulo p where 32-byte points are declared).
+    other = check_messages(PSIAudit(party_names=list(tables), hub="bank"),
+                           rec.messages)
+    assert len(other) == 7 and all("dtype kind 'O'" in v.found for v in other)
     with pytest.raises(ValueError, match="needs party_names"):
         check_messages(PSIAudit(), rec.messages)
+
+
+def test_default_contract_declares_32_byte_points_and_checks_them():
+    sets = [list(range(0, 60, 2)), list(range(0, 60, 3)), list(range(0, 60, 5))]
+    with record_messages() as rec:
+        fitted = PSIAudit(hub=2).fit(sets)
+    assert fitted.intersection_ == [0, 30]
+    assert psi_contract("curve25519").phases() == CONTRACT.phases()
+    assert check_messages(fitted, rec.messages) == []
+    sets_ = [m for m in rec.messages if m.phase == "exponentiate ids"]
+    assert all(m.payload[0].dtype == np.dtype("V32") and m.payload[0].ndim == 1
+               for m in sets_)
+    # One item per point: N points count N scalars and 32 N bytes.
+    assert all(m.n_scalars == len(m.payload[0]) and m.n_bytes == 32 * m.n_scalars
+               for m in sets_)
+    keys = list(fitted.keys_.values())
+    assert len(set(keys)) == 3 and all(len(k) == 32 for k in keys)
+
+    first = sets_[0]
+    values = first.payload[0].copy()
+    raw = values.view(np.uint8).reshape(-1, 32)
+    twist = values.copy()
+    twist.view(np.uint8).reshape(-1, 32)[0] = np.frombuffer(
+        (2).to_bytes(32, "little"), dtype=np.uint8)  # u = 2 is on the twist
+    low = values.copy()
+    low.view(np.uint8).reshape(-1, 32)[1] = 0  # u = 0: small order
+    forged = [
+        first._replace(payload=(twist,)),
+        first._replace(payload=(low,)),
+        first._replace(payload=(raw,)),  # (n, 32) uint8: not one item per point
+        first._replace(payload=(values.astype("V31"),)),
+    ]
+    found = check_messages(fitted, list(rec.messages) + forged)
+    assert [v.index for v in found] == [len(rec.messages) + i for i in range(4)]
+    assert "value 0 is on the quadratic twist" in found[0].found
+    assert "value 1 is a point of small order" in found[1].found
+    assert "dtype kind 'u'" in found[2].found
+    assert "not a 1-D array of 32-byte points" in found[3].found
+    # A MODP run's messages are checked against the MODP encoding.
+    assert psi_contract(GROUPS["modp3072"]).rules[0].elements[0].dtype == "O"
 
 
 def _forged(message, **changes):
@@ -69,6 +114,8 @@ def test_forged_messages_are_violations(small_group):
     first = messages[0]
     values = first.payload[0]
     ids = np.array(sets[0], dtype=object)
+    too_big = values.copy()
+    too_big[0] = small_group.p + 1
     forged = [
         # an extra element: the sender's raw ids next to the blinded ones
         _forged(first, payload=(values, ids)),
@@ -78,14 +125,17 @@ def test_forged_messages_are_violations(small_group):
         _forged(first, payload=(np.arange(len(values)),)),
         # positions from someone who is not a party of the run
         _forged(messages[-1], sender="eve"),
+        # a value outside the group's range
+        _forged(first, payload=(too_big,)),
     ]
     found = check_messages(fitted, messages + forged)
     assert [v.index for v in found] == list(range(len(messages),
-                                                  len(messages) + 4))
+                                                  len(messages) + 5))
     assert "2 payload element(s)" in found[0].found
     assert "undeclared phase 'share ids'" in found[1].found
     assert "dtype kind 'i'" in found[2].found
     assert "['eve']" in found[3].found
+    assert "value 0 (512-bit) is not an integer between 1 and p" in found[4].found
 
 
 def test_audit_reports_what_is_inherent_and_nothing_more(small_group):

@@ -85,19 +85,29 @@ def test_full_length_keys_string_ids_and_empty_intersection(small_group):
                                     group=small_group) == []
 
 
-def test_default_group_is_the_3072_bit_one():
+def test_default_group_is_curve25519_and_3072_bits_stays_available():
     with skfed.config_context(allow_insecure_keys=False):
         result, communication = private_set_intersection(
             [[1, 2, 3], [3, 2, 9]], return_communication=True)
-    assert result == [2, 3]
-    # Each blinded id is a 3072-bit group element (about 384 bytes); each
-    # party's set crosses once, and the hub's comes back from the other party.
-    blinded = communication.by_phase["exponentiate ids"]
-    assert blinded["messages"] == 3 and blinded["scalars"] == 9
-    assert 9 * 376 < blinded["bytes"] <= 9 * 384
+        assert result == [2, 3]
+        # Each blinded id is a 32-byte point; each party's set crosses once,
+        # and the hub's comes back from the other party.
+        blinded = communication.by_phase["exponentiate ids"]
+        assert blinded["messages"] == 3 and blinded["scalars"] == 9
+        assert blinded["bytes"] == 9 * 32
+        # The same messages in the 3072-bit group: 384 bytes per element.
+        result, communication = private_set_intersection(
+            [[1, 2, 3], [3, 2, 9]], group="modp3072", return_communication=True)
+        assert result == [2, 3]
+        blinded3072 = communication.by_phase["exponentiate ids"]
+        assert {k: blinded3072[k] for k in ("messages", "scalars")} == \
+            {k: blinded[k] for k in ("messages", "scalars")}
+        assert 9 * 376 < blinded3072["bytes"] <= 9 * 384
+        assert communication.by_phase["reveal positions"]["messages"] == 3
 
 
-@pytest.mark.parametrize("name, strength", [("modp2048", 112), ("modp3072", 128)])
+@pytest.mark.parametrize("name, strength", [("modp2048", 112), ("modp3072", 128),
+                                            ("curve25519", 128)])
 def test_security_strength_of_the_named_groups(name, strength, small_group):
     assert GROUPS[name].security_bits == strength
     assert small_group.security_bits == 0  # below NIST's 1024-bit row
@@ -106,7 +116,7 @@ def test_security_strength_of_the_named_groups(name, strength, small_group):
 def test_groups_below_128_bit_security_are_refused():
     with skfed.config_context(allow_insecure_keys=False):
         with pytest.raises(ValueError, match=r"'modp2048' gives about 112-bit "
-                           r"security.*Use group='modp3072'"):
+                           r"security.*Use group='curve25519'.*'modp3072'"):
             private_set_intersection([[1, 2], [2, 3]], group="modp2048")
         with pytest.raises(ValueError, match=r"'test512' gives less than "
                            r"80-bit security.*allow_insecure_keys=True"):
@@ -114,7 +124,8 @@ def test_groups_below_128_bit_security_are_refused():
                                      group=DHGroup(TEST_PRIME_512, "test512"))
         with pytest.raises(ValueError, match=r"exponent_bits=224 gives about "
                            r"112-bit security.*exponent_bits=256"):
-            private_set_intersection([[1, 2], [2, 3]], exponent_bits=224)
+            private_set_intersection([[1, 2], [2, 3]], exponent_bits=224,
+                                     group="modp3072")
 
 
 def test_opting_in_allows_the_2048_bit_group_but_never_tiny_exponents():

@@ -3,9 +3,11 @@
 Each leak is a monkeypatched party step; the test asserts that the audit
 catches it (a contract violation, or the ``id_linking`` / ``set_sizes``
 attack well above its ``chance`` column) and that the honest protocol,
-audited the same way, is clean.
+audited the same way, is clean. Each runs in the default group (Curve25519)
+and in a small MODP test group.
 """
 
+import hashlib
 import random
 import warnings
 
@@ -15,9 +17,10 @@ import pytest
 
 import skfed
 from skfed.alignment import DHGroup, PSIAudit
-from skfed.alignment import _psi
+from skfed.alignment import _psi, _x25519
 from skfed.crypto import InsecureKeyWarning
-from skfed.privacy import audit
+from skfed.federation import PartyError, record_messages
+from skfed.privacy import audit, check_messages
 
 from ..alignment.conftest import TEST_PRIME_512
 
@@ -32,9 +35,11 @@ def _small_group_allowed():
         yield
 
 
-@pytest.fixture
-def group():
-    return DHGroup(TEST_PRIME_512, "test512")
+@pytest.fixture(params=["curve25519", "test512"])
+def group(request):
+    if request.param == "test512":
+        return DHGroup(TEST_PRIME_512, "test512")
+    return request.param
 
 
 def _sets(n_parties, seed=0):
@@ -80,7 +85,7 @@ def _unblinded(send):
         order = _psi._secret_permutation(len(state.ids))
         state.stash["order"] = order
         ids = [state.ids[i] for i in order]
-        return _psi._as_message(send(state, ids))
+        return state.group._to_message(send(state, ids))
     return step
 
 
@@ -105,7 +110,10 @@ def test_parties_sharing_one_exponent_are_linked(group, monkeypatch):
     # The leak issue 15 describes: a protocol secret derived from a seed
     # everyone knows (here, every party's exponent from the same seed).
     def seeded_key(state):
-        key = gmpy2.mpz(random.Random(0).getrandbits(255) | (1 << 255))
+        if isinstance(state.group, DHGroup):
+            key = gmpy2.mpz(random.Random(0).getrandbits(255) | (1 << 255))
+        else:  # an X25519 private key
+            key = random.Random(0).randbytes(32)
         if state.key_log is not None:
             state.key_log[state.name] = key
         return key
@@ -119,3 +127,40 @@ def test_parties_sharing_one_exponent_are_linked(group, monkeypatch):
     # (and so every sub-intersection, which only the hub should count).
     assert (linking.value == 1.0).all()
     assert (linking.value > linking.chance + 0.4).all()
+
+
+def _masked_hash(domain, x):
+    """Ids hashed to any 255-bit u, the curve's twist included (the shortcut
+    the Curve25519 group refuses: X25519 keeps each point on its side)."""
+    digest = bytearray(hashlib.blake2b(domain + _psi._encode_id(x),
+                                       digest_size=32).digest())
+    digest[31] &= 0x7F
+    return bytes(digest)
+
+
+def test_ids_hashed_onto_the_twist_are_refused_and_violate_the_contract(
+        monkeypatch):
+    # Half the ids of a u-line hash land on the twist, and a blinded twist
+    # point stays on the twist: its Legendre symbol gives away one bit of
+    # its id's hash. The receiver refuses it, naming the sender, and the
+    # contract flags the recorded message.
+    monkeypatch.setattr(_x25519, "_hash_to_curve", _masked_hash)
+    sets = _sets(2)
+    # (Both sets cross at once; whichever party checks first refuses.)
+    with record_messages() as rec, \
+            pytest.raises(PartyError, match=r"(party1 refused the points sent "
+                          r"by party0|party0 refused the points sent by "
+                          r"party1): value \d+ is on the quadratic twist"):
+        PSIAudit().fit(sets)
+    sent = [m for m in rec.messages if m.phase == "exponentiate ids"]
+    assert sent  # recorded on delivery, before the receiver's check
+    found = check_messages(PSIAudit(party_names=["party0", "party1"]), sent)
+    assert len(found) == len(sent)
+    assert all("quadratic twist" in v.found for v in found)
+
+
+def test_ids_hashed_onto_the_curve_are_clean(monkeypatch):
+    with record_messages() as rec:
+        PSIAudit().fit(_sets(2))
+    assert check_messages(PSIAudit(party_names=["party0", "party1"]),
+                          rec.messages) == []
