@@ -3,6 +3,19 @@
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+from ._export import (
+    SecureBoostActiveShare,
+    SecureBoostConsolidated,
+    SecureBoostPassiveShare,
+    consolidate_shares,
+)
 from ._secureboost import SecureBoostClassifier, SecureBoostRegressor
 
-__all__ = ["SecureBoostClassifier", "SecureBoostRegressor"]
+__all__ = [
+    "SecureBoostClassifier",
+    "SecureBoostRegressor",
+    "SecureBoostActiveShare",
+    "SecureBoostPassiveShare",
+    "SecureBoostConsolidated",
+    "consolidate_shares",
+]

@@ -263,6 +263,41 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
             np.add.at(gains, tree.feature[own], tree.gain[own])
         self.gain_importances_ = gains
 
+    # -- shares ------------------------------------------------------------------
+
+    def export_shares(self):
+        """Each party's share of the fitted model, as an object of its own.
+
+        Returns
+        -------
+        shares : list
+            By party index: a :class:`~skfed.ensemble.SecureBoostActiveShare`
+            for the label holder (trees, owners, record ids, leaf weights,
+            its own lookup table), a
+            :class:`~skfed.ensemble.SecureBoostPassiveShare` for every other
+            party (its lookup table). Each holds numpy arrays only: pickle or
+            joblib-dump it and hand it to its party.
+        """
+        check_is_fitted(self)
+        from ._export import export_shares
+
+        return export_shares(self)
+
+    def consolidate(self):
+        """One plaintext model with every party's thresholds (explicit only).
+
+        Every party gives up its lookup table to whoever holds the result,
+        so this is never done implicitly. The result predicts exactly as the
+        federated model, without any federation.
+
+        Returns
+        -------
+        model : SecureBoostConsolidated
+        """
+        from ._export import consolidate_shares
+
+        return consolidate_shares(self.export_shares())
+
     # -- federated inference ---------------------------------------------------
 
     def _raw_predict(self, X, staged=False):
