@@ -37,6 +37,8 @@ Usage::
     python benchmarks/bench_secureboost.py --quick     # a tenth of the rows
     python benchmarks/bench_secureboost.py --accuracy  # federated vs centralized
     python benchmarks/bench_secureboost.py --audit     # who learns what
+    python benchmarks/bench_secureboost.py --variants --quick --keys 2048
+                                      # weights, GOSS, colsample vs default
 
 The machine may be shared: the load average is printed with the results.
 """
@@ -78,14 +80,15 @@ def credit_like(n_rows, n_features, seed=0):
     return X, y
 
 
-def round_seconds(X, y, encryption, key_size, n_jobs):
+def round_seconds(X, y, encryption, key_size, n_jobs, fit_params=None, **extra):
     """Round 1 from the ``verbose=2`` lines: seconds, kB sent, seconds per step."""
     clf = SecureBoostClassifier(n_estimators=1, max_depth=3, max_bins=32,
                                 encryption=encryption, key_size=key_size, n_jobs=n_jobs,
-                                early_stopping=False, random_state=0, verbose=2)
+                                early_stopping=False, random_state=0, verbose=2,
+                                **extra)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        clf.fit(X, y)
+        clf.fit(X, y, **(fit_params or {}))
     text = out.getvalue()
     match = re.search(r", ([0-9.]+) s, ([0-9.]+) kB sent", text)
     steps = dict((k, float(v)) for k, v in re.findall(r"(\w+) ([0-9.]+)",
@@ -140,6 +143,39 @@ def accuracy(rounds=20):
               f"{scores[1]:11.4f}  {scores[1] - base:+6.3f}", flush=True)
 
 
+def variants(n_rows, n_features, key_size, n_jobs):
+    """One round with weights, GOSS and column subsampling beside the default.
+
+    Measured back to back in one run (same table, key size and load), so the
+    ratios compare like with like.
+    """
+    X, y = credit_like(n_rows, n_features)
+    w = np.random.default_rng(0).uniform(0.5, 2.0, size=y.size)
+    cases = [
+        ("default", {}, {}),
+        ("sample_weight", {}, {"sample_weight": w}),
+        ("class_weight=balanced", {"class_weight": "balanced"}, {}),
+        ("GOSS 0.2 + 0.1", {"goss_top_rate": 0.2, "goss_other_rate": 0.1}, {}),
+        ("colsample_bytree=0.5", {"colsample_bytree": 0.5}, {}),
+    ]
+    print(f"SecureBoost, one round of {n_rows} x {n_features}, {key_size}-bit keys, "
+          f"2 parties, depth 3, 32 bins, n_jobs={n_jobs}")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
+    header = (f"{'variant':22s}  {'round s':>8}  {'encrypt':>7}  {'hist':>6}  "
+              f"{'decrypt':>7}  {'kB/round':>9}  {'x default':>9}")
+    print(header)
+    print("-" * len(header))
+    reference = None
+    for name, extra, fit_params in cases:
+        seconds, kb, steps = round_seconds(X, y, "paillier", key_size, n_jobs,
+                                           fit_params, **extra)
+        reference = reference or seconds
+        print(f"{name:22s}  {seconds:8.2f}  {steps['encrypt']:7.2f}  "
+              f"{steps['histograms']:6.2f}  {steps['decrypt']:7.2f}  {kb:9.0f}  "
+              f"{seconds / reference:9.2f}", flush=True)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def audit_table(rounds=5, key_size=1024):
     """``skfed.privacy.audit`` of SecureBoost settings on one standard table."""
     import warnings
@@ -186,6 +222,9 @@ def main():
                         help="print federated vs centralized scores and exit")
     parser.add_argument("--audit", action="store_true",
                         help="print the privacy audit of a few settings and exit")
+    parser.add_argument("--variants", action="store_true",
+                        help="weights, GOSS and colsample_bytree beside the default "
+                             "(one round of the first table, first key) and exit")
     parser.add_argument("--n-jobs", type=int, default=2, help="crypto worker threads")
     parser.add_argument("--keys", type=int, nargs="+", default=[1024, 2048])
     parser.add_argument("--tables", nargs="+", default=["30000x23", "150000x10"],
@@ -200,6 +239,9 @@ def main():
     scale = 10 if args.quick else 1
     shapes = [(int(t.split("x")[0]) // scale, int(t.split("x")[1]))
               for t in args.tables]
+    if args.variants:
+        variants(*shapes[0], args.keys[0], args.n_jobs)
+        return
     print(f"SecureBoost seconds per boosting round, 2 parties, depth 3, 32 bins, "
           f"n_jobs={args.n_jobs}{' (--quick: rows / 10)' if args.quick else ''}")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
