@@ -211,15 +211,46 @@ def secure_sum(fed, parties, receiver, local, *args, phase="secure-sum",
                        phase=f"{phase}/request")
         for p in parties
     }
-    total = None
+    total, shape = None, None
     for p in parties:
         upload = uploads[p].result()
+        shape = np.shape(upload) if shape is None else shape
+        _check_shape(upload, shape, p, f"{phase}/request")
+        if total is not None:
+            _check_shape(total.result(), shape, receiver, f"{phase}/upload")
         total = fed[receiver].call(
             _add_upload, Local(None if total is None else total.result()),
             Local(upload) if p == receiver else upload,
             sender=p, phase=f"{phase}/upload")
-    return fed[receiver].call(_decode, Local(total.result()), Local(encoder),
-                              phase=phase)
+    _check_shape(total.result(), shape, receiver, f"{phase}/upload")
+    return _ShapeCheckedFuture(
+        fed[receiver].call(_decode, Local(total.result()), Local(encoder),
+                           phase=phase), shape, receiver, phase)
+
+
+def _check_shape(value, shape, party, phase):
+    # Shares of different shapes would not sum to the total: a wrong
+    # result, silently (numpy broadcasts), rather than an error.
+    if np.shape(value) != shape:
+        raise ValueError(f"Party {party!r} gave a value of shape "
+                         f"{np.shape(value)} in phase {phase!r}; the sum's "
+                         f"shares have shape {shape}.")
+
+
+class _ShapeCheckedFuture:
+    """The receiver's future total, checked to have the shares' shape."""
+
+    def __init__(self, future, shape, party, phase):
+        self._future, self._shape = future, shape
+        self._party, self._phase = party, phase
+
+    def done(self):
+        return self._future.done()
+
+    def result(self, timeout=None):
+        value = self._future.result(timeout)
+        _check_shape(value, self._shape, self._party, self._phase)
+        return value
 
 
 def secure_sum_rules(phase, party_role="party", receiver_role="server"):
