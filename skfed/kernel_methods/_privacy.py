@@ -16,12 +16,20 @@ receivers); the attacks use it to assemble what each party received.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..base import party_seeds
 from ..kernel_approximation import keyed_directions, spectral_directions
-from ._vertical_features import excluded_parties, party_key, party_name, trees_for
+from . import _vertical_features
+from ._vertical_features import (
+    excluded_parties,
+    party_name,
+    resolve_party_keys,
+    trees_for,
+)
 
 __all__ = ["KernelPrivacyMixin", "MaskedSum", "masked_sum_instances"]
 
@@ -231,7 +239,8 @@ class KernelPrivacyMixin:
         The simulation keeps every party's share in the estimator, as it
         does the coefficient stores; fetching them is not a message.
         """
-        self._party_keys = fed.gather(fed[p].call(party_key) for p in names)
+        self._party_keys = fed.gather(fed[p].call(_vertical_features.party_key)
+                                      for p in names)
         self._privacy_n_rows = int(n_rows)
         self._row_order = None if row_order is None else np.asarray(row_order)
 
@@ -261,13 +270,25 @@ class KernelPrivacyMixin:
                 secret.values = np.asarray(secret.values)[order]
         return secrets
 
-    def _privacy_direction_guesses(self, attacker, victim, feature_ids):
+    def _privacy_keys_from_random_state(self):
+        """The keys ``party_keys="random_state"`` derives, as anyone who
+        knows an integer ``random_state`` can (None otherwise)."""
+        if not isinstance(self.random_state, numbers.Integral):
+            return None
+        q = self.partition_.n_parties
+        return resolve_party_keys("random_state",
+                                  party_seeds(self.random_state, 2 + q)[2:])
+
+    def _privacy_direction_guesses(self, attacker, victim, feature_ids,
+                                   knows_random_state=False):
         """What ``attacker`` can compute as ``victim``'s block of ``omega``.
 
         The paper's public seed (what every party could draw before the
         blocks came from private keys) and the attacker's own key (what it
         would be if keys were shared). Neither is the victim's block unless
-        the protocol leaks it.
+        the protocol leaks it. With ``knows_random_state``, also the block
+        from the key ``random_state`` gives the victim: exactly the victim's
+        in a fit with ``party_keys="random_state"``.
         """
         partition = self.partition_
         names = _names(self)
@@ -278,5 +299,11 @@ class KernelPrivacyMixin:
         if keys is not None:
             guesses.append(("own key", keyed_directions(
                 keys[names.index(attacker)], len(columns), feature_ids,
+                self.kernel, self.gamma_)))
+        derived = self._privacy_keys_from_random_state() if knows_random_state \
+            else None
+        if derived is not None:
+            guesses.append(("random_state", keyed_directions(
+                derived[names.index(victim)], len(columns), feature_ids,
                 self.kernel, self.gamma_)))
         return guesses

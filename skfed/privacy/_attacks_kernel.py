@@ -51,10 +51,12 @@ view, an upper bound on what it could do with the views listed above.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import spearmanr
+from threadpoolctl import threadpool_limits
 
 from ._audit import attack_row
 
@@ -69,8 +71,8 @@ __all__ = [
 _TWO_PI = 2.0 * np.pi
 #: features used per view (the most observed ones), to bound the work: when
 #: every row observes every feature (AVFKAM, prediction), and otherwise
-MAX_FEATURES = 2000
-MAX_FEATURES_SPARSE = 500
+MAX_FEATURES = 600
+MAX_FEATURES_SPARSE = 400
 #: rows below which a column's score is not reported
 MIN_ROWS = 20
 #: row pairs sampled for the distance attack
@@ -233,16 +235,15 @@ def _solve_rows(A, r, target, n_rows):
     return np.linalg.solve(G, h[:, :, None])[:, :, 0]
 
 
-def _fit_dense(omega, r, f, v, n_rows, n_feats, circular, n_iter):
+def _fit_dense(omega, V, circular, n_iter, x=None):
     # Every row observes every feature: V = X omega + 1 c^T in matrix form.
-    V = np.empty((n_rows, n_feats))
-    V[r, f] = v
-    if circular:
-        c = np.angle(np.exp(1j * V).mean(axis=0))
-    else:
-        c = V.mean(axis=0)
     pinv = np.linalg.pinv(omega)  # F x d
-    x = np.zeros((n_rows, omega.shape[0]))
+    if x is None:
+        x = np.zeros((V.shape[0], omega.shape[0]))
+        c = np.angle(np.exp(1j * V).mean(axis=0)) if circular else V.mean(axis=0)
+    else:
+        R = V - x @ omega
+        c = np.angle(np.exp(1j * R).mean(axis=0)) if circular else R.mean(axis=0)
     for _ in range(n_iter):
         pred = x @ omega + c
         target = pred + (_wrap(V - pred) if circular else V - pred)
@@ -253,22 +254,17 @@ def _fit_dense(omega, r, f, v, n_rows, n_feats, circular, n_iter):
     return x, c, float(np.mean(resid**2))
 
 
-def _fit_rows_and_constants(A, r, f, v, n_rows, n_feats, circular, n_iter=20,
-                            omega=None):
-    """``v = x_r . A + c_f`` (mod 2 pi): alternating least squares, angles
-    unwrapped around the current fit. Returns ``x``, ``c`` and the mean
-    square of the (wrapped) residuals. ``omega`` (d x n_feats) enables the
-    dense path when every row observes every feature."""
-    if omega is not None and len(v) == n_rows * n_feats:
-        return _fit_dense(omega, r, f, v, n_rows, n_feats, circular, n_iter)
-    if circular:
-        c = np.angle(np.bincount(f, np.cos(v), n_feats)
-                     + 1j * np.bincount(f, np.sin(v), n_feats))
-    else:
-        c = np.bincount(f, v, n_feats) / np.maximum(np.bincount(f, None, n_feats), 1)
+def _fit_sparse(A, r, f, v, n_rows, n_feats, circular, n_iter, x=None):
     G_inv = np.linalg.inv(_row_grams(A, r, n_rows))
     count = np.maximum(np.bincount(f, None, n_feats), 1)
-    x = np.zeros((n_rows, A.shape[1]))
+    if x is None:
+        x = np.zeros((n_rows, A.shape[1]))
+    resid0 = v - np.einsum("od,od->o", x[r], A)
+    if circular:
+        c = np.angle(np.bincount(f, np.cos(resid0), n_feats)
+                     + 1j * np.bincount(f, np.sin(resid0), n_feats))
+    else:
+        c = np.bincount(f, resid0, n_feats) / count
     for _ in range(n_iter):
         pred = np.einsum("od,od->o", x[r], A) + c[f]
         resid = _wrap(v - pred) if circular else v - pred
@@ -280,6 +276,37 @@ def _fit_rows_and_constants(A, r, f, v, n_rows, n_feats, circular, n_iter=20,
     pred = np.einsum("od,od->o", x[r], A) + c[f]
     resid = _wrap(v - pred) if circular else v - pred
     return x, c, float(np.mean(resid**2))
+
+
+def _fit_rows_and_constants(omega, r, f, v, n_rows, circular, n_iter=12):
+    """``v = x_r . omega_f + c_f`` (mod 2 pi) by alternating least squares,
+    angles unwrapped around the current fit. A first pass uses only the
+    features of shortest direction (whose values rarely wrap); the second
+    refines on every feature. Returns ``x``, ``c`` and the mean square of
+    the (wrapped) residuals."""
+    d, n_feats = omega.shape
+    dense = len(v) == n_rows * n_feats
+    if dense:
+        V = np.empty((n_rows, n_feats))
+        V[r, f] = v
+    x = None
+    if circular:
+        norms = np.linalg.norm(omega, axis=0)
+        short = norms <= np.quantile(norms, 0.3)
+        if short.sum() >= 2 * d:
+            if dense:
+                x = _fit_dense(omega[:, short], V[:, short], True, n_iter)[0]
+            else:
+                keep = short[f]
+                sub = np.cumsum(short) - 1
+                rows_seen = np.bincount(r[keep], None, n_rows) > 0
+                if rows_seen.all():
+                    x = _fit_sparse(omega.T[f[keep]], r[keep], sub[f[keep]],
+                                    v[keep], n_rows, int(short.sum()), True,
+                                    n_iter)[0]
+    if dense:
+        return _fit_dense(omega, V, circular, n_iter, x)
+    return _fit_sparse(omega.T[f], r, f, v, n_rows, n_feats, circular, n_iter, x)
 
 
 def _null_residual(f, v, n_feats, circular):
@@ -332,7 +359,7 @@ def _truth_rows(estimator, X, rows):
     return np.asarray(X, dtype=float)[order[rows]]
 
 
-def _guesses(estimator, attacker, victims, feature_ids):
+def _guesses(estimator, attacker, victims, feature_ids, knows_random_state=False):
     """Candidate direction blocks (d_V x F) for the victims' columns."""
     from ..kernel_approximation import spectral_directions
     from ..kernel_methods._vertical_features import party_name
@@ -345,7 +372,8 @@ def _guesses(estimator, attacker, victims, feature_ids):
         if name not in victims:
             continue
         if hook is not None:
-            per_party.append(hook(attacker, name, feature_ids))
+            per_party.append(hook(attacker, name, feature_ids,
+                                  knows_random_state=knows_random_state))
         else:  # the float protocol: one public seed for every block
             per_party.append([("public seed", spectral_directions(
                 estimator._basis_seed, partition.columns(k), feature_ids,
@@ -365,13 +393,29 @@ def _emit(name, best, chance):
             for (attacker, victim, target), value in sorted(best.items())]
 
 
+def _one_blas_thread(attack):
+    # Small least-squares problems: threads only add contention.
+    @functools.wraps(attack)
+    def run(*args, **kwargs):
+        with threadpool_limits(limits=1, user_api="blas"):
+            return attack(*args, **kwargs)
+    return run
+
+
 def _views_for(estimator, messages, X):
     return kernel_views(estimator, messages, len(X))
 
 
-def column_reconstruction(estimator, messages, X, y=None, **fit_params):
+@_one_blas_thread
+def column_reconstruction(estimator, messages, X, y=None,
+                          knows_random_state=False, **fit_params):
     """Least squares for the victims' columns with the directions the
-    attacker can compute (see the module docstring). Metric ``r2``."""
+    attacker can compute (see the module docstring). Metric ``r2``.
+
+    ``knows_random_state=True`` also gives the attacker the estimator's
+    ``random_state`` (an integer): with ``party_keys="random_state"`` it then
+    derives every party's key, which is why deployments use ``"os"``.
+    """
     best, chance = {}, {}
     for view in _views_for(estimator, messages, X):
         rows_u, r, feats_u, f, v = _select(view)
@@ -380,10 +424,9 @@ def column_reconstruction(estimator, messages, X, y=None, **fit_params):
             continue
         fits = []
         for label, omega in _guesses(estimator, view.attacker, view.victims,
-                                     feats_u):
-            x, _, resid = _fit_rows_and_constants(
-                omega.T[f], r, f, v, len(rows_u), len(feats_u), view.circular,
-                omega=omega)
+                                     feats_u, knows_random_state):
+            x, _, resid = _fit_rows_and_constants(omega, r, f, v, len(rows_u),
+                                                  view.circular)
             fits.append((resid, label, x))
         resid, _, x = min(fits, key=lambda t: t[0])
         x = x * _confidence(resid, _null_residual(f, v, len(feats_u),
@@ -401,10 +444,26 @@ def column_reconstruction(estimator, messages, X, y=None, **fit_params):
 column_reconstruction.attack_name = "column_reconstruction"
 
 
+def _fit_known(D, T, circular, n_iter=3):
+    """Least squares ``T = D W`` column by column (mod 2 pi when circular:
+    unwrapped around each column's circular mean, then around the fit)."""
+    if not circular:
+        return np.linalg.lstsq(D, T, rcond=None)[0]
+    centre = np.angle(np.exp(1j * T).mean(axis=0))
+    T = _wrap(T - centre)
+    W = np.linalg.lstsq(D, T, rcond=None)[0]
+    for _ in range(n_iter):
+        T = D @ W + _wrap(T - D @ W)
+        W = np.linalg.lstsq(D, T, rcond=None)[0]
+    W[-1] += centre
+    return W
+
+
 def _n_known(d):
     return max(2 * (d + 1), 10)
 
 
+@_one_blas_thread
 def column_reconstruction_known_rows(estimator, messages, X, y=None,
                                      n_known=None, **fit_params):
     """The attacker knows ``n_known`` rows of the victims' columns (default
@@ -424,23 +483,21 @@ def column_reconstruction_known_rows(estimator, messages, X, y=None,
         known[np.random.RandomState(0).choice(len(rows_u), k, replace=False)] = True
         # 1. each feature's directions and constant, from the known rows
         obs = known[r]
-        design = np.hstack([Xv[r[obs]], np.ones((obs.sum(), 1))])
         n_f = len(feats_u)
         coef = np.zeros((n_f, d + 1))
         enough = np.bincount(f[obs], None, n_f) >= d + 2
-        for j in np.flatnonzero(enough):
-            sel = f[obs] == j
-            D, t = design[sel], v[obs][sel]
-            if view.circular:
-                # unwrap around the circular mean, then refit on the residuals
-                t = _wrap(t - np.angle(np.exp(1j * t).mean()))
-            w = np.linalg.lstsq(D, t, rcond=None)[0]
-            if view.circular:
-                for _ in range(3):
-                    t = D @ w + _wrap(t - D @ w)
-                    w = np.linalg.lstsq(D, t, rcond=None)[0]
-                w[-1] += np.angle(np.exp(1j * v[obs][sel]).mean())
-            coef[j] = w
+        if np.all(np.bincount(f[obs], None, n_f) == k):
+            # every known row holds every feature: one least squares for all
+            T = np.empty((k, n_f))
+            T[np.searchsorted(np.flatnonzero(known), r[obs]), f[obs]] = v[obs]
+            coef[:] = _fit_known(np.hstack([Xv[known], np.ones((k, 1))]), T,
+                                 view.circular).T
+        else:
+            design = np.hstack([Xv[r[obs]], np.ones((obs.sum(), 1))])
+            for j in np.flatnonzero(enough):
+                sel = f[obs] == j
+                coef[j] = _fit_known(design[sel], v[obs][sel][:, None],
+                                     view.circular)[:, 0]
         # 2. every other row from those features
         use = ~known[r] & enough[f]
         if not use.any():
@@ -470,6 +527,7 @@ def column_reconstruction_known_rows(estimator, messages, X, y=None,
 column_reconstruction_known_rows.attack_name = "column_reconstruction_known_rows"
 
 
+@_one_blas_thread
 def distance_reconstruction(estimator, messages, X, y=None, **fit_params):
     """Spearman correlation between the kernel the attacker estimates from a
     view and minus the true pairwise distances of the view's columns."""

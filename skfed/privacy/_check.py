@@ -162,9 +162,12 @@ def _standardised_columns(matrix):
 
 def _numeric_array(leaf):
     if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "biuf" and leaf.size:
-        if leaf.dtype.kind == "u" and leaf.dtype.itemsize == 8:
-            # ring values: read in two's complement, as a decoder would
-            return leaf.view(np.int64).astype(float)
+        if leaf.dtype.kind == "u" and leaf.dtype.itemsize in (4, 8):
+            # ring values (Z_2^64, or angles in Z_2^32): read in two's
+            # complement, as a decoder would, so that small negative values
+            # (an unmasked angle just below 0) stay next to small positive ones
+            signed = np.int64 if leaf.dtype.itemsize == 8 else np.int32
+            return leaf.astype(signed).astype(float)
         return leaf.astype(float)
     return None
 
