@@ -161,6 +161,9 @@ def distributed_kmeans(fed, server, users, *, n_clusters, coreset_size, seed,
                for u, cost in zip(users, costs))
     budgets = fed[server].call(server_allocate, coreset_size,
                                n_clusters).result()
+    if np.shape(budgets) != (len(users),):  # zip would drop users silently
+        raise ValueError(f"The server allocated {np.shape(budgets)} budgets "
+                         f"for {len(users)} users.")
     # Round 2: each user receives its budget and sends its group means.
     summaries = fed.gather(
         fed[u].call(user_summary, int(b), sender=server, phase="kmeans: budgets")

@@ -168,6 +168,9 @@ def out_of_sample_map(fed, users, eigenvalues, n_features, n_samples):
                        phase=phase, encoder=ring_encoder(2.0 * n_samples))
     P = fed[SERVER].call(dspgd.server_oos_map, total.result(), eigenvalues,
                          n_features).result()
+    if np.shape(P) != np.shape(total.result()):  # would predict wrongly
+        raise ValueError(f"The server's embedding map has shape {np.shape(P)}, "
+                         f"expected {np.shape(total.result())}.")
     fed.gather(fed[u].call(dspgd.user_receive_map, P, sender=SERVER, phase=phase)
                for u in users)
     return P
