@@ -542,20 +542,29 @@ def run_psi(id_lists, hub=0, group=DEFAULT_GROUP, exponent_bits=256, n_jobs=None
         # Step 2: the sets travel their routes, one hop at a time for all
         # sets at once (a party's worker serves the sets reaching it in turn);
         # last, L hands the hub its own set, shuffled.
+        sizes = {}
         for k, sender, receiver in _schedule(n, hub):
+            incoming = blinded[k].result()
+            # A hop keeps a set's size; another size would change the
+            # intersection silently. (A party blinding fewer of its own ids
+            # cannot be told from one holding fewer.)
+            if len(incoming) != sizes.setdefault(k, len(incoming)):
+                raise ValueError(
+                    f"Party {names[sender]!r} passed on {len(incoming)} ids in "
+                    f"phase 'exponentiate ids' for a set of {sizes[k]}.")
             if k == hub and receiver == hub:
                 fed.gather([blinded[j] for j in range(n) if j != hub])
-                party(hub).call(_keep_own, blinded[hub].result(),
+                party(hub).call(_keep_own, incoming,
                                 Local(names[sender]), sender=names[sender],
                                 phase="exponentiate ids").result()
             elif receiver == hub:
                 blinded[k] = party(hub).call(
-                    _add_key_and_keep, blinded[k].result(), Local(k),
+                    _add_key_and_keep, incoming, Local(k),
                     Local(names[sender]), sender=names[sender],
                     phase="exponentiate ids")
             else:
                 blinded[k] = party(receiver).call(
-                    _add_key, blinded[k].result(),
+                    _add_key, incoming,
                     Local(k == hub and receiver == last), Local(names[sender]),
                     sender=names[sender], phase="exponentiate ids")
         # Step 3: the hub compares.
@@ -572,6 +581,16 @@ def run_psi(id_lists, hub=0, group=DEFAULT_GROUP, exponent_bits=256, n_jobs=None
             phase="reveal positions")
         rows = fed.gather([outputs[k] for k in range(n)])
     return rows, fed.summary()
+
+
+def _kinds(ids):
+    """The set of id kinds in ``ids``; exact-type scans first (40 ns an id,
+    against 1-2 us for :func:`id_kind` on every id of 10^6-id tables)."""
+    if all(type(x) is int for x in ids):  # not bool: type(True) is bool
+        return {"integer"}
+    if all(type(x) is str for x in ids):
+        return {"string"}
+    return {id_kind(x) for x in ids}
 
 
 def check_id_lists(id_lists, names=None, what="ids"):
@@ -591,7 +610,7 @@ def check_id_lists(id_lists, names=None, what="ids"):
     for name, ids in zip(names, id_lists):
         if len(ids) == 0:
             raise ValueError(f"{what.capitalize()} of {name} are empty.")
-        found = {id_kind(x) for x in ids}
+        found = _kinds(ids)
         if None in found:
             bad = next(x for x in ids if id_kind(x) is None)
             raise TypeError(
