@@ -5,7 +5,10 @@ from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
 
 from skfed.kernel_approximation import (
     RandomFourierBasis,
+    derive_party_key,
     hashed_uniform,
+    keyed_directions,
+    keyed_phases,
     random_offsets,
     resolve_gamma,
     spectral_directions,
@@ -76,3 +79,31 @@ def test_gamma_resolution():
             resolve_gamma(bad, 3, 1.0)
     with pytest.raises(ValueError, match="kernel"):
         spectral_directions(0, [0], [0], "poly")
+
+
+def test_keyed_blocks_are_private_per_key_and_drawn_entry_by_feature():
+    k0, k1 = derive_party_key(3, 0), derive_party_key(3, 1)
+    assert len(k0) == 32 and k0 != k1 and k0 == derive_party_key(3, 0)
+    assert derive_party_key(4, 0) != k0
+    block = keyed_directions(k0, 5, range(40, 60), "rbf", 0.3)
+    # a feature's column does not depend on which other features are drawn,
+    # and the first columns of a wider block are the narrower block
+    np.testing.assert_array_equal(block[:, 3:7],
+                                  keyed_directions(k0, 5, range(43, 47), "rbf", 0.3))
+    np.testing.assert_array_equal(block[:2], keyed_directions(k0, 2, range(40, 60),
+                                                              "rbf", 0.3))
+    other = keyed_directions(k1, 5, range(40, 60), "rbf", 0.3)
+    assert abs(np.corrcoef(block.ravel(), other.ravel())[0, 1]) < 0.3
+    np.testing.assert_array_equal(keyed_phases(k0, [7, 8]), keyed_phases(k0, [7, 8]))
+    assert not np.allclose(keyed_phases(k0, range(10)), keyed_phases(k1, range(10)))
+
+
+def test_keyed_blocks_follow_the_spectral_measure():
+    key = derive_party_key(0, 2)
+    omega = keyed_directions(key, 20, range(2000), "rbf", 0.5).ravel()
+    assert stats.kstest(omega, "norm", args=(0, 1.0)).pvalue > 1e-3
+    lap = keyed_directions(key, 20, range(2000), "laplacian", 2.0).ravel()
+    assert stats.kstest(lap, "cauchy", args=(0, 2.0)).pvalue > 1e-3
+    b = keyed_phases(key, range(20000))
+    assert b.min() >= 0 and b.max() < 2 * np.pi
+    assert stats.kstest(b, "uniform", args=(0, 2 * np.pi)).pvalue > 1e-3
