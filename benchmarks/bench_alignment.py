@@ -1,118 +1,173 @@
-"""Private entity alignment (Diffie-Hellman PSI): how long for how many ids.
+"""Private entity alignment: Curve25519 against the MODP groups, side by side.
 
-Prints three tables, all measured in one run, for the default 3072-bit group
-(RFC 3526 group 15, 128-bit security) beside the 2048-bit group that was the
-default before PSI required 128-bit security (run here with
-``allow_insecure_keys``, as only tests and comparisons may):
+Everything printed is measured in one run of this script, each ``align``
+in a fresh Python process (so that its peak memory is its own):
 
-1. Exponentiation rates in both groups: our 256-bit keys against
-   full-length keys (the naive choice) and Python's built-in ``pow``, with 1
-   and 2 worker threads.
-2. End-to-end ``align`` of two parties with N ids each (half of them
-   common), in both groups, beside the plaintext inner join that the
-   protocol replaces (pandas ``merge``), with the ratio, the bytes that
-   crossed and the cost of the 3072-bit group over the 2048-bit one; and at
-   N = 1,000 the default group with full-length keys.
-3. The same for sizes too long to run here, *extrapolated* from the measured
-   cost per id of the largest run (and labelled so).
+1. Group operations per second: X25519 through ``cryptography`` (the
+   default group; the call holds the GIL, so the workers are processes)
+   against a 256-bit-exponent modular exponentiation with gmpy2 in RFC
+   3526's 2048- and 3072-bit groups (threads), with 1 and 2 workers.
+2. End-to-end ``align`` of P parties with N ids each (half of every set
+   common to all, half its own; the hub holds the label), in each group,
+   beside the plaintext inner join it replaces (pandas ``merge``): wall
+   time, CPU (the parties' threads and their worker processes), ids per
+   second, bytes sent, peak memory, and the ratios against ``"modp2048"``
+   when it ran at the same size. The 2048-bit group is below PSI's 128-bit
+   floor and runs here only with the explicit opt-in
+   (``allow_insecure_keys``), as a comparison.
+3. The memory of the largest Curve25519 run extrapolated to 10^7 ids per
+   party (labelled as such).
 
 Run::
 
-    python benchmarks/bench_alignment.py            # 10^4, 10^5 ids; 10^6 extrapolated
-    python benchmarks/bench_alignment.py --quick    # 10^3, 10^4; the rest extrapolated
-    python benchmarks/bench_alignment.py --sizes 10000 1000000   # run 10^6 for real
-    python benchmarks/bench_alignment.py --audit    # who learns what, measured
+    python benchmarks/bench_alignment.py             # 20,000 ids: all three groups
+    python benchmarks/bench_alignment.py --quick     # 5,000 ids
+    python benchmarks/bench_alignment.py --sizes 20000 1000000 --big-groups curve25519
+    python benchmarks/bench_alignment.py --parties 3 --sizes 1000000 \\
+        --big-groups curve25519 --n-jobs 2
+    python benchmarks/bench_alignment.py --audit     # who learns what, measured
 
-``--audit`` prints instead the privacy audit of the protocol (three parties,
-default group): the contract violations and the attack table of
+``--big-groups`` limits the sizes above 100,000 to the groups named (a
+10^6 run in the 2048-bit group takes about 12 minutes on two idle cores).
+``--audit`` prints instead the privacy audit of the protocol (three
+parties, default group): the contract violations and the attack table of
 :func:`skfed.privacy.audit` (``set_sizes``, ``id_linking``).
 
-Timings depend on the load of the machine; the load average is printed.
+The machine may be shared: the load average is printed before and after.
 """
 
 import argparse
+import json
 import os
+import resource
+import subprocess
+import sys
 import time
 import warnings
 
-import gmpy2
 import numpy as np
 import pandas as pd
 
-import skfed
-from skfed.alignment import GROUPS, align
-from skfed.crypto import InsecureKeyWarning
-from skfed.crypto._parallel import parallel_map
-
-DEFAULT, OLD = "modp3072", "modp2048"
+GROUPS = ("curve25519", "modp2048", "modp3072")
+REFERENCE = "modp2048"
 
 
-def _timed(func):
-    start = time.perf_counter()
-    result = func()
-    return time.perf_counter() - start, result
-
-
-def _cases(group):
-    p = group.p
-    short, full = group.random_exponent(256), group.random_exponent(None)
-    return {
-        "gmpy2, 256-bit key (ours)":
-            lambda chunk: gmpy2.powmod_base_list(chunk, short, p),
-        "gmpy2, full-length key": lambda chunk: gmpy2.powmod_base_list(chunk, full, p),
-        "Python pow, full-length key": lambda chunk: [
-            pow(int(b), int(full), int(p)) for b in chunk],
-    }
-
-
-def exponentiation_rates(n_values=400, repeat=3):
-    """``{(group, implementation, n_jobs): exponentiations per second}``."""
-    cases = {}
-    for name in (DEFAULT, OLD):
-        bases = GROUPS[name].hash_ids(range(n_values))
-        for case, func in _cases(GROUPS[name]).items():
-            cases[(name, case)] = (func, bases)
-    # Best of ``repeat`` interleaved rounds: a burst of load from other users
-    # of the machine then hits every case alike.
-    best = {}
-    for _ in range(repeat):
-        for (name, case), (func, bases) in cases.items():
-            for n_jobs in (1, 2):
-                count = n_values if "gmpy2" in case else n_values // 8
-                seconds, _ = _timed(lambda: parallel_map(func, bases[:count], n_jobs))
-                key = (name, case, n_jobs)
-                best[key] = max(best.get(key, 0.0), count / seconds)
-    return best
-
-
-def make_tables(n_ids, seed=0):
-    """Two parties with n_ids customers each, half of them in common."""
+def make_tables(n_ids, n_parties=2, seed=0):
+    """P parties with n_ids customers each: n_ids / 2 common to all, the
+    other half each party's own (50% overlap for two parties)."""
     rng = np.random.default_rng(seed)
-    universe = rng.choice(10**12, size=n_ids * 3 // 2, replace=False)
-    ids_a, ids_b = universe[:n_ids], universe[n_ids // 2:]
-    a = pd.DataFrame({"id": rng.permutation(ids_a), "x": rng.normal(size=n_ids),
-                      "label": rng.integers(0, 2, size=n_ids)})
-    b = pd.DataFrame({"id": rng.permutation(ids_b), "z": rng.normal(size=len(ids_b))})
-    return [a, b]
+    n_common = n_ids // 2
+    n_own = n_ids - n_common
+    universe = rng.choice(10**12, size=n_common + n_parties * n_own, replace=False)
+    tables = []
+    for k in range(n_parties):
+        own = universe[n_common + k * n_own:n_common + (k + 1) * n_own]
+        ids = rng.permutation(np.concatenate([universe[:n_common], own]))
+        table = pd.DataFrame({"id": ids, f"x{k}": rng.normal(size=n_ids)})
+        if k == 0:
+            table["label"] = rng.integers(0, 2, size=n_ids)
+        tables.append(table)
+    return tables
 
 
-def end_to_end(n_ids, n_jobs, exponent_bits=256, group=DEFAULT):
-    tables = make_tables(n_ids)
-    cpu = time.process_time()
-    # The 2048-bit group is below PSI's 128-bit floor: allowed here, for the
-    # comparison only, with the explicit opt-in (and its warning silenced).
-    with skfed.config_context(allow_insecure_keys=group != DEFAULT), \
-            warnings.catch_warnings():
+def _rss_mb():
+    """Peak resident memory of this process and of its largest child, MB."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return own, child
+
+
+def _cpu():
+    usage = [resource.getrusage(who) for who in
+             (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usage)
+
+
+def run_case(group, n_ids, n_parties, n_jobs):
+    """One ``align`` (in this process); a dict of what was measured."""
+    import skfed
+    from skfed.alignment import align
+    from skfed.crypto import InsecureKeyWarning
+
+    tables = make_tables(n_ids, n_parties)
+    rss_before, _ = _rss_mb()
+    cpu = _cpu()
+    with skfed.config_context(allow_insecure_keys=group == REFERENCE,
+                              party_timeout=None), warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureKeyWarning)
-        seconds, (X, _, _, communication) = _timed(lambda: align(
-            tables, label="label", n_jobs=n_jobs, exponent_bits=exponent_bits,
-            group=group, return_communication=True))
-    cpu = time.process_time() - cpu
-    # The join takes milliseconds, so the best of 5 rounds, less noisy.
-    plain, joined = min(_timed(lambda: tables[0].merge(tables[1], on="id"))
-                        for _ in range(5))
-    assert len(joined) == len(X)
-    return seconds, cpu, plain, communication.total_bytes
+        start = time.perf_counter()
+        X, _, _, communication = align(tables, label="label", group=group,
+                                       n_jobs=n_jobs, return_communication=True)
+        seconds = time.perf_counter() - start
+    cpu = _cpu() - cpu
+    rss_peak, rss_child = _rss_mb()
+    plain = min(_timed_merge(tables) for _ in range(3))
+    assert len(X) == n_ids // 2, (len(X), n_ids)
+    return {"group": group, "n_ids": n_ids, "n_parties": n_parties,
+            "seconds": seconds, "cpu": cpu, "merge": plain,
+            "bytes": communication.total_bytes,
+            "messages": communication.total_messages,
+            "rss_before": rss_before, "rss_peak": rss_peak,
+            "rss_child": rss_child}
+
+
+def _timed_merge(tables):
+    start = time.perf_counter()
+    joined = tables[0]
+    for table in tables[1:]:
+        joined = joined.merge(table, on="id")
+    return time.perf_counter() - start
+
+
+def measure(group, n_ids, n_parties, n_jobs):
+    """``run_case`` in a fresh Python process."""
+    command = [sys.executable, __file__, "--case", group, str(n_ids),
+               str(n_parties), str(n_jobs)]
+    out = subprocess.run(command, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def operation_rates(n_values=2000, repeat=3):
+    """``{(group, workers): operations per second}``, best of ``repeat``."""
+    import gmpy2
+
+    from skfed.alignment import GROUPS as NAMED
+    from skfed.alignment import _x25519
+    from skfed.crypto._parallel import parallel_map
+
+    curve = NAMED["curve25519"]
+    key = curve.random_exponent()
+    points = curve._to_message(curve.hash_ids(range(n_values)))
+    cases = {}
+    for workers in (1, 2):
+        def x25519(workers=workers):
+            # Forked workers, as the protocol runs them (threads would not
+            # help: the exchange holds the GIL).
+            _x25519._MIN_FORK_ITEMS, saved = 0, _x25519._MIN_FORK_ITEMS
+            _x25519._BATCH, batch = max(1, n_values // (4 * workers)), _x25519._BATCH
+            try:
+                curve._exponentiate(points, key, workers, "bench", "bench")
+            finally:
+                _x25519._MIN_FORK_ITEMS, _x25519._BATCH = saved, batch
+            return n_values
+        cases[("curve25519", workers)] = x25519
+        for name in ("modp2048", "modp3072"):
+            group = NAMED[name]
+            exponent = group.random_exponent(256)
+            bases = group.hash_ids(range(n_values // 8))
+
+            def modp(workers=workers, group=group, exponent=exponent, bases=bases):
+                parallel_map(lambda chunk: gmpy2.powmod_base_list(
+                    chunk, exponent, group.p), bases, workers)
+                return len(bases)
+            cases[(name, workers)] = modp
+    best = {}
+    for _ in range(repeat):  # interleaved: a burst of load hits every case
+        for case, func in cases.items():
+            start = time.perf_counter()
+            count = func()
+            best[case] = max(best.get(case, 0.0), count / (time.perf_counter() - start))
+    return best
 
 
 def privacy_audit(n_ids=500, n_customers=1000, seed=0):
@@ -129,88 +184,108 @@ def privacy_audit(n_ids=500, n_customers=1000, seed=0):
                             universe=list(customers)), sets)
     common = len(set.intersection(*map(set, sets)))
     print(f"3 parties (hub: bank), {n_ids} of {n_customers:,} customers each, "
-          f"{common} in common; the attacker's universe: all {n_customers:,} "
-          f"customers. {len(report.messages)} messages, "
-          f"{len(report.violations)} contract violation(s), "
-          f"{report.seconds:.1f} s.")
+          f"{common} in common, group {report.estimator.group!r}; the "
+          f"attacker's universe: all {n_customers:,} customers. "
+          f"{len(report.messages)} messages, {len(report.violations)} contract "
+          f"violation(s), {report.seconds:.1f} s.")
     with pd.option_context("display.width", 120, "display.max_rows", 100):
         print(report.attacks.round(4).to_string(index=False))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="run 10^3 and 10^4 ids, extrapolate the rest")
+    parser.add_argument("--quick", action="store_true", help="5,000 ids")
     parser.add_argument("--sizes", type=int, nargs="+",
-                        help="ids per party to run for real")
-    parser.add_argument("--n-jobs", type=int, default=1,
-                        help="worker threads per party (default 1: the two "
-                             "parties already use both cores)")
+                        help="ids per party (default 20,000)")
+    parser.add_argument("--groups", nargs="+", default=list(GROUPS),
+                        choices=GROUPS, help="groups to run (default: all)")
+    parser.add_argument("--big-groups", nargs="+", choices=GROUPS,
+                        help="groups to run at sizes above 100,000")
+    parser.add_argument("--parties", type=int, default=2)
+    parser.add_argument("--n-jobs", type=int, default=None,
+                        help="workers per party (default None: one worker "
+                             "process per party for Curve25519, the party's "
+                             "own thread for MODP; the parties already use "
+                             "both cores)")
+    parser.add_argument("--no-rates", action="store_true",
+                        help="skip table 1")
     parser.add_argument("--audit", action="store_true",
                         help="print the privacy audit (who learns what) only")
+    parser.add_argument("--case", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.case:
+        group, n_ids, n_parties, n_jobs = args.case
+        print(json.dumps(run_case(group, int(n_ids), int(n_parties),
+                                  None if n_jobs == "None" else int(n_jobs))))
+        return
     if args.audit:
         privacy_audit()
         return
-    sizes = args.sizes or ([10**3, 10**4] if args.quick else [10**4, 10**5])
+    sizes = args.sizes or ([5000] if args.quick else [20000])
     print(f"cores: {os.cpu_count()}, load average before: "
-          f"{os.getloadavg()[0]:.1f} (the machine is shared: timings are under load)")
+          f"{', '.join(f'{v:.1f}' for v in os.getloadavg())} (1, 5, 15 min; the "
+          "machine is shared: timings are under that load)")
 
-    print("\n1. Modular exponentiations per second (measured, best of 3 rounds)")
-    print(f"{'implementation':<30} {'threads':>7} {'3072-bit exp/s':>15} "
-          f"{'2048-bit exp/s':>15} {'3072 slower by':>15}")
-    rates = exponentiation_rates(200 if args.quick else 400)
-    for case in _cases(GROUPS[DEFAULT]):
-        for n_jobs in (1, 2):
-            new, old = rates[(DEFAULT, case, n_jobs)], rates[(OLD, case, n_jobs)]
-            print(f"{case:<30} {n_jobs:>7} {new:>15.0f} {old:>15.0f} "
-                  f"{old / new:>14.2f}x")
-    ours = rates[(DEFAULT, "gmpy2, 256-bit key (ours)", 1)]
-    full = rates[(DEFAULT, "gmpy2, full-length key", 1)]
-    print(f"   3072-bit group, 1 thread: full-length keys are {ours / full:.1f}x "
-          "slower than 256-bit keys")
+    if not args.no_rates:
+        print("\n1. Group operations per second (measured, best of 3 rounds)")
+        rates = operation_rates(1000 if args.quick else 4000)
+        print(f"{'group':<11} {'operation':<44} {'1 worker':>9} {'2 workers':>10}")
+        labels = {"curve25519": "X25519 (cryptography/OpenSSL), processes",
+                  "modp2048": "x^a mod p, 256-bit a (gmpy2), threads",
+                  "modp3072": "x^a mod p, 256-bit a (gmpy2), threads"}
+        for name in GROUPS:
+            print(f"{name:<11} {labels[name]:<44} {rates[(name, 1)]:>9.0f} "
+                  f"{rates[(name, 2)]:>10.0f}")
+        for name in ("modp2048", "modp3072"):
+            ratio = rates[("curve25519", 1)] / rates[(name, 1)]
+            print(f"   X25519 is {ratio:.1f}x faster than a {name} "
+                  "exponentiation (1 worker)")
 
-    print("\n2. align() of two parties, N ids each, N/2 common, 256-bit keys "
-          "(measured)")
-    print("   (CPU s: summed over threads, the cost without other users' load; "
-          "on 2 idle cores wall ~ CPU / 2)")
-    header = (f"{'N per party':>11} {'group':>9} {'align (s)':>10} {'CPU (s)':>8} "
-              f"{'merge (s)':>10} {'ratio':>8} {'ids/s':>7} {'MB sent':>8} "
-              f"{'CPU vs 2048':>12}")
-    print(header)
-    per_id = {}
+    print(f"\n2. align() of {args.parties} parties, N ids each, N/2 common to all "
+          f"(measured; n_jobs={args.n_jobs})")
+    print("   CPU: the parties' threads and their worker processes; RSS: peak "
+          "resident memory of the run's process (before align: the tables)")
+    print(f"{'N per party':>11} {'group':>10} {'align (s)':>10} {'CPU (s)':>8} "
+          f"{'merge (s)':>9} {'ids/s':>8} {'MB sent':>8} {'RSS MB':>7} "
+          f"{'(before)':>8} {'wall vs 2048':>12} {'CPU vs 2048':>11} "
+          f"{'bytes vs 2048':>13}")
+    results = []
     for n_ids in sizes:
-        measured = {name: end_to_end(n_ids, args.n_jobs, group=name)
-                    for name in (DEFAULT, OLD)}
-        for name, (seconds, cpu, plain, n_bytes) in measured.items():
-            per_id[name] = (seconds / n_ids, cpu / n_ids, n_bytes / n_ids)
-            print(f"{n_ids:>11,} {name:>9} {seconds:>10.1f} {cpu:>8.1f} "
-                  f"{plain:>10.4f} {seconds / plain:>7.0f}x "
-                  f"{2 * n_ids / seconds:>7.0f} {n_bytes / 1e6:>8.1f} "
-                  f"{cpu / measured[OLD][1]:>11.2f}x")
+        groups = args.groups
+        if n_ids > 100_000 and args.big_groups:
+            groups = [g for g in groups if g in args.big_groups]
+        measured = {}
+        for group in groups:
+            measured[group] = measure(group, n_ids, args.parties, args.n_jobs)
+        reference = measured.get(REFERENCE)
+        for group, r in measured.items():
+            results.append(r)
+            ratios = ("", "", "")
+            if reference is not None:
+                ratios = (f"{reference['seconds'] / r['seconds']:.1f}x",
+                          f"{reference['cpu'] / r['cpu']:.1f}x",
+                          f"1/{reference['bytes'] / r['bytes']:.1f}")
+            print(f"{n_ids:>11,} {group:>10} {r['seconds']:>10.1f} {r['cpu']:>8.1f} "
+                  f"{r['merge']:>9.3f} {args.parties * n_ids / r['seconds']:>8.0f} "
+                  f"{r['bytes'] / 1e6:>8.1f} {r['rss_peak']:>7.0f} "
+                  f"{r['rss_before']:>8.0f} {ratios[0]:>12} {ratios[1]:>11} "
+                  f"{ratios[2]:>13}")
 
-    n_naive = 1000
-    print(f"\n   Same at N = {n_naive:,}, {DEFAULT}, full-length keys (the naive "
-          "choice) vs 256-bit keys (measured)")
-    naive = end_to_end(n_naive, args.n_jobs, exponent_bits=None)
-    short = end_to_end(n_naive, args.n_jobs)
-    print(f"   full-length: {naive[0]:.1f} s ({naive[1]:.1f} s CPU); 256-bit: "
-          f"{short[0]:.1f} s ({short[1]:.1f} s CPU); ratio {naive[1] / short[1]:.1f}x "
-          "in CPU")
-
-    print("\n3. Larger N, EXTRAPOLATED linearly from the largest measured run "
-          f"({max(sizes):,} ids): not run")
-    print(f"{'N per party':>11} {'group':>9} {'align (min), this load':>23} "
-          f"{'CPU (min)':>10} {'2 idle cores (min)':>19} {'MB sent':>8}")
-    for n_ids in (10**5, 10**6, 10**7):
-        if n_ids <= max(sizes):
-            continue
-        for name in (DEFAULT, OLD):
-            wall, cpu, n_bytes = per_id[name]
-            print(f"{n_ids:>11,} {name:>9} {wall * n_ids / 60:>23.1f} "
-                  f"{cpu * n_ids / 60:>10.1f} {cpu * n_ids / 120:>19.1f} "
-                  f"{n_bytes * n_ids / 1e6:>8.0f}")
-    print(f"\nload average after: {os.getloadavg()[0]:.1f}")
+    curve = [r for r in results if r["group"] == "curve25519"]
+    if curve:
+        big = max(curve, key=lambda r: r["n_ids"])
+        scale = 10**7 / big["n_ids"]
+        per_id = (big["rss_peak"] - big["rss_before"]) / big["n_ids"]
+        print(f"\n3. Memory at 10^7 ids per party, EXTRAPOLATED from the "
+              f"{big['n_ids']:,}-id Curve25519 run (not run): the tables "
+              f"{big['rss_before'] * scale / 1024:.1f} GB (if they scale "
+              f"linearly; {big['rss_before']:.0f} MB here, interpreter "
+              f"included), the protocol {per_id * 1e3:.2f} kB per id per "
+              f"party -> {per_id * 10**7 / 1024:.1f} GB more; peak about "
+              f"{(big['rss_before'] * scale + per_id * 10**7) / 1024:.1f} GB. "
+              f"Largest worker process: {big['rss_child']:.0f} MB resident "
+              "(its pages are mostly shared with the parent through the fork).")
+    print(f"\nload average after: {', '.join(f'{v:.1f}' for v in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ __all__ = ["Curve25519Group", "POINT_DTYPE"]
 P = 2**255 - 19
 A = 486662
 _P = gmpy2.mpz(P)
+_LOW_255_BITS = 2**255 - 1
 
 #: The u-coordinates of the points of small order on the curve itself (the
 #: 8-torsion: u = 0 for the point of order 2 and the point at infinity,
@@ -78,13 +79,18 @@ def point_problem(value):
     """
     if len(value) != 32:
         return f"{len(value)} bytes long, not 32"
-    u = int.from_bytes(value, "little")
+    return _u_problem(int.from_bytes(value, "little"))
+
+
+def _u_problem(u):
     if u >= P:
         return "not a canonical encoding (u >= 2^255 - 19)"
     if u in LOW_ORDER_U:
         return ("a point of small order (X25519 would map it to the all-zero "
                 "output)")
-    if gmpy2.legendre(u * (u * (u + A) + 1) % P, _P) != 1:
+    u = gmpy2.mpz(u)
+    # The Jacobi symbol modulo the prime p is its Legendre symbol.
+    if gmpy2.jacobi(u * (u * (u + A) + 1) % _P, _P) != 1:
         return ("on the quadratic twist, not on Curve25519 (hashed ids are "
                 "always on the curve, and X25519 keeps them there)")
     return None
@@ -98,11 +104,11 @@ def _hash_to_curve(domain, x):
     data = domain + encode_id(x)
     counter = 0
     while True:
-        digest = bytearray(hashlib.blake2b(
-            data + counter.to_bytes(4, "big"), digest_size=32).digest())
-        digest[31] &= 0x7F
-        if point_problem(digest) is None:
-            return bytes(digest)
+        u = int.from_bytes(hashlib.blake2b(
+            data + counter.to_bytes(4, "big"), digest_size=32).digest(),
+            "little") & _LOW_255_BITS
+        if _u_problem(u) is None:
+            return u.to_bytes(32, "little")
         counter += 1
 
 
