@@ -1,13 +1,16 @@
 """HyFDCA: primal-dual federated learning on hybrid (row x column) splits.
 
-The driver :meth:`HyFDCAClassifier._run_protocol` reads as Algorithm 1 of
+The driver :meth:`HyFDCAClassifier._algorithm_1` reads as Algorithm 1 of
 Overman, Blum and Klabjan; the party functions live in
-:mod:`._hyfdca_protocol`.
+:mod:`._hyfdca_protocol`, the exchanges in :mod:`._hyfdca_exchange` and the
+privacy contract in :mod:`._hyfdca_privacy`.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import copy
+import math
 import numbers
 import time
 import warnings
@@ -22,17 +25,34 @@ from sklearn.utils.validation import validate_data
 
 from .._docstrings import fill_doc
 from ..base import FederatedMixin, check_labels_not_single_class, party_seeds
-from ..crypto import generate_keypair
+from ..crypto import PackedEncoder, generate_keypair
+from ..federation import Local
 from ..partition import (HorizontalPartition, HybridPartition,
                          VerticalPartition)
 from . import _hyfdca_protocol as P
 from ._hyfdca_exchange import SERVER, Participation, Protocol, client_name
+from ._hyfdca_privacy import HyFDCAPrivacyMixin
 
-__all__ = ["HyFDCAClassifier"]
+__all__ = ["HyFDCAClassifier", "DivergenceError"]
+
+
+class DivergenceError(FloatingPointError):
+    """HyFDCA stopped because its dual objective diverged.
+
+    Only a fixed ``step_size`` can diverge (``"auto"`` never lets the dual
+    fall). ``estimator`` is a fitted copy holding the last good iterate; the
+    estimator that raised is left unfitted, as after any failed ``fit``.
+    """
+
+    def __init__(self, message, estimator=None, round=None):
+        super().__init__(message)
+        self.estimator = estimator
+        self.round = round
+
 
 @fill_doc
-class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
-                       BaseEstimator):
+class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
+                       LinearClassifierMixin, ClassifierMixin, BaseEstimator):
     """Linear classifier trained by HyFDCA on a hybrid federated split.
 
     Hybrid Federated Dual Coordinate Ascent [1]_ minimises
@@ -41,10 +61,11 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
 
     over data split in a grid: client ``k`` holds the rows of one row group
     restricted to the columns of one column group, and the labels of its
-    rows. A server without any data (and without the private key) keeps the
-    dual variables encrypted, averages the clients' dual updates and builds
-    the primal weights. Horizontal and vertical splits are the special cases
-    of one column group and one row group.
+    rows. A server without any data coordinates: it sums the clients'
+    encrypted partial inner products and their securely aggregated weight
+    contributions, and steers the step. The dual variables never leave the
+    clients. Horizontal and vertical splits are the special cases of one
+    column group and one row group.
 
     Parameters
     ----------
@@ -57,32 +78,42 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
     alpha : float, default=1e-2
         The regularisation strength ``lambda`` (> 0). The objective matches
         :class:`~sklearn.svm.LinearSVC` with ``C = 1 / (alpha * n_samples)``
-        and ``loss="hinge"``.
+        and ``loss="hinge"``. Smaller values need more rounds.
 
-    max_iter : int, default=300
+    max_iter : int, default=1000
         Maximum number of outer rounds ``T``.
 
-    local_iterations : int, default=10
-        ``H``: dual coordinates each participating client updates per round
-        (at most its number of rows). The paper's only tuned hyperparameter.
+    local_iterations : int or "auto", default="auto"
+        ``H``, dual coordinates a participating client updates per round.
+        ``"auto"``: one pass over its rows. Clients that hold parts of rows
+        update their row group's coordinates all at once against the round's
+        ``w`` (every client of the row group computes the same step from what
+        the row group shares); clients that hold whole rows (one column
+        group) update them one after the other, each step seeing the
+        previous ones, and may make several passes (``H`` above their number
+        of rows).
 
     participation : float, default=1.0
-        Fraction of the clients that take part in each round, in (0, 1].
+        Fraction of the clients that take part in each round, in (0, 1]. A
+        row group's duals move only in rounds where all its clients take
+        part (otherwise the server's ``w`` would stop matching the duals); a
+        split with one row group (vertical) therefore needs every client.
 
     schedule : {"random", "cyclic"}, default="random"
         How participants are chosen when ``participation < 1``: a fresh
-        random subset each round (section 4.2), or fixed sets of clients that
-        take turns (section 4.3, made for vertical splits).
+        random subset of the clients each round (section 4.2), or fixed sets
+        of row groups that take turns (section 4.3's cyclic blocks).
 
     step_size : float or "auto", default="auto"
-        The aggregation weight ``gamma_t`` in (0, 1]: the server adds
-        ``gamma_t / |B_n|`` times each update of sample ``n``. A float keeps
-        it constant (the paper uses 1). ``"auto"`` starts at 1 and lets the
-        server halve it whenever the reported dual objective decreased (the
-        clients' parallel steps overshot, which happens on correlated
-        features with a large ``local_iterations``), and grow it back by 5 percent
-        per successful round up to 1. With ``participation < 1`` the dual
-        value the server sees is partly stale, so ``"auto"`` means 1 then.
+        ``gamma_t``, the length of the step along the clients' dual
+        direction, in (0, 1]. ``"auto"``: the server chooses it by an exact
+        line search on the dual objective (from the clients' reported sums
+        and the direction's securely summed weights), never accepts a step
+        that lowers the dual, adds momentum (monotone FISTA) and rescales the
+        clients' step curvature from the line search. This holds with any
+        participation. A float keeps ``gamma_t`` constant with no safeguard
+        (the paper uses 1 with few coordinates per round); a divergence then
+        stops the fit with :class:`DivergenceError`.
 
     fit_intercept : bool, default=True
         Add a constant column of value ``intercept_scaling``, held by the
@@ -92,11 +123,13 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
     intercept_scaling : float, default=1.0
         Value of the constant column.
 
-    tol : float or None, default=1e-4
-        Stop when the relative duality gap ``(P - D) / P`` reported at the
-        start of a round is below ``tol``. ``None`` runs ``max_iter`` rounds.
-        With partial participation the gap is the server's estimate from
-        partly stale reports.
+    tol : float or None, default=1e-3
+        Stop when the duality gap ``P - D`` is at most ``tol * D``: then
+        ``(P(w) - P*) / P* <= tol`` for the published ``w``. With partial
+        participation the server's gap estimate uses the absent row groups'
+        last reports; when it falls below ``tol`` the server holds still
+        until every row group has reported on the same ``w`` and stops only
+        if the exact gap confirms it. ``None`` runs ``max_iter`` rounds.
 
     %(encryption)s
 
@@ -104,10 +137,9 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
 
     packing : bool, default=True
         With encryption, pack several values into each Paillier plaintext
-        (as many as the key holds: 28 for 2048 bits), each with magnitude at
-        most 2^20 and absolute precision 2^-40. Cuts encryption work and
-        message sizes by that factor. ``False`` encrypts every value alone
-        (precision 2^-48, no magnitude limit).
+        (43 bits per value with two column groups: 47 values at 2048 bits).
+        ``False`` encrypts every value alone. Either way the fixed-point
+        scale comes from the data (see Notes).
 
     %(n_jobs)s
 
@@ -119,9 +151,9 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
     ----------
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
         The published primal weights ``w`` (one row per class for
-        one-vs-rest): with every client taking part, per class the round's
-        ``w`` with the smallest primal objective the server computed (see
-        Notes); with partial participation the last ``w``.
+        one-vs-rest): per class the ``w`` of smallest primal value among
+        those the server evaluated exactly (every row group reporting on
+        it).
 
     intercept_ : ndarray of shape (1,) or (n_classes,)
         ``intercept_scaling`` times the weight of the constant column; zeros
@@ -133,12 +165,15 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
     n_iter_ : int
         Outer rounds run.
 
-    objective_curve_ : ndarray of shape (n_iter_ + 1, 2)
-        Primal and dual objective after each round (row 0: the start),
-        summed over one-vs-rest tasks, as the server computes them from
-        ``||w||^2`` and the row groups' reported sums. ``P - D`` is the
-        duality gap. With partial participation the reports of absent row
-        groups are the latest ones (stale).
+    objective_curve_ : ndarray of shape (n_iter_, 2)
+        Per round, the primal objective of the round's ``w`` and the dual
+        objective of the duals after the round, summed over one-vs-rest
+        tasks, as the server computes them from ``w`` and the row groups'
+        reported sums (with partial participation, absent row groups count
+        by their last report).
+
+    duality_gap_ : float
+        The last relative duality gap ``(P - D) / D`` the server computed.
 
     communication_ : CommunicationSummary
         Messages of ``fit`` by phase and link.
@@ -166,64 +201,62 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
 
     Notes
     -----
-    One round (Algorithm 1, with the practical Algorithm 5 as local method
-    and, as in the paper's experiments, without the second
-    SecureInnerProduct):
+    One round (Algorithm 1 with the practical local method, Algorithm 5):
 
-    1. The server picks the participants ``K_t``; those absent last round
-       get ``enc(alpha_0)`` of their rows and run PrimalAggregation
-       (Algorithm 4) so nobody starts from stale duals or weights.
-    2. SecureInnerProduct (Algorithm 2): each participant encrypts
-       ``x_{k,i}^T w_k`` for its rows; the server adds the parts of each row
-       group (keeping absent clients' last parts) and returns
-       ``enc(x_i^T w)``, which the clients decrypt. Skipped when clients hold
-       whole rows (one column group): they compute it themselves.
-    3. Each participant updates ``H`` random dual coordinates by exact 1-D
-       maximisation and sends ``enc(gamma_t / |B_n| delta_alpha)`` for all
-       its rows; the server adds them into ``enc(alpha_0)``.
-    4. The server sends ``enc(alpha_0)`` back; the participants decrypt and
-       send ``w_hat_k = X_k^T alpha_k`` (plaintext: the paper encrypts
-       ``alpha``, not ``w``); the server forms ``w_0 = sum w_hat / (lambda
-       N)`` and sends each client the weights of its own columns.
+    1. The server picks the participants; the row groups whose clients all
+       take part move this round.
+    2. The round's point: the duals plus momentum. Each client sends its
+       part ``X_k^T (y * delta) / (lambda N)`` of the change of ``w`` by
+       secure aggregation (pairwise ring masks): the server learns one sum
+       per column group. It sends each client the weights of its columns.
+    3. SecureInnerProduct (Algorithm 2): each client encrypts
+       ``x_{k,i}^T w_k`` for its rows; the server adds the parts of each
+       row and returns ``enc(x_i^T w)``, which the clients decrypt. Skipped
+       when clients hold whole rows: they compute it themselves.
+    4. LocalDualMethod: every client computes its rows' dual direction and
+       sends its part of the direction's change of ``w`` by secure
+       aggregation; one client per row group reports two kinds of sums over
+       its rows (losses, and conjugates along the direction).
+    5. The server computes ``P`` and ``D`` exactly, stops when the gap is
+       below ``tol``, else chooses the step length by line search on ``D``
+       and sends it; the clients move their duals, the server its ``w``.
 
-    Choices where the paper is silent or loose:
+    Choices where the paper is silent or loose, and where skfed departs:
 
+    - The server holds no dual variable, not even encrypted: the clients of
+      a row group compute the same step from the same inputs, so nothing
+      needs averaging, and ``w`` is kept exact by summing the changes the
+      clients send. The paper's per-client ``w_hat_k`` in plaintext, which
+      let the server read a client's row, becomes one secure sum per column
+      group.
     - The coordinate step uses ``||x_i||^2`` (the paper's closed form omits
-      it, i.e. assumes unit-norm rows). A client only holds part of
-      ``x_i``, so the squared norms are summed once at setup like the inner
-      products (encrypted parts added by the server): the clients of a row
-      group learn ``||x_i||^2`` of their rows.
-    - The clients' random coordinate sets are drawn independently (seeds from
-      ``random_state``); updates of a row are averaged over all ``|B_n|``
-      clients holding it, participating or not (the paper's Algorithm 1).
-    - ``gamma_t``: the paper uses 1 (and ``1/t`` in its theory for the
-      cyclic schedule). The parallel exact steps of many clients against the
-      same ``w`` can overshoot on correlated data, so by default the server
-      adapts ``gamma_t`` from the dual objective it already computes (see
-      ``step_size``) and sends it to the participants (one scalar).
-    - For ``objective_curve_`` and ``tol``, one client per row group sends
-      the server two plaintext sums per task each round (loss and conjugate
-      sums over its rows), which the paper does not do.
-    - The published model is, per class, the iterate ``w_t`` with the
-      smallest reported primal value, not necessarily the last: with the
-      hinge loss ``P(w(alpha_t))`` is not monotone even while the dual
-      objective rises. ``objective_curve_`` shows every iterate. With
-      partial participation the reports are partly stale, and the last
-      ``w_t`` is published.
+      it, i.e. assumes unit-norm rows). The squared norms are summed once at
+      setup like the inner products: the clients of a row group learn
+      ``||x_i||^2`` of their rows.
+    - The paper's constant ``gamma_t`` with all coordinates updated against
+      the same ``w`` overshoots on correlated features; the line search,
+      momentum and curvature scale of ``step_size="auto"`` make one pass
+      per round converge (see the user guide for measured rounds).
+    - Partial participation: the paper's stale variables are avoided; a row
+      group's duals move only when all its clients are present.
+    - Fixed-point scale: the clients agree on the binary order of magnitude
+      of their largest row part (a federated maximum) before anything is
+      encrypted; every encryption and secure sum is scaled from it (and from
+      ``||w||``, which the server sends as one exponent per round), with 40
+      significant bits. Encrypted and plaintext fits agree to ~1e-10.
     - Multiclass problems are solved one-vs-rest, all classes in the same
       messages.
-    - The two sides share one Paillier key pair generated from the operating
-      system's randomness (never ``random_state``); the server only has the
-      public key. Values are packed ``n_slots`` per ciphertext in the rows'
-      order (``packing=True``; every client of a row group uses the same
-      layout, so the server adds packed ciphertexts slot by slot), or
-      encrypted one by one with a shared fixed-point precision of 2^-48;
-      either way the server's sums need no exponent alignment.
+    - The clients share one Paillier key pair generated from the operating
+      system's randomness (never ``random_state``); the server never holds a
+      key. Horizontal splits need no encryption at all (every exchange is a
+      secure sum).
 
-    What each party learns: the server sees ciphertexts of the duals and
-    inner products, the plaintext local sums ``w_hat_k`` and the model
-    ``w``; client ``k`` sees the duals, inner products and squared norms of
-    its own rows and the weights of its own columns.
+    What each party learns (see the user guide for the measured audit): the
+    server sees ciphertexts of the inner products and squared norms, one
+    sum per column group of the clients' weight changes, the per-row-group
+    loss and conjugate sums, and the model ``w``; client ``k`` sees the
+    margins, squared norms and duals of its own rows and the weights of its
+    own columns.
 
     References
     ----------
@@ -238,9 +271,8 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
     >>> from skfed.partition import HybridPartition
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> X = StandardScaler().fit_transform(X)
-    >>> clf = HyFDCAClassifier(partition=HybridPartition(2, 2), alpha=0.1,
-    ...                        max_iter=200, tol=1e-2, encryption=None,
-    ...                        random_state=0)
+    >>> clf = HyFDCAClassifier(partition=HybridPartition(2, 2),
+    ...                        encryption=None, random_state=0)
     >>> clf.fit(X, y).score(X, y) > 0.95
     True
     """
@@ -253,7 +285,8 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
         "loss": [StrOptions({"hinge", "squared_hinge", "logistic"})],
         "alpha": [Interval(numbers.Real, 0, None, closed="neither")],
         "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "local_iterations": [Interval(numbers.Integral, 1, None, closed="left")],
+        "local_iterations": [Interval(numbers.Integral, 1, None, closed="left"),
+                             StrOptions({"auto"})],
         "participation": [Interval(numbers.Real, 0, 1, closed="right")],
         "schedule": [StrOptions({"random", "cyclic"})],
         "step_size": [Interval(numbers.Real, 0, 1, closed="right"),
@@ -270,10 +303,11 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
     }
 
     def __init__(self, partition=None, *, loss="hinge", alpha=1e-2,
-                 max_iter=300, local_iterations=10, participation=1.0,
+                 max_iter=1000, local_iterations="auto", participation=1.0,
                  schedule="random", step_size="auto", fit_intercept=True,
-                 intercept_scaling=1.0, tol=1e-4, encryption="paillier",
-                 key_size=2048, packing=True, n_jobs=None, random_state=None, verbose=0):
+                 intercept_scaling=1.0, tol=1e-3, encryption="paillier",
+                 key_size=2048, packing=True, n_jobs=None, random_state=None,
+                 verbose=0):
         self.partition = partition
         self.loss = loss
         self.alpha = alpha
@@ -326,6 +360,14 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
                 "row group: every client holds every row). Pass a "
                 "HybridPartition or HorizontalPartition to split rows.")
         partition = self._resolve_partition(X, sample_party)
+        self._check_encodable(X)
+        if self.participation < 1 and partition.n_row_groups == 1:
+            raise ValueError(
+                f"participation={self.participation} needs at least two row "
+                "groups, but this partition has one (a vertical split: every "
+                "client holds part of every row, so no dual variable can move "
+                "while a client is away); use participation=1.0 or split the "
+                "rows too with a HybridPartition.")
         if len(self.classes_) == 2:
             Y = np.where(y_index == 1, 1.0, -1.0)[:, None]
         else:  # one-vs-rest: one +-1 column per class
@@ -339,6 +381,20 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
         else:
             self.intercept_ = np.zeros(w.shape[1])
         return self
+
+    def _check_encodable(self, X):
+        """Refuse, before any party starts, data no fixed-point scale fits."""
+        with np.errstate(over="ignore"):
+            sq = np.einsum("ij,ij->i", X, X) + (
+                self.intercept_scaling ** 2 if self.fit_intercept else 0.0)
+        bound = float(np.sqrt(np.max(sq, initial=0.0))) / self.alpha
+        if not (np.all(np.isfinite(sq)) and math.isfinite(bound)
+                and bound < 2.0 ** 500):
+            raise ValueError(
+                "HyFDCA cannot encode this X: its row norms (largest |x| = "
+                f"{float(np.max(np.abs(X))):.3g}) divided by alpha overflow "
+                "the fixed-point range, so rescale the features (for example "
+                "with StandardScaler) or raise alpha.")
 
     def _client_blocks(self, X, partition):
         """Each client's block, and the global weight ids of its columns."""
@@ -357,106 +413,151 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
             blocks[k], rows[k], columns[k] = block, r_idx, ids
         return blocks, rows, columns
 
+    def _grid(self):
+        grid = P.LINE_SEARCH_GRID[self.loss]
+        if self.step_size == "auto":
+            return grid
+        # A fixed step: the reports give the conjugate sums at 0, (s/2,) s.
+        return grid[[0, -1]] * float(self.step_size) if self.loss != (
+            "squared_hinge") else np.array([0.0, 0.5, 1.0]) * float(self.step_size)
+
     def _run_protocol(self, X, Y, partition):
         n_samples, n_features = X.shape
         K = partition.n_clients
-        n_col_groups = partition.n_column_groups
+        C = partition.n_column_groups
+        R = partition.n_row_groups
         lam = float(self.alpha)
+        whole_rows = C == 1
         blocks, rows, columns = self._client_blocks(X, partition)
         row_group_of = {k: partition.client_cell(k)[0] for k in range(K)}
-        # Keys: one pair shared by the clients, the public half to the server.
-        public_key, private_key = generate_keypair(
-            self.key_size, plaintext=self.encryption is None)
-        encoder = None
-        if self.encryption is not None and self.packing:
-            # enc(alpha) gains |B_n| summands per round: the layout must
-            # leave room for all of them (and for the newcomers' resends).
-            encoder = P.packing_encoder(
-                self.key_size, 2 + 2 * (self.max_iter + 1) * n_col_groups)
-        seeds = party_seeds(self.random_state, K + 1)
+        # Keys: one pair shared by the clients; the server never holds one.
+        # Whole rows need no encryption at all: no key then.
+        private_key, n_slots = None, 1
+        if not whole_rows:
+            _, private_key = generate_keypair(
+                self.key_size, plaintext=self.encryption is None)
+            if self.packing:
+                n_slots = PackedEncoder.max_slots(self.key_size, C,
+                                                  P.PRECISION_BITS)
+        seeds = party_seeds(self.random_state, 1 + R + K)
+        group_seeds, client_seeds = seeds[1:1 + R], seeds[1 + R:]
+        grid = self._grid()
         states = {SERVER: P.server_state(
-            public_key, rows, columns, row_group_of, partition.n_row_groups,
-            n_features + int(self.fit_intercept), Y.shape[1], lam=lam,
-            n_samples=n_samples, n_jobs=self.n_jobs, encoder=encoder)}
+            rows, columns, row_group_of, n_features + int(self.fit_intercept),
+            Y.shape[1], loss=self.loss, lam=lam, n_samples=n_samples,
+            step_size=self.step_size, tol=self.tol, grid=grid)}
         for k in range(K):
+            # Parts of rows: the row group's clients share the coordinate
+            # choice (they compute the same step). Whole rows: the client's own.
+            seed = client_seeds[k] if whole_rows else group_seeds[row_group_of[k]]
             states[client_name(k)] = P.client_state(
-                blocks[k], Y[rows[k]], public_key, private_key, loss=self.loss,
-                lam=lam, n_samples=n_samples, n_holders=n_col_groups,
-                local_iterations=self.local_iterations, seed=seeds[k + 1],
-                n_jobs=self.n_jobs, encoder=encoder)
-        participants = Participation(K, float(self.participation),
-                                      self.schedule, seeds[0])
+                blocks[k], Y[rows[k]], private_key, loss=self.loss, lam=lam,
+                n_samples=n_samples, whole_rows=whole_rows,
+                local_iterations=self.local_iterations, seed=seed,
+                n_jobs=self.n_jobs, n_slots=n_slots, n_holders=C)
+        participants = Participation(partition, float(self.participation),
+                                     self.schedule, seeds[0])
+        largest_rows = max(len(r) for r in rows.values())
+
+        def ring_encoder(scale, n_terms):
+            return P.weight_change_encoder(self.loss, lam, n_samples,
+                                           largest_rows, scale, n_terms)
+
         start = time.perf_counter()
         with self._federation(states) as fed:
-            protocol = Protocol(fed, n_col_groups == 1, row_group_of)
-            w, curve, n_iter = self._algorithm_1(fed, protocol, K,
-                                                 participants)
+            protocol = Protocol(fed, partition, columns, Y.shape[1],
+                                ring_encoder)
+            w, curve, n_iter, gap = self._algorithm_1(
+                fed, protocol, partition, participants, grid)
             seconds = fed.gather(fed[name].call(P.crypto_seconds)
                                  for name in fed.party_names)
         self.fit_time_ = time.perf_counter() - start
         self.crypto_time_ = float(sum(seconds))
         self.n_iter_ = n_iter
-        self.objective_curve_ = np.asarray(curve, dtype=np.float64)
+        self.duality_gap_ = gap
+        self.objective_curve_ = np.asarray(curve, dtype=np.float64).reshape(-1, 2)
         return w
 
-    def _algorithm_1(self, fed, protocol, K, participants):
-        """Algorithm 1 (HyFDCA), practical variant; returns w, curve, n_iter."""
-        fed[SERVER].call(P.server_init_duals).result()
-        protocol.squared_norms(list(range(K)))
-        # With partial participation the server's dual value mixes stale
-        # reports and stale weights, too noisy to steer gamma: keep 1 then.
-        adaptive = self.step_size == "auto" and participants.all
-        gamma = 1.0 if self.step_size == "auto" else float(self.step_size)
-        curve, previous, converged = [], set(), False
-        clients = []
-        t = 0
+    def _algorithm_1(self, fed, protocol, partition, participants, grid):
+        """Algorithm 1 (HyFDCA), with the round of the class Notes."""
+        server = fed[SERVER]
+        everyone = list(range(partition.n_clients))
+        C = partition.n_column_groups
+        partial = not participants.all
+        # Setup: the fixed-point scale, then the rows' squared norms.
+        scale = protocol.agree_scale(everyone)
+        protocol.squared_norms(everyone)
+        curve, converged, gap, t = [], False, float("inf"), 0
         for t in range(1, self.max_iter + 1):
-            # Server: who takes part; newcomers catch up on duals and weights.
+            # Server: who takes part; a row group moves with all its clients.
             clients = participants(t)
-            newcomers = [k for k in clients if k not in previous]
-            if newcomers:
-                protocol.send_duals(newcomers)
-                protocol.primal_aggregation(newcomers, clients)
-            # SecureInnerProduct: x_i^T w_0^{t-1} for the participants' rows.
-            protocol.secure_inner_product(clients)
-            primal, dual = protocol.objective(clients)
-            curve.append((primal, dual))
+            present = set(clients)
+            groups = sorted({r for r in range(partition.n_row_groups)
+                             if all(r * C + c in present for c in range(C))})
+            active = [k for k in clients if protocol.row_group[k] in groups]
+            if not active:
+                curve.append(curve[-1] if curve else (np.nan, 0.0))
+                continue
+            mu, beta, verifying = server.call(P.server_next_point).result()
+            # The round's point (momentum) and its weights, summed securely.
+            protocol.point_weights(active, mu if self.step_size == "auto"
+                                   else None, scale)
+            protocol.send_weights(active)
+            # SecureInnerProduct: x_i^T w at the point, for the active rows.
+            protocol.secure_inner_product(active)
+            # Clients: LocalDualMethod; the direction's weights, securely.
+            if verifying:
+                protocol.no_direction(active)
+                dw = None
+            else:
+                dw = protocol.local_dual_method(active, beta, scale)
+            reports = protocol.reports(active, grid)
+            # Server: P, D and the gap; the step by line search.
+            out = server.call(P.server_step, Local(reports), Local(dw),
+                              Local(groups), Local(partial)).result()
+            curve.append((out["primal"], out["dual"]))
+            gap = out["gap"]
             if self.verbose:
                 print(f"[HyFDCA] round {t}: clients {clients} primal "
-                      f"{primal:.6g} dual {dual:.6g} gap {primal - dual:.3g}")
-            if self.tol is not None and primal - dual <= self.tol * abs(primal):
+                      f"{out['primal']:.6g} dual {out['dual']:.6g} relative "
+                      f"gap {gap:.3g}")
+            if out["diverged"]:
+                raise self._divergence(server, t, out)
+            if out["stop"]:
                 converged = True
-                t -= 1
                 break
-            if adaptive and len(curve) > 1:
-                # Server: a dual decrease means the parallel steps overshot.
-                gamma = (gamma / 2 if dual < curve[-2][1]
-                         else min(1.0, gamma * 1.05))
-            # Clients: LocalDualMethod, then encrypted scaled updates.
-            protocol.local_dual_method(clients, gamma)
-            # Server: enc(alpha_0) += sum_b enc(gamma/|B_n| delta_alpha_b).
-            fed[SERVER].call(P.server_run, P.server_average_duals,
-                             "dual updates").result()
-            # Server -> participants: enc(alpha_0); then PrimalAggregation.
-            protocol.send_duals(clients)
-            protocol.primal_aggregation(clients, clients)
-            previous = set(clients)
-        if not converged:
-            # The second SecureInnerProduct, once: the last iterate's values.
-            protocol.secure_inner_product(clients)
-            primal, dual = protocol.objective(clients)
-            curve.append((primal, dual))
-            if self.tol is not None and primal - dual > self.tol * abs(primal):
-                warnings.warn(
-                    f"HyFDCA did not reach a relative duality gap of "
-                    f"{self.tol} in {self.max_iter} rounds (gap "
-                    f"{(curve[-1][0] - curve[-1][1]) / abs(curve[-1][0]):.3g})."
-                    " Raise max_iter or local_iterations, or loosen tol.",
-                    ConvergenceWarning)
-        # The reported primal values are exact only when every client took
-        # part; otherwise they mix stale reports and the last w is published.
-        w = fed[SERVER].call(P.server_model, participants.all).result()
-        return w, curve, t
+            if out["step"] is not None:
+                protocol.apply_step(active, *out["step"])
+            else:  # no step this round: the duals stay where they are
+                protocol.reset_point(active)
+        if not converged and self.tol is not None:
+            warnings.warn(
+                f"HyFDCA did not reach a relative duality gap of {self.tol} "
+                f"in {self.max_iter} rounds (gap {gap:.3g}). Raise max_iter, "
+                "or loosen tol; standardised features (StandardScaler) and a "
+                "larger alpha converge in fewer rounds.", ConvergenceWarning)
+        w = server.call(P.server_model, True).result()
+        return w, curve, t, gap
+
+    def _divergence(self, server, t, out):
+        """The error a diverging fixed step raises, with the last good model."""
+        kept = copy.copy(self)
+        try:
+            w = server.call(P.server_model, True).result()
+            n = self.n_features_in_
+            kept.coef_ = np.ascontiguousarray(w[:n].T)
+            kept.intercept_ = (self.intercept_scaling * w[n] if self.fit_intercept
+                               else np.zeros(w.shape[1]))
+        except Exception:  # pragma: no cover - the error below matters more
+            kept = None
+        return DivergenceError(
+            f"HyFDCA diverged at round {t}: the dual objective fell to "
+            f"{out.get('fallen_to', float('nan')):.3g} (the zero model's is 0) "
+            "with the fixed "
+            f"step_size={self.step_size}; use step_size='auto' (a line search "
+            "that never lets it fall) or a smaller step_size. The last good "
+            "model is kept in this error's `estimator` attribute.",
+            estimator=kept, round=t)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,8 +1,9 @@
 """HyFDCA's message exchanges: who sends what to whom in each step.
 
 :class:`Protocol` strings the party functions of :mod:`._hyfdca_protocol`
-into the paper's steps (sending the duals, Algorithm 2 SecureInnerProduct,
-Algorithm 4 PrimalAggregation, the local dual method's encrypted updates);
+into the steps of a round (the point's weights by secure aggregation,
+Algorithm 2 SecureInnerProduct, the local dual method with its direction's
+weights by secure aggregation, the objective reports, the step);
 :class:`Participation` is the server's choice of clients per round. The
 estimator's ``_algorithm_1`` calls these in the order of Algorithm 1.
 """
@@ -13,6 +14,7 @@ estimator's ``_algorithm_1`` calls these in the order of Algorithm 1.
 import numpy as np
 
 from ..federation import Local
+from ..federation.secure_sum import secure_sum
 from . import _hyfdca_protocol as P
 
 __all__ = ["SERVER", "client_name", "Participation", "Protocol"]
@@ -28,22 +30,28 @@ class Participation:
     """Which clients take part in round t (chosen by the server).
 
     ``"random"``: a uniformly random subset of ``round(participation * K)``
-    clients each round (section 4.2). ``"cyclic"``: the clients are split into
-    ``ceil(1 / participation)`` fixed sets that take turns (section 4.3).
+    clients each round (section 4.2). ``"cyclic"``: the row groups are split
+    into ``ceil(1 / participation)`` fixed sets that take turns, every
+    client of a row group with its group (section 4.3's cyclic blocks,
+    along the rows: a row group's duals move only when all its clients are
+    there).
     """
 
-    def __init__(self, n_clients, participation, schedule, seed):
-        self.n_clients = n_clients
-        self.size = max(1, int(round(participation * n_clients)))
+    def __init__(self, partition, participation, schedule, seed):
+        self.n_clients = partition.n_clients
+        self.size = max(1, int(round(participation * self.n_clients)))
         self.schedule = schedule
         self.rng = np.random.RandomState(seed)
-        n_sets = min(n_clients, int(np.ceil(1.0 / participation - 1e-9)))
-        self.sets = [s.tolist() for s in
-                     np.array_split(np.arange(n_clients), max(n_sets, 1))]
+        n_groups = partition.n_row_groups
+        n_sets = min(n_groups, int(np.ceil(1.0 / participation - 1e-9)))
+        self.sets = [sorted(k for r in rows
+                            for k in partition.clients_of_row_group(int(r)))
+                     for rows in np.array_split(np.arange(n_groups),
+                                                max(n_sets, 1))]
         # Every client in every round (e.g. participation=0.9 of 4 clients).
         self.all = participation >= 1.0 or (
             len(self.sets) == 1 if schedule == "cyclic"
-            else self.size >= n_clients)
+            else self.size >= self.n_clients)
 
     def __call__(self, t):
         if self.all:
@@ -54,20 +62,41 @@ class Participation:
                                       replace=False).tolist())
 
 
-
 class Protocol:
-    """The message exchanges of Algorithms 1, 2 and 4 between the parties.
+    """The message exchanges of one HyFDCA round between the parties.
 
     Each method names who sends what to whom; party functions are in
     :mod:`._hyfdca_protocol`.
+
+    Parameters
+    ----------
+    fed : Federation
+    partition : HybridPartition (resolved)
+    columns : dict
+        Client index -> weight ids of its columns.
+    n_tasks : int
+        One-vs-rest tasks (columns of the duals and weights).
+    ring_encoder : callable
+        ``ring_encoder(scale, n_terms) -> RingEncoder``: the public
+        fixed-point encoding of a secure sum of weight changes.
     """
 
-    def __init__(self, fed, whole_rows, row_group_of):
+    def __init__(self, fed, partition, columns, n_tasks, ring_encoder):
         self.fed = fed
         self.server = fed[SERVER]
-        self.whole_rows = whole_rows
-        # Public structure (which client holds which row group), known to all.
-        self.row_group = row_group_of
+        self.whole_rows = partition.n_column_groups == 1
+        self.ring_encoder = ring_encoder
+        # Weight ids of each client's columns (the intercept's included).
+        self.columns = columns
+        self.n_weights = 1 + max(int(np.max(c)) for c in columns.values())
+        self.n_tasks = n_tasks
+        # Public structure (which client holds which cell), known to all.
+        self.row_group = {k: partition.client_cell(k)[0]
+                          for k in range(partition.n_clients)}
+        self.column_group = {k: partition.client_cell(k)[1]
+                             for k in range(partition.n_clients)}
+
+    # -- plumbing ----------------------------------------------------------
 
     def _local(self, clients, fn, *args):
         """Every client in ``clients`` runs ``fn`` on its own state."""
@@ -82,20 +111,56 @@ class Protocol:
             for k, message in messages.items())
 
     def _from_server(self, phase, fn, messages):
-        """The server sends each client its message (``messages[k]``)."""
+        """The server sends each client its message (a tuple of arguments)."""
         self.fed.gather(
-            self.fed[client_name(k)].call(fn, message, sender=SERVER,
+            self.fed[client_name(k)].call(fn, *message, sender=SERVER,
                                           phase=phase)
             for k, message in messages.items())
 
-    def _row_sums(self, clients, partial_fn, sum_fn, receive_fn, phase):
+    def _row_sums(self, clients, partial_fn, receive_fn, phase):
         """Encrypted per-row parts, added by the server over each row group,
         then returned to the clients of that row group (Algorithm 2's shape).
         """
         self._to_server(phase, self._local(clients, partial_fn))
-        sums = self.server.call(P.server_run, sum_fn, phase).result()
+        sums = self.server.call(P.server_run, P.server_sum_over_row_groups,
+                                phase).result()
         self._from_server(phase, receive_fn,
-                          {k: sums[self.row_group[k]] for k in clients})
+                          {k: (sums[self.row_group[k]],) for k in clients})
+
+    def _summed_weights(self, clients, fn, argument, phase, scale):
+        """Secure aggregation of the clients' parts of a change of ``w``:
+        the server learns one total per column group (the sum over the row
+        groups taking part), never a single client's part when two or more
+        clients hold the column group's rows this round."""
+        n_weights, n_tasks = self.n_weights, self.n_tasks
+        total = np.zeros((n_weights, n_tasks))
+        by_column = {}
+        for k in clients:
+            by_column.setdefault(self.column_group[k], []).append(k)
+        for c, members in sorted(by_column.items()):
+            encoder = self.ring_encoder(scale, len(members))
+            # A column group with one client this round has nothing to hide
+            # its part in: its own phase, declared as such in the contract.
+            name = phase if len(members) > 1 else f"{phase}/alone"
+            part = secure_sum(
+                self.fed, [client_name(k) for k in members], SERVER, fn,
+                argument, phase=name, encoder=encoder, sender=SERVER).result()
+            columns = self.columns[members[0]]
+            total[columns] += np.asarray(part).reshape(len(columns), n_tasks)
+        return total
+
+    # -- the steps ------------------------------------------------------------
+
+    def agree_scale(self, clients):
+        """A federated maximum of the clients' largest row-part norms (as a
+        binary exponent), agreed before anything is encrypted or encoded."""
+        self._to_server("setup/scale", self._local(clients,
+                                                   P.client_scale_exponent))
+        scale = self.server.call(P.server_run, P.server_agree_scale,
+                                 "setup/scale").result()
+        self._from_server("setup/scale", P.client_receive_scale,
+                          {k: (scale,) for k in clients})
+        return scale
 
     def squared_norms(self, clients):
         """||x_i||^2 of every row, once, for the coordinate steps."""
@@ -103,21 +168,23 @@ class Protocol:
             self._local(clients, P.client_local_sqnorms)
         else:
             self._row_sums(clients, P.client_partial_sqnorms,
-                           P.server_sum_over_row_groups,
                            P.client_receive_sqnorms, "squared norms")
 
-    def send_duals(self, clients):
-        """Server -> clients: enc(alpha_0) of their rows; they decrypt."""
-        duals = self.server.call(P.server_duals_for, clients).result()
-        self._from_server("send duals", P.client_receive_duals, duals)
+    def point_weights(self, clients, mu, scale):
+        """The round's point (momentum): the clients' parts of the change of
+        ``w`` are summed securely; the server adds the total to ``w``."""
+        if mu is None or not np.any(mu > 0):
+            self._local(clients, P.client_reset_point)
+            self.server.call(P.server_point_weights, Local(None)).result()
+            return
+        shift = self._summed_weights(clients, P.client_extrapolate, mu,
+                                     "point", scale)
+        self.server.call(P.server_point_weights, Local(shift)).result()
 
-    def primal_aggregation(self, senders, receivers):
-        """Algorithm 4: w_hat_k from ``senders``, w_0 to ``receivers``."""
-        self._to_server("primal aggregation",
-                        self._local(senders, P.client_local_primal))
-        self.server.call(P.server_run, P.server_primal_aggregation,
-                         "primal aggregation").result()
-        weights = self.server.call(P.server_weights_for, receivers).result()
+    def send_weights(self, clients):
+        """Server -> clients: the weights of their own columns (and the
+        binary exponent bounding this round's inner-product parts)."""
+        weights = self.server.call(P.server_weights_for, clients).result()
         self._from_server("primal weights", P.client_receive_weights, weights)
 
     def secure_inner_product(self, clients):
@@ -126,23 +193,33 @@ class Protocol:
             self._local(clients, P.client_local_inner_products)
         else:
             self._row_sums(clients, P.client_partial_inner_products,
-                           P.server_inner_products,
                            P.client_receive_inner_products, "inner products")
 
-    def objective(self, clients):
+    def local_dual_method(self, clients, beta, scale):
+        """Each participant's dual direction; its weights summed securely."""
+        return self._summed_weights(clients, P.client_direction, beta,
+                                    "direction", scale)
+
+    def reset_point(self, clients):
+        """The clients' evaluation point goes back to their duals."""
+        self._local(clients, P.client_reset_point)
+
+    def no_direction(self, clients):
+        self._local(clients, P.client_no_direction)
+
+    def reports(self, clients, grid):
         """One participant per row group reports its loss/conjugate sums."""
         reporters = {}
         for k in clients:
             reporters.setdefault(self.row_group[k], k)
-        self._to_server("objective report", self._local(
-            list(reporters.values()), P.client_objective_report))
-        return self.server.call(P.server_run, P.server_objective,
-                                "objective report").result()
+        messages = self._local(list(reporters.values()), P.client_report, grid)
+        self._to_server("objective report", messages)
+        stash = self.server.call(P.server_run, P.server_take,
+                                 "objective report").result()
+        return {self.row_group[k]: report for k, report in stash.items()}
 
-    def local_dual_method(self, clients, gamma):
-        """Algorithm 5 on each participant; encrypted updates to the server."""
-        updates = dict(zip(clients, self.fed.gather(
-            self.fed[client_name(k)].call(P.client_local_dual, gamma,
-                                          sender=SERVER, phase="step size")
-            for k in clients)))
-        self._to_server("dual updates", updates)
+    def apply_step(self, clients, gammas, accept):
+        """Server -> participants: the step length (and whether the step is
+        taken) per task; they move their duals."""
+        self._from_server("step", P.client_apply_step,
+                          {k: (gammas, accept) for k in clients})

@@ -3,27 +3,29 @@
 Every function here runs on one party's thread (``fed[name].call(fn, ...)``)
 and sees only that party's private state and the message it received; what it
 returns is the message it sends. The driver in :mod:`._hyfdca` strings them
-(through the exchanges of :mod:`._hyfdca_exchange`)
-together as in Algorithm 1 of the paper.
+together (through the exchanges of :mod:`._hyfdca_exchange`) as in
+Algorithm 1 of the paper.
 
-Client state (set in :func:`client_state`): its block ``X`` (its rows ``I_k``
+Client state (:func:`client_state`): its block ``X`` (its rows ``I_k``
 restricted to its columns ``M_k``, plus the intercept column on clients of
 column group 0), the labels of its rows as +-1 signs per one-vs-rest task, the
-shared Paillier key pair, its copies of the dual variables ``alpha`` of its
-rows and of the primal weights ``w`` of its columns, and the full inner
-products ``x_i^T w`` and squared norms ``||x_i||^2`` of its rows.
+key pair shared by the clients, the dual variables of its rows in label
+direction (``A = y * alpha``, one column per task), the point ``Y`` at which
+the round evaluates them (``A`` plus momentum), the margins ``y x^T w`` there,
+the squared row norms and the round's dual direction. Every client of a row
+group holds the same duals, margins and norms of those rows.
 
-Server state (set in :func:`server_state`): the public key only, the sample
-and feature ids each client holds (known from private set intersection in the
-paper), the encrypted global duals ``enc(alpha_0)`` per row group, and the
-latest contribution of every client (``w_hat_{0,k}`` and the encrypted partial
-inner products ``ip_k``), kept when a client stops participating: these are
-the paper's stale variables.
+Server state (:func:`server_state`): no data and no dual variable, not even
+encrypted. It holds the weights ``w = X^T (y * alpha) / (lambda N)`` (kept
+exact by summing the clients' contributions), the per-row-group sums the
+clients report (losses at the last evaluated ``w``, conjugates at the current
+duals), and the step-size state (line search, momentum, curvature scale).
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import math
 import time
 from functools import reduce
 
@@ -31,10 +33,12 @@ import numpy as np
 from scipy.special import expit, xlogy
 
 from ..crypto import PackedEncoder
+from ..federation.secure_sum import RingEncoder
 
 __all__ = [
-    "PRECISION",
-    "packing_encoder",
+    "PRECISION_BITS",
+    "LINE_SEARCH_GRID",
+    "weight_change_encoder",
     "client_state",
     "server_state",
     "dual_step",
@@ -42,13 +46,21 @@ __all__ = [
     "conjugate_values",
 ]
 
-#: absolute precision of every fixed-point encryption: one shared exponent,
-#: so the server's homomorphic sums never need to align exponents.
-PRECISION = 2.0 ** -48
+#: significant bits of every fixed-point encryption below its bound: the
+#: bound (a power of two) comes from the data, so the precision is relative.
+PRECISION_BITS = 40
 
-#: packed encryption: |value| <= 2**20 with 60 bits below the bound
-PACKED_BOUND = 2.0 ** 20
-PACKED_BITS = 60
+#: step lengths at which clients report their conjugate sums: the exact
+#: values of a polynomial of degree 1 (hinge) or 2 (squared hinge), a grid
+#: for the logistic loss's entropy
+LINE_SEARCH_GRID = {
+    "hinge": np.array([0.0, 1.0]),
+    "squared_hinge": np.array([0.0, 0.5, 1.0]),
+    "logistic": np.linspace(0.0, 1.0, 17),
+}
+
+#: value of the loss at margin 0 (the zero model's primal objective)
+ZERO_MODEL_LOSS = {"hinge": 1.0, "squared_hinge": 0.5, "logistic": math.log(2.0)}
 
 
 # -- losses: primal values, dual (conjugate) values, exact 1-D dual steps ----
@@ -75,16 +87,18 @@ def conjugate_values(loss, a):
         return a
     if loss == "squared_hinge":
         return a - 0.5 * a ** 2
+    a = np.clip(a, 0.0, 1.0)
     return -(xlogy(a, a) + xlogy(1.0 - a, 1.0 - a))
 
 
 def dual_step(loss, a, b, c):
     """The maximiser ``a'`` of ``g(a') - (a' - a) b - c (a' - a)^2 / 2``."""
-    c = np.maximum(c, 1e-12)
+    c = np.maximum(c, 1e-300)
     if loss == "hinge":
         # The paper's closed form (section 5), with the ||x_i||^2 that it
         # leaves out: clip(a + lambda N (1 - y x^T w) / ||x||^2, 0, 1).
-        return np.clip(a + (1.0 - b) / c, 0.0, 1.0)
+        with np.errstate(over="ignore"):
+            return np.clip(a + (1.0 - b) / c, 0.0, 1.0)
     if loss == "squared_hinge":
         return np.maximum(0.0, a + (1.0 - b - a) / (1.0 + c))
     # Logistic: log(a'/(1-a')) + b + c (a' - a) = 0, increasing in a'. Solve
@@ -107,79 +121,141 @@ def dual_step(loss, a, b, c):
     return expit(s)
 
 
+def _logistic_step_scalar(a, b, c):
+    """:func:`dual_step` for one logistic coordinate, in Python floats."""
+    lo, hi = -b - c * (1.0 - a), -b + c * a
+    s = min(max(-b, lo), hi)
+    for _ in range(100):
+        p = 1.0 / (1.0 + math.exp(-s)) if s > -700 else 0.0
+        f = s + b + c * (p - a)
+        if f < 0:
+            lo = s
+        elif f > 0:
+            hi = s
+        else:
+            break
+        newton = s - f / (1.0 + c * p * (1.0 - p))
+        s_new = newton if lo < newton < hi else 0.5 * (lo + hi)
+        if abs(s_new - s) <= 1e-13 * (1.0 + abs(s)):
+            s = s_new
+            break
+        s = s_new
+    return 1.0 / (1.0 + math.exp(-s)) if s > -700 else 0.0
+
+
+def _sequential_pass(loss, X, signs, a, margins, sqnorm, lam_n, beta, order):
+    """One client's local dual coordinate ascent on whole rows (one task).
+
+    Exact SDCA on the client's own rows (CoCoA's local solver, curvature
+    scaled by ``beta``): each step sees the margins moved by the previous
+    steps, through the client's local copy of its change of ``w``. Returns
+    the change of ``a``.
+    """
+    a = a.copy()
+    start = a.copy()
+    Xs = X * signs[:, None]
+    dw = np.zeros(X.shape[1])
+    for i in order:
+        c = beta * sqnorm[i] / lam_n
+        if c <= 0.0:
+            continue
+        b = margins[i] + beta * float(Xs[i] @ dw)
+        if loss == "hinge":
+            new = min(1.0, max(0.0, a[i] + (1.0 - b) / c))
+        elif loss == "squared_hinge":
+            new = max(0.0, a[i] + (1.0 - b - a[i]) / (1.0 + c))
+        else:
+            new = _logistic_step_scalar(a[i], b, c)
+        if new != a[i]:
+            dw += (new - a[i]) / lam_n * Xs[i]
+            a[i] = new
+    return a - start
+
+
 # -- setup -------------------------------------------------------------------
 
-def client_state(X, Y, public_key, private_key, *, loss, lam, n_samples,
-                 n_holders, local_iterations, seed, n_jobs, encoder=None):
-    """Private state of one client (a dict the Federation turns into a state)."""
+def client_state(X, Y, private_key, *, loss, lam, n_samples, whole_rows,
+                 local_iterations, seed, n_jobs, n_slots, n_holders):
+    """Private state of one client (a dict the Federation turns into a state).
+
+    ``seed`` drives the choice and order of the coordinates: shared by the
+    clients of a row group when they hold parts of rows (they must compute
+    the same step), the client's own when it holds whole rows.
+    """
     n_rows, n_tasks = Y.shape
+    zeros = np.zeros((n_rows, n_tasks))
     return {
-        "X": X, "Y": Y, "public_key": public_key, "private_key": private_key,
-        "loss": loss, "lam": lam, "N": n_samples, "n_holders": n_holders,
-        "H": min(int(local_iterations), n_rows),
+        "X": X, "Y": Y, "private_key": private_key, "loss": loss,
+        "lam": lam, "N": n_samples, "whole_rows": whole_rows,
+        "H": n_rows if local_iterations == "auto" else int(local_iterations),
         "rng": np.random.RandomState(seed), "n_jobs": n_jobs,
-        "encoder": encoder,
-        "alpha": np.zeros((n_rows, n_tasks)),
-        "w": np.zeros((X.shape[1], n_tasks)),
-        "xw": np.zeros((n_rows, n_tasks)), "sqnorm": None,
-        "crypto_seconds": 0.0,
+        "n_slots": n_slots, "n_holders": n_holders,
+        "A": zeros, "A_prev": zeros.copy(), "point": zeros.copy(),
+        "margins": zeros.copy(), "direction": zeros.copy(),
+        "w": np.zeros((X.shape[1], n_tasks)), "sqnorm": None,
+        "scale_exponent": None, "crypto_seconds": 0.0,
     }
 
 
-def server_state(public_key, client_rows, client_columns, row_group_of,
-                 n_row_groups, n_weights, n_tasks, *, lam, n_samples, n_jobs,
-                 encoder=None):
-    """Public state of the server: key, ids and the encrypted duals."""
+def server_state(client_rows, client_columns, row_group_of, n_weights,
+                 n_tasks, *, loss, lam, n_samples, step_size, tol, grid):
+    """State of the data-less server: ids, weights, reports, step control."""
+    n_groups = len(set(row_group_of.values()))
     return {
-        "public_key": public_key, "client_rows": client_rows,
-        "client_columns": client_columns, "row_group_of": row_group_of,
-        "n_row_groups": n_row_groups, "n_weights": n_weights,
-        "n_tasks": n_tasks, "lam": lam, "N": n_samples, "n_jobs": n_jobs,
-        "encoder": encoder,
-        "enc_alpha": None, "w_hat": {}, "ip": {}, "reports": {},
+        "client_rows": client_rows, "client_columns": client_columns,
+        "row_group_of": row_group_of, "n_groups": n_groups,
+        "n_weights": n_weights, "n_tasks": n_tasks, "loss": loss,
+        "lam": lam, "N": n_samples, "step_size": step_size, "tol": tol,
+        "grid": np.asarray(grid, dtype=float),
+        "scale_exponent": None,
+        # weights of the accepted duals, and at the round's evaluated point
         "w": np.zeros((n_weights, n_tasks)),
+        "w_point": np.zeros((n_weights, n_tasks)),
+        "dw": np.zeros((n_weights, n_tasks)),
+        "point_version": 0, "verifying": False, "round": 0,
+        "verify_wait": n_groups, "next_verify": 0,
+        # per row group: loss sums (and the version of w they refer to),
+        # conjugate sums at the accepted duals
+        "loss_sums": {}, "loss_version": {},
+        "conj": {r: np.zeros(n_tasks) for r in range(n_groups)},
+        "D": np.zeros(n_tasks),
+        # line search, momentum (monotone FISTA) and curvature scale
+        "beta": np.ones(n_tasks), "t_fista": np.ones(n_tasks),
+        "mu": np.zeros(n_tasks),
+        # published model: the exactly evaluated w of smallest primal value
         "best_w": np.zeros((n_weights, n_tasks)),
         "best_primal": np.full(n_tasks, np.inf),
         "crypto_seconds": 0.0,
     }
 
 
-def packing_encoder(key_size, max_summands):
-    """The public layout that packs several values into one plaintext.
+# -- encryption helpers ---------------------------------------------------------
 
-    Every slot holds a value of magnitude at most ``PACKED_BOUND`` with
-    ``PACKED_BITS`` bits below it (absolute precision ``2**-40``), and room for
-    ``max_summands`` additions without carries; as many slots as the key's
-    plaintext holds.
-    """
-    n_slots = PackedEncoder.max_slots(key_size, max_summands, PACKED_BITS)
-    if n_slots < 2:
-        return None
-    return PackedEncoder([PACKED_BOUND] * n_slots, max_summands, PACKED_BITS)
+def _encoding(state, exponent):
+    """The fixed-point layout for values of magnitude at most ``2**exponent``."""
+    if state.n_slots >= 2:
+        return PackedEncoder([2.0 ** exponent] * state.n_slots,
+                             max_summands=state.n_holders,
+                             precision_bits=PRECISION_BITS)
+    return None
 
 
-def _encrypt(state, values):
-    """Encrypt ``values``; with a packing layout, ``n_slots`` values per
-    ciphertext in row-major order (zero-padded)."""
+def _encrypt(state, values, exponent):
+    """Encrypt ``values`` (bounded by ``2**exponent``): ``n_slots`` values
+    per ciphertext in row-major order when packing, else one by one with the
+    shared absolute precision ``2**(exponent - PRECISION_BITS)``."""
     start = time.perf_counter()
     values = np.asarray(values, dtype=np.float64)
-    # Clients own the key pair and encrypt through its factorisation (same
-    # ciphertext distribution, several times faster); the server only has
-    # the public key.
-    key = getattr(state, "private_key", None) or state.public_key
-    if state.encoder is None:
-        out = key.encrypt(values, precision=PRECISION, n_jobs=state.n_jobs)
+    key = state.private_key  # the clients own the key pair (CRT encryption)
+    encoder = _encoding(state, exponent)
+    if encoder is None:
+        out = key.encrypt(values, precision=2.0 ** (exponent - PRECISION_BITS),
+                          n_jobs=state.n_jobs)
     else:
-        largest = float(np.max(np.abs(values), initial=0.0))
-        if largest > PACKED_BOUND:
-            raise ValueError(
-                f"packing=True encrypts values of magnitude at most 2^20, got "
-                f"{largest:.3g}. Scale the features (e.g. StandardScaler) or "
-                "pass packing=False.")
-        n_slots = state.encoder.n_slots
+        n_slots = encoder.n_slots
         flat = np.concatenate([values.ravel(),
                                np.zeros((-values.size) % n_slots)])
-        out = key.encrypt_packed(flat.reshape(-1, n_slots), state.encoder,
+        out = key.encrypt_packed(flat.reshape(-1, n_slots), encoder,
                                  n_jobs=state.n_jobs)
     state.crypto_seconds += time.perf_counter() - start
     return out
@@ -190,8 +266,7 @@ def _decrypt(state, encrypted, shape):
     start = time.perf_counter()
     out = np.asarray(state.private_key.decrypt(encrypted, n_jobs=state.n_jobs),
                      dtype=np.float64)
-    if state.encoder is not None:
-        out = out.ravel()[:int(np.prod(shape))]
+    out = out.ravel()[:int(np.prod(shape))]
     state.crypto_seconds += time.perf_counter() - start
     return out.reshape(shape)
 
@@ -203,20 +278,56 @@ def _encrypted_sum(state, arrays):
     return out
 
 
-def server_init_duals(server):
-    """alpha^0 = 0, held by the server only in encrypted form, per row group."""
-    sizes = {}
-    for k, rows in server.client_rows.items():
-        sizes[server.row_group_of[k]] = len(rows)
-    server.enc_alpha = {r: _encrypt(server, np.zeros((n, server.n_tasks)))
-                        for r, n in sorted(sizes.items())}
+def crypto_seconds(state):
+    """Seconds this party spent encrypting, decrypting and adding ciphertexts."""
+    return state.crypto_seconds
 
 
-# -- squared norms of the rows (setup, same pattern as SecureInnerProduct) ---
+# -- setup: the encoding scale, agreed before anything is encrypted -----------
+
+def weight_change_encoder(loss, lam, n_samples, largest_rows, scale, n_terms):
+    """The ring encoding of a secure sum of clients' weight changes.
+
+    A client's part ``X_k^T (y * v) / (lambda N)`` has entries of magnitude
+    at most ``n_k 2**scale A / (lambda N)`` where ``|v_i| <= A``: 1 for the
+    hinge and logistic duals (in [0, 1]); for the squared hinge's unbounded
+    duals the bound that the monotone dual ascent keeps (``a_i <= 2 sqrt(N)``
+    since ``D >= D(0) = 0``, margins at most ``2**scale * 3 / sqrt(lambda)``).
+    Every quantity is public, so the server decodes with the same encoder.
+    """
+    if loss == "squared_hinge":
+        coefficient = (4.0 * math.sqrt(n_samples) + 1.0
+                       + 3.0 * 2.0 ** scale / math.sqrt(lam))
+    else:
+        coefficient = 1.0
+    bound = largest_rows * 2.0 ** scale * coefficient / (lam * n_samples)
+    return RingEncoder.for_bound(bound, n_terms=n_terms)
+
+
+def client_scale_exponent(client):
+    """``ceil(log2(max_i ||x_{k,i}||))``: one integer, the binary order of
+    magnitude of the client's largest row part (a federated maximum of these
+    sets every fixed-point scale)."""
+    largest = float(np.sqrt(np.max(np.einsum("ij,ij->i", client.X, client.X),
+                                   initial=0.0)))
+    return int(math.ceil(math.log2(largest))) if largest > 0 else -1000
+
+
+def server_agree_scale(server, exponents):
+    server.scale_exponent = int(max(exponents.values()))
+    return server.scale_exponent
+
+
+def client_receive_scale(client, exponent):
+    client.scale_exponent = int(exponent)
+
+
+# -- squared norms of the rows (setup, the pattern of SecureInnerProduct) ------
 
 def client_partial_sqnorms(client):
     """enc(||x_{k,i}||^2) for the client's rows (to the server)."""
-    return _encrypt(client, np.einsum("ij,ij->i", client.X, client.X))
+    return _encrypt(client, np.einsum("ij,ij->i", client.X, client.X),
+                    2 * client.scale_exponent)
 
 
 def client_local_sqnorms(client):
@@ -225,11 +336,8 @@ def client_local_sqnorms(client):
 
 
 def server_sum_over_row_groups(server, parts):
-    """Homomorphic sum of encrypted per-row parts over each row group's clients.
-
-    ``parts`` maps client index to its encrypted part; returns row group ->
-    the sum over its clients.
-    """
+    """Homomorphic sum of encrypted per-row parts over each row group's
+    clients; ``parts`` maps client index to its part."""
     by_group = {}
     for k, part in sorted(parts.items()):
         by_group.setdefault(server.row_group_of[k], []).append(part)
@@ -240,147 +348,289 @@ def client_receive_sqnorms(client, enc_sqnorm):
     client.sqnorm = _decrypt(client, enc_sqnorm, (client.X.shape[0],))
 
 
-# -- sending the global duals ------------------------------------------------
+# -- the round's point: duals plus momentum, and its weights ------------------
 
-def server_duals_for(server, clients):
-    """enc(alpha_0) restricted to the rows of each client in ``clients``."""
-    return {k: server.enc_alpha[server.row_group_of[k]] for k in clients}
-
-
-def client_receive_duals(client, enc_alpha):
-    client.alpha = _decrypt(client, enc_alpha, client.alpha.shape)
-
-
-# -- PrimalAggregation (Algorithm 4) ------------------------------------------
-
-def client_local_primal(client):
-    """w_hat_{k,m} = sum_{i in I_k} alpha_i x_{k,i,m}, for m in M_k."""
-    return client.X.T @ client.alpha
+def client_extrapolate(client, mu):
+    """Move the evaluation point to ``A + mu (A - A_prev)`` (kept feasible)
+    and return this client's part of the change of ``w``:
+    ``X_k^T (y * delta) / (lambda N)`` (summed securely over the clients of
+    its column group)."""
+    mu = np.asarray(mu, dtype=float)[None, :]
+    point = _project(client.loss, client.A + mu * (client.A - client.A_prev))
+    shift = point - client.point
+    client.point = point
+    return client.X.T @ (client.Y * shift) / (client.lam * client.N)
 
 
-def server_primal_aggregation(server, contributions):
-    """Update the stored w_hat_{0,k}, then w_0 = sum_k w_hat_{0,k} / (lambda N).
+def _project(loss, a):
+    if loss == "squared_hinge":
+        return np.maximum(a, 0.0)
+    return np.clip(a, 0.0, 1.0)
 
-    ``contributions`` maps client index to its fresh ``w_hat_k``; the clients
-    that did not send keep their last (possibly stale) contribution.
-    """
-    server.w_hat.update(contributions)
-    w = np.zeros((server.n_weights, server.n_tasks))
-    for k, w_hat in sorted(server.w_hat.items()):
-        w[server.client_columns[k]] += w_hat
-    w /= server.lam * server.N
-    server.w = w
-    return w
+
+def server_point_weights(server, shift):
+    """``w`` at the round's point: the accepted weights plus the summed
+    shift (``None``: the point is the accepted duals). Reports refer to a
+    version of ``w``; it changes only when ``w`` does."""
+    w_point = server.w if shift is None else server.w + shift
+    if not np.array_equal(w_point, server.w_point):
+        server.point_version += 1
+    server.w_point = w_point
 
 
 def server_weights_for(server, clients):
-    """w_0 restricted to the columns of each client (all it may see)."""
-    return {k: server.w[server.client_columns[k]] for k in clients}
+    """w restricted to the columns of each client (all it may see), with the
+    binary exponent that bounds every part ``x_{k,i}^T w_k`` this round."""
+    norm = float(np.max(np.linalg.norm(server.w_point, axis=0), initial=0.0))
+    exponent = (server.scale_exponent + int(math.ceil(math.log2(norm)))
+                if norm > 0 else -1000)
+    return {k: (server.w_point[server.client_columns[k]], exponent)
+            for k in clients}
 
 
-def client_receive_weights(client, w_k):
+def client_receive_weights(client, w_k, exponent):
     client.w = np.asarray(w_k, dtype=np.float64)
+    client.ip_exponent = int(exponent)
 
 
 # -- SecureInnerProduct (Algorithm 2) -----------------------------------------
 
 def client_partial_inner_products(client):
     """ip_{k,i} = enc(x_{k,i}^T w_k) for the client's rows."""
-    return _encrypt(client, client.X @ client.w)
-
-
-def server_inner_products(server, partials):
-    """enc(x_i^T w) = sum over the clients b in B_i of ip_{b,i}, per row group.
-
-    ``partials`` holds the fresh parts of the participating clients; the
-    others' last parts are reused (stale, as in the paper). Returns row
-    group -> encrypted inner products, for the row groups of the senders.
-    """
-    server.ip.update(partials)
-    wanted = {server.row_group_of[k] for k in partials}
-    return {r: s for r, s in server_sum_over_row_groups(server, server.ip).items()
-            if r in wanted}
+    return _encrypt(client, client.X @ client.w, client.ip_exponent)
 
 
 def client_receive_inner_products(client, enc_xw):
-    client.xw = _decrypt(client, enc_xw, client.xw.shape)
+    xw = _decrypt(client, enc_xw, client.margins.shape)
+    client.margins = client.Y * xw
 
 
 def client_local_inner_products(client):
     """Whole rows on one client: x_i^T w computed locally, nothing sent."""
-    client.xw = client.X @ client.w
+    client.margins = client.Y * (client.X @ client.w)
 
 
-# -- objective report (our addition, for objective_curve_ and tol) ------------
+# -- LocalDualMethod and the direction's weights --------------------------------
 
-def client_objective_report(client):
-    """Sums over the client's rows of l(y x^T w) and of -l*(-alpha): 2 scalars
-    per task, computable only by a holder of the rows' labels."""
-    margins = client.Y * client.xw
-    a = client.Y * client.alpha
-    return np.stack([loss_values(client.loss, margins).sum(axis=0),
-                     conjugate_values(client.loss, a).sum(axis=0)])
+def client_direction(client, beta):
+    """The client's dual direction at the round's point, and its part of the
+    change of ``w`` along it (summed securely per column group).
 
-
-def server_objective(server, reports):
-    """Primal and dual objectives from ||w||^2 and the row groups' reports.
-
-    The server also keeps, per one-vs-rest task, the weights with the
-    smallest primal value seen so far: the published model (for the hinge
-    loss the primal value of w(alpha_t) is not monotone in t).
+    Clients holding parts of rows all compute the same direction from what
+    the row group shares (margins, norms, labels, duals): exact coordinate
+    maximisation against the round's ``w``, the curvature scaled by
+    ``beta`` (Algorithm 5, every coordinate of the chosen set at once).
+    Clients holding whole rows run exact sequential coordinate ascent on
+    their own rows (each step sees the previous ones), as in CoCoA.
     """
-    for k, report in reports.items():
-        server.reports[server.row_group_of[k]] = report
-    total = sum(server.reports.values())
-    sq = np.sum(server.w ** 2, axis=0)
-    lam, N = server.lam, server.N
-    primal = 0.5 * lam * sq + total[0] / N
-    dual = -0.5 * lam * sq + total[1] / N
-    better = primal < server.best_primal
-    server.best_primal = np.where(better, primal, server.best_primal)
-    server.best_w[:, better] = server.w[:, better]
-    return float(np.sum(primal)), float(np.sum(dual))
+    loss, point, lam_n = client.loss, client.point, client.lam * client.N
+    beta = np.asarray(beta, dtype=float)
+    n_rows, n_tasks = point.shape
+    direction = np.zeros_like(point)
+    if client.whole_rows:
+        n_passes = -(-client.H // max(n_rows, 1))
+        order = np.concatenate([client.rng.permutation(n_rows)
+                                for _ in range(n_passes)])[:client.H]
+        for j in range(n_tasks):
+            direction[:, j] = _sequential_pass(
+                loss, client.X, client.Y[:, j], point[:, j],
+                client.margins[:, j], client.sqnorm, lam_n, beta[j], order)
+    else:
+        H = min(client.H, n_rows)
+        chosen = (np.arange(n_rows) if H >= n_rows else
+                  np.sort(client.rng.choice(n_rows, size=H, replace=False)))
+        c = client.sqnorm[chosen, None] / lam_n * beta[None, :]
+        new = dual_step(loss, point[chosen], client.margins[chosen], c)
+        direction[chosen] = new - point[chosen]
+    client.direction = direction
+    return client.X.T @ (client.Y * direction) / lam_n
 
 
-# -- LocalDualMethod (Algorithm 5) and the server's averaging -----------------
+def client_report(client, grid):
+    """Two sums per task over the client's rows, computable only by a holder
+    of their labels: the loss at the round's point, and ``sum g(a + s d)``
+    at the line-search grid's step lengths ``s``."""
+    losses = loss_values(client.loss, client.margins).sum(axis=0)
+    conj = np.stack([conjugate_values(client.loss, client.point
+                                      + s * client.direction).sum(axis=0)
+                     for s in grid])
+    return np.vstack([losses[None, :], conj])
 
-def client_local_dual(client, gamma):
-    """H coordinate maximisations of Algorithm 5 against the round's w_0.
 
-    Returns ``enc(gamma / |B_n| * delta_alpha_k)`` for all the client's rows
-    (zeros outside the chosen set, so the server cannot tell which rows
-    were chosen).
+def client_no_direction(client):
+    client.direction = np.zeros_like(client.point)
+
+
+# -- the server's step: objective, gap, line search, momentum ------------------
+
+def _line_search(loss, grid, D_point, lin_w, quad_w, conj_grid, fixed):
+    """The step length in [0, 1] maximising the dual along the direction
+    (with ``fixed``, the grid's last point: a step size chosen by the user).
+
+    ``D(s) = D_point + s lin_w - s^2 quad_w / 2 + (conj(s) - conj(0)) / N``
+    where ``conj`` is known at ``grid`` (exactly a polynomial for hinge and
+    squared hinge). Returns ``(s, D(s))``.
     """
-    n_rows = client.X.shape[0]
-    chosen = client.rng.choice(n_rows, size=client.H, replace=False)
-    Y = client.Y[chosen]
-    a = Y * client.alpha[chosen]
-    b = Y * client.xw[chosen]
-    c = (client.sqnorm[chosen] / (client.lam * client.N))[:, None]
-    a_new = dual_step(client.loss, a, b, c)
-    delta = np.zeros_like(client.alpha)
-    delta[chosen] = Y * (a_new - a)
-    return _encrypt(client, (gamma / client.n_holders) * delta)
+    def quad_part(s):
+        return D_point + s * lin_w - 0.5 * s * s * quad_w
+
+    if fixed:  # the grid ends at the fixed step length
+        s = float(grid[-1])
+        return s, quad_part(s) + conj_grid[-1] - conj_grid[0]
+    if loss == "logistic":
+        values = quad_part(grid) + conj_grid - conj_grid[0]
+        i = int(np.argmax(values))
+        return float(grid[i]), float(values[i])
+    if loss == "hinge":
+        lin = lin_w + (conj_grid[1] - conj_grid[0])
+        quad = quad_w
+    else:  # squared hinge: conj(s) = c0 + c1 s - c2 s^2 / 2 through 3 points
+        c2 = -4.0 * (conj_grid[2] - 2.0 * conj_grid[1] + conj_grid[0])
+        c1 = conj_grid[2] - conj_grid[0] + 0.5 * c2
+        lin, quad = lin_w + c1, quad_w + c2
+    if quad > 0:
+        s = min(1.0, max(0.0, lin / quad))
+    else:
+        s = 1.0 if lin > 0 else 0.0
+    return s, D_point + s * lin - 0.5 * s * s * quad
 
 
-def server_average_duals(server, updates, *_):
-    """enc(alpha_0,n) += sum_{b in B_n} enc(gamma / |B_n| delta_alpha_{b,n})."""
-    by_group = {}
-    for k, update in sorted(updates.items()):
-        by_group.setdefault(server.row_group_of[k], []).append(update)
-    for r, parts in by_group.items():
-        server.enc_alpha[r] = _encrypted_sum(server, [server.enc_alpha[r]] + parts)
+def server_step(server, reports, dw, groups, partial):
+    """Fold the row groups' reports into P and D, test the gap, and choose
+    the step along the direction (a line search that never lets the dual
+    fall, with monotone FISTA momentum). Returns the decision and the
+    round's objective values.
+
+    ``reports`` maps row group -> the client report; ``dw`` is the summed
+    change of ``w`` along the direction (``None`` in a verification round).
+    """
+    lam, N, loss = server.lam, server.N, server.loss
+    for r, report in reports.items():
+        server.loss_sums[r] = report[0]
+        server.loss_version[r] = server.point_version
+    w = server.w_point
+    sq = np.sum(w ** 2, axis=0)
+    complete = len(server.loss_sums) == server.n_groups
+    fresh = complete and all(v == server.point_version
+                             for v in server.loss_version.values())
+    primal = (0.5 * lam * sq + sum(server.loss_sums.values()) / N if complete
+              else np.full(server.n_tasks, np.inf))
+    if fresh:
+        better = primal < server.best_primal
+        server.best_primal = np.where(better, primal, server.best_primal)
+        server.best_w[:, better] = w[:, better]
+    # The dual at the point: absent groups' duals did not move since their
+    # last report, so their conjugate sums are exact.
+    conj_other = sum(server.conj[r] for r in range(server.n_groups)
+                     if r not in reports)
+    grid = server.grid
+    conj_grid = sum(reports[r][1:] for r in reports)  # (n_grid, n_tasks)
+    D_point = -0.5 * lam * sq + (conj_other + conj_grid[0]) / N
+    D_best = np.maximum(server.D, D_point)
+    best = np.where(fresh, np.minimum(server.best_primal, primal), primal)
+    gap = best - D_best
+    reached = bool(server.tol is not None and np.all(
+        gap <= server.tol * np.maximum(D_best, 1e-300)) and np.all(D_best > 0))
+    out = {"primal": float(np.sum(primal)), "dual": float(np.sum(D_best)),
+           "gap": float(np.sum(gap) / max(np.sum(D_best), 1e-300)),
+           "stop": False, "step": None, "fresh": fresh,
+           "diverged": not (np.all(np.isfinite(sq)) and np.all(np.isfinite(
+               conj_grid)) and (not complete or np.all(np.isfinite(primal))))}
+    if out["diverged"]:
+        return out
+    if reached and fresh:
+        out["stop"] = True
+        return out
+    # A stale estimate under partial participation: hold still (the duals
+    # and w do not move) until every row group has reported on the same w,
+    # then decide. After a gap that the exact values did not confirm, wait
+    # twice as long as before until the next check.
+    server.round += 1
+    if server.verifying:
+        if not fresh:
+            return out
+        server.verifying = False
+        server.verify_wait *= 2
+        server.next_verify = server.round + server.verify_wait
+    elif reached and partial and server.round >= server.next_verify:
+        server.verifying = True
+        return out
+    if dw is None:
+        return out
+    fixed = server.step_size != "auto"
+    gammas, values = np.zeros(server.n_tasks), np.zeros(server.n_tasks)
+    for j in range(server.n_tasks):
+        lin_w = -lam * float(w[:, j] @ dw[:, j])
+        quad_w = lam * float(dw[:, j] @ dw[:, j])
+        gammas[j], values[j] = _line_search(
+            loss, grid, D_point[j], lin_w, quad_w, conj_grid[:, j] / N, fixed)
+    accept = np.ones(server.n_tasks, bool) if fixed else values >= server.D
+    if not fixed:
+        # Monotone FISTA: a step that does not beat the accepted duals is
+        # dropped and the momentum restarts; the curvature scale follows the
+        # line search (a short step: the direction overshot).
+        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * server.t_fista ** 2))
+        server.mu = np.where(accept, (server.t_fista - 1.0) / t_new, 0.0)
+        server.t_fista = np.where(accept, t_new, 1.0)
+        server.beta = np.clip(np.where(gammas < 0.999,
+                                       server.beta / np.maximum(gammas, 1e-3),
+                                       0.5 * server.beta), 1e-6, 1e6)
+    gammas = np.where(accept, gammas, 0.0)
+    server.w = np.where(accept[None, :], w + gammas[None, :] * dw, server.w)
+    server.D = np.where(accept, values, server.D)
+    for r in reports:
+        conj_r = reports[r][1:]
+        new = np.array([_conj_at(loss, grid, conj_r[:, j], gammas[j])
+                        for j in range(server.n_tasks)])
+        server.conj[r] = np.where(accept, new, server.conj[r])
+    out["step"] = (gammas, accept)
+    out["dual"] = float(np.sum(np.maximum(server.D, D_point)))
+    out["fallen_to"] = float(np.min(server.D))
+    # A float step_size has no safeguard: a dual below the zero model's
+    # (which is 0) by more than the scale of the objective is a divergence.
+    out["diverged"] = bool(np.any(~np.isfinite(server.D))
+                           or np.any(server.D < -ZERO_MODEL_LOSS[loss]))
+    return out
 
 
-def crypto_seconds(state):
-    """Seconds this party spent encrypting, decrypting and adding ciphertexts."""
-    return state.crypto_seconds
+def _conj_at(loss, grid, conj, s):
+    if loss == "squared_hinge":
+        return float(np.polyval(np.polyfit(grid, conj, 2), s))
+    return float(np.interp(s, grid, conj))
+
+
+def server_next_point(server):
+    """The momentum of the next round, the curvature scale (public), and
+    whether the server holds still to verify a stale gap estimate."""
+    mu = np.zeros(server.n_tasks) if server.verifying else server.mu
+    return mu.copy(), server.beta.copy(), server.verifying
+
+
+def client_apply_step(client, gammas, accept):
+    """Move the duals to ``point + gamma d`` (or keep them: step refused)."""
+    gammas = np.asarray(gammas, dtype=float)[None, :]
+    accept = np.asarray(accept, dtype=bool)[None, :]
+    new = _project(client.loss, client.point + gammas * client.direction)
+    client.A_prev = client.A.copy()
+    client.A = np.where(accept, new, client.A)
+    # The next round starts from the accepted duals.
+    client.point = client.A.copy()
+
+
+def client_reset_point(client):
+    client.point = client.A.copy()
+
+
+def server_reset_point(server):
+    server.w_point = server.w
 
 
 def server_model(server, best):
-    """The published model: per task, the w_0 of smallest reported primal
-    (``best``, when every report is fresh), or the last w_0."""
-    return (server.best_w if best else server.w).copy()
+    """The published model: per task the exactly evaluated ``w`` of smallest
+    primal value (``best``), or the weights of the accepted duals."""
+    w = np.where(np.isfinite(server.best_primal)[None, :] & best,
+                 server.best_w, server.w)
+    return w.copy()
 
 
 # -- message delivery to the server --------------------------------------------
@@ -388,6 +638,11 @@ def server_model(server, best):
 def server_inbox(server, phase, k, payload):
     """Receive one client's message of ``phase`` (kept until processed)."""
     server.stash.setdefault(phase, {})[k] = payload
+
+
+def server_take(server, messages):
+    """The messages themselves (the reports the server folds in later)."""
+    return messages
 
 
 def server_run(server, fn, phase, *args):

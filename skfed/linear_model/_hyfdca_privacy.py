@@ -1,0 +1,121 @@
+"""HyFDCA's privacy contract and the hooks :mod:`skfed.privacy` reads.
+
+The contract is a whitelist of every message of a fit, phase by phase, as
+:mod:`._hyfdca_exchange` sends them. What the paper (section 3) requires is
+encrypted stays so: the partial inner products (from many pairs ``(w_t,
+x_i^T w_t)`` the server could solve for ``x_i``) and the squared norms. The
+dual variables, which the paper encrypts so that the server cannot pair
+them with ``w``, never leave the clients here. The clients' parts of each
+change of ``w`` (the paper's ``w_hat_k``, sent in plaintext per client) are
+summed by secure aggregation: the server learns one total per column group.
+
+What remains, declared below rather than hidden:
+
+- A column group with a single client taking part in a round (a vertical
+  split, or partial participation leaving one row group) has a one-term
+  sum: the server sees that client's weight change, as in the paper.
+- One client per row group reports plaintext sums over the group's rows
+  (losses, conjugates along the direction), for the objective and the line
+  search.
+- The clients learn, for their rows, the full inner products ``x_i^T w``
+  and squared norms (hence their partners' parts, by subtraction), as in
+  the paper.
+
+Prediction sends no message: the published model ``w`` is applied where the
+whole row is (``predict`` is not federated), so the contract has no predict
+rule.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+from ..federation.secure_sum import secure_sum_rules
+from ..privacy import (Aggregate, Ciphertext, Contract, Inherent, OwnShare,
+                       Public, Rule)
+
+__all__ = ["hyfdca_contract", "HyFDCAPrivacyMixin", "WEIGHT_SUM_PHASES"]
+
+#: the secure sums of a round: the point's shift (momentum) and the
+#: direction's change of w
+WEIGHT_SUM_PHASES = ("point", "direction")
+
+
+def _alone(phase):
+    return f"{phase}/alone"
+
+
+def hyfdca_contract(min_rows=1):
+    """The HyFDCA contract (fit; prediction sends nothing).
+
+    Parameters
+    ----------
+    min_rows : int, default=1
+        Rows of the smallest row group: the objective reports are sums over
+        at least that many rows.
+    """
+    rules = [
+        Rule("setup/scale", "client", "server",
+             (Public("binary exponent of the client's largest row-part norm",
+                     dtype="i"),),
+             note="one integer per client; the server keeps the maximum"),
+        Rule("setup/scale", "server", "client",
+             (Public("the agreed binary exponent (federated maximum)",
+                     dtype="i"),)),
+        Rule("squared norms", "client", "server",
+             (Ciphertext("client", "||x_{k,i}||^2 of the client's rows"),)),
+        Rule("squared norms", "server", "client",
+             (Ciphertext("client", "||x_i||^2 summed over the row's clients"),),
+             note="a sum of the row group's parts: fresh ciphertexts"),
+        Rule("inner products", "client", "server",
+             (Ciphertext("client", "x_{k,i}^T w_k of the client's rows"),),
+             note="Algorithm 2: encrypted, or the server could solve "
+                  "B = W x_i for the row"),
+        Rule("inner products", "server", "client",
+             (Ciphertext("client", "x_i^T w summed over the row's clients"),)),
+        Rule("primal weights", "server", "client",
+             (OwnShare("the weights of the client's own columns"),
+              Public("binary exponent bounding this round's inner-product "
+                     "parts", dtype="i")),
+             note="a client never receives weights of other columns"),
+        Rule("objective report", "client", "server",
+             (Aggregate(min_rows, "per task: the loss sum over the row "
+                        "group's rows at the round's w, and its conjugate "
+                        "sums at the line search's step lengths",
+                        dtype="f"),),
+             note="one reporter per row group"),
+        Rule("step", "server", "client",
+             (Public("step length per task", dtype="f"),
+              Public("whether the step is taken, per task", dtype="b")),),
+    ]
+    for phase in WEIGHT_SUM_PHASES:
+        what = ("momentum (the point's shift)" if phase == "point"
+                else "the curvature scale per task")
+        rules.append(Rule(f"{phase}/request", "server", "client",
+                          (Public(what, dtype="f"),)))
+        rules += secure_sum_rules(phase, "client", "server")
+        rules.append(Rule(f"{_alone(phase)}/request", "server", "client",
+                          (Public(what, dtype="f"),)))
+        rules.append(Rule(
+            f"{_alone(phase)}/upload", "client", "server",
+            (Inherent("the client's part X_k^T (y * v) / (lambda N) of a "
+                      "change of w, alone: its column group has one client "
+                      "this round (the paper's plaintext w_hat_k)",
+                      dtype="u"),),
+            note="no one to sum with: a vertical split, or one row group "
+                 "taking part"))
+    return Contract("hyfdca", rules)
+
+
+class HyFDCAPrivacyMixin:
+    """The privacy hooks of :class:`~skfed.linear_model.HyFDCAClassifier`."""
+
+    def _privacy_contract(self):
+        partition = self.partition_
+        sizes = [len(partition.client_rows(k))
+                 for k in range(partition.n_clients)]
+        return hyfdca_contract(min(sizes) if sizes else 1)
+
+    def _privacy_attacks(self):
+        from ..privacy._attacks_hyfdca import row_reconstruction
+
+        return [row_reconstruction]
