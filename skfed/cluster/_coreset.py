@@ -33,6 +33,7 @@ The labels never leave the users: they come from the broadcast centers.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import threading
 import warnings
 
 import numpy as np
@@ -55,8 +56,14 @@ __all__ = [
 MIN_GROUP = 2
 
 
+# warnings.catch_warnings swaps the process-wide filter list: two party
+# threads doing it at once can restore each other's state and let the
+# warning through, so the users' local k-means runs take turns here.
+_WARNINGS_LOCK = threading.Lock()
+
+
 def _kmeans(X, k, seed, sample_weight=None, n_init=1):
-    with warnings.catch_warnings():
+    with _WARNINGS_LOCK, warnings.catch_warnings():
         # Few distinct points (tiny or duplicated data) are not an error here.
         warnings.simplefilter("ignore", ConvergenceWarning)
         return KMeans(k, n_init=n_init, random_state=seed).fit(
