@@ -13,6 +13,11 @@ __all__ = ["encode_id", "id_kind"]
 def encode_id(x):
     """Canonical bytes of an id: equal ids of the same kind give equal bytes
     at every party (``5``, ``np.int64(5)`` alike); 5 and "5" differ."""
+    kind = type(x)  # exact types first: no abstract-class checks per id
+    if kind is int:
+        return b"i" + str(x).encode()
+    if kind is str:
+        return b"s" + x.encode("utf-8")
     if isinstance(x, str):
         return b"s" + x.encode("utf-8")
     if isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)):
