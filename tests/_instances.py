@@ -10,7 +10,7 @@ CHECK_PARAMS = {
     "FederatedKernelKMeans": dict(n_clusters=3, n_random_features=10, max_iter=3, tol=None, coreset_size=50),
     "AVFKAMRanker": {"max_iter": 100, "n_random_features": 200, "batch_size": 16, "features_per_step": 32, "random_state": 0},
     "FDSKLClassifier": {"max_iter": 30, "batch_size": 32, "n_components_per_iter": 16, "random_state": 0}, "FDSKLRegressor": {"max_iter": 30, "batch_size": 32, "n_components_per_iter": 16, "random_state": 0},
-    "HyFDCAClassifier": {"encryption": None, "max_iter": 60, "tol": 1e-3, "random_state": 0},
+    "HyFDCAClassifier": {"encryption": None, "max_iter": 100, "tol": None, "random_state": 0},
     "SecureBoostClassifier": {"encryption": None, "n_estimators": 10, "random_state": 0}, "SecureBoostRegressor": {"encryption": None, "n_estimators": 10, "random_state": 0},
 }
 
