@@ -98,3 +98,27 @@ def test_parties_can_be_pinned_with_resources():
 def test_unknown_backend():
     with pytest.raises(ValueError, match="backend must be one of"):
         skfed.set_config(backend="mpi")
+
+
+def test_party_timeout_config_and_interrupts_as_with_threads():
+    import _thread
+    import threading
+    import time
+
+    with skfed.config_context(backend="ray", party_timeout=0.3):
+        with pytest.raises(FederationTimeoutError,
+                           match=r"'slow' did not answer within 0.3 s \(phase 'wait'"):
+            with Federation({"slow": {}}) as fed:
+                handle = fed["slow"]._actor
+                fed["slow"].call(_sleep, phase="wait").result()
+    with pytest.raises(ray.exceptions.RayActorError):  # told to stop: killed
+        ray.get(handle.run.remote(_values, (), {}), timeout=30)
+    # Ctrl-C while waiting is the caller's KeyboardInterrupt, not a PartyError.
+    with skfed.config_context(backend="ray"):
+        with Federation({"slow": {}}) as fed:
+            future = fed["slow"].call(_sleep, phase="wait")
+            threading.Timer(0.3, _thread.interrupt_main).start()
+            start = time.monotonic()
+            with pytest.raises(KeyboardInterrupt):
+                future.result()
+            assert time.monotonic() - start < 1.5
