@@ -88,7 +88,8 @@ def resolve_column_groups(groups, n_features, feature_names):
         unknown = [c for c in flat if c not in position]
         if unknown:
             raise ValueError(
-                f"Unknown column names in the partition: {format_items(unknown)}. X has "
+                "Unknown column names in the partition: "
+                f"{format_items(unknown)}. X has "
                 f"the columns {format_items(feature_names)}."
             )
         groups = [[position[c] for c in g] for g in groups]

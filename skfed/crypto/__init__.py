@@ -5,7 +5,8 @@ Keys
     ``(public_key, private_key)`` from the operating system's cryptographic
     generator (never from ``random_state``). Keys below 2048 bits warn
     (:class:`InsecureKeyWarning`), below 1024 bits they are refused unless
-    ``skfed.set_config(allow_insecure_keys=True)`` (:func:`check_key_size`). ``plaintext=True`` returns keys
+    ``skfed.set_config(allow_insecure_keys=True)`` (:func:`check_key_size`).
+    ``plaintext=True`` returns keys
     whose arrays are plain numpy values behind the same interface
     (:class:`PlaintextArray`), so protocol code runs unchanged without
     encryption (teaching, lossless comparisons).
