@@ -39,6 +39,8 @@ Usage::
     python benchmarks/bench_secureboost.py --audit     # who learns what
     python benchmarks/bench_secureboost.py --variants --quick --keys 2048
                                       # weights, GOSS, colsample vs default
+    python benchmarks/bench_secureboost.py --multiclass --keys 2048
+                                      # digits: per-class vs multi-output trees
 
 The machine may be shared: the load average is printed with the results.
 """
@@ -82,7 +84,8 @@ def credit_like(n_rows, n_features, seed=0):
 
 def round_seconds(X, y, encryption, key_size, n_jobs, fit_params=None, **extra):
     """Round 1 from the ``verbose=2`` lines: seconds, kB sent, seconds per step."""
-    clf = SecureBoostClassifier(n_estimators=1, max_depth=3, max_bins=32,
+    extra = {"max_depth": 3, **extra}
+    clf = SecureBoostClassifier(n_estimators=1, max_bins=32,
                                 encryption=encryption, key_size=key_size, n_jobs=n_jobs,
                                 early_stopping=False, random_state=0, verbose=2,
                                 **extra)
@@ -176,6 +179,46 @@ def variants(n_rows, n_features, key_size, n_jobs):
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
+def multiclass(key_size, n_jobs, rounds=20):
+    """Digits (K=10): one tree per class vs one multi-output tree per round.
+
+    One encrypted round of each (seconds from ``verbose=2``) and the test
+    accuracy of ``rounds`` plaintext rounds (identical to Paillier), on one
+    stratified 70/30 split, measured in the same run.
+    """
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_digits(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, y, test_size=0.3, random_state=0, stratify=y)
+    cases = [("one tree per class, depth 3", dict(max_depth=3)),
+             ("multi-output, depth 3", dict(max_depth=3, multi_mode="multi_output")),
+             ("multi-output, depth 5", dict(max_depth=5, multi_mode="multi_output"))]
+    print(f"SecureBoost on digits ({len(X_train)} training rows x 64, 10 classes), "
+          f"{key_size}-bit keys, 2 parties, 32 bins, n_jobs={n_jobs}")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
+    header = (f"{'trees':28s}  {'round s':>8}  {'encrypt':>7}  {'hist':>6}  "
+              f"{'decrypt':>7}  {'kB/round':>9}  {'x today':>7}  "
+              f"{'accuracy':>8}  {'diff':>6}")
+    print(header)
+    print("-" * len(header))
+    reference = accuracy_reference = None
+    for name, extra in cases:
+        seconds, kb, steps = round_seconds(X_train, y_train, "paillier", key_size,
+                                           n_jobs, **extra)
+        model = SecureBoostClassifier(n_estimators=rounds, encryption=None,
+                                      random_state=0, **extra).fit(X_train, y_train)
+        score = model.score(X_test, y_test)
+        reference = reference or seconds
+        accuracy_reference = accuracy_reference or score
+        print(f"{name:28s}  {seconds:8.2f}  {steps['encrypt']:7.2f}  "
+              f"{steps['histograms']:6.2f}  {steps['decrypt']:7.2f}  {kb:9.0f}  "
+              f"{seconds / reference:7.2f}  {score:8.4f}  "
+              f"{score - accuracy_reference:+6.3f}", flush=True)
+    print(f"accuracy: {rounds} rounds in plaintext mode, 30% held out")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
 def audit_table(rounds=5, key_size=1024):
     """``skfed.privacy.audit`` of SecureBoost settings on one standard table."""
     import warnings
@@ -225,6 +268,9 @@ def main():
     parser.add_argument("--variants", action="store_true",
                         help="weights, GOSS and colsample_bytree beside the default "
                              "(one round of the first table, first key) and exit")
+    parser.add_argument("--multiclass", action="store_true",
+                        help="digits: one tree per class vs multi-output trees, "
+                             "first key size, and exit")
     parser.add_argument("--n-jobs", type=int, default=2, help="crypto worker threads")
     parser.add_argument("--keys", type=int, nargs="+", default=[1024, 2048])
     parser.add_argument("--tables", nargs="+", default=["30000x23", "150000x10"],
@@ -235,6 +281,9 @@ def main():
         return
     if args.audit:
         audit_table()
+        return
+    if args.multiclass:
+        multiclass(args.keys[0], args.n_jobs)
         return
     scale = 10 if args.quick else 1
     shapes = [(int(t.split("x")[0]) // scale, int(t.split("x")[1]))

@@ -175,6 +175,8 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
                 "VerticalPartition(groups, active_parties=0)."
             )
         weights = self._final_sample_weight(X, y, sample_weight)
+        multi_output = (n_outputs > 1
+                        and getattr(self, "multi_mode", None) == "multi_output")
         early_stopping = (X.shape[0] > 10_000 if self.early_stopping == "auto"
                           else bool(self.early_stopping))
         seeds = party_seeds(self.random_state, partition.n_parties + 1)
@@ -213,7 +215,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
                 state.update(
                     y=y, y_val=y_val, w=weights, w_val=w_val,
                     loss=LOSSES[loss_name](), n_outputs=n_outputs,
-                    goss=self._goss(),
+                    goss=self._goss(), multi_output=multi_output,
                     scorer=self._make_scorer(loss_name, seeds[-1]),
                     key_size=self.key_size, n_jobs=self.n_jobs,
                     party_index={n: i for i, n in enumerate(names)})
@@ -228,6 +230,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
             "key_size": self.key_size, "plaintext": self.encryption is None,
             "n_outputs": n_outputs, "n_iter_no_change": self.n_iter_no_change,
             "tol": self.tol, "validation": X_val is not None,
+            "multi_output": multi_output,
             "score_name": ("score" if self._uses_scorer() else "-loss"),
         }
         with self._federation(states) as fed:

@@ -81,8 +81,9 @@ def active_gradients(state, round_index, subsample, send, with_counts=False):
         w = factor if w is None else w[sample] * factor
     state.position = np.full(n_rows, -1, dtype=np.intp)
     state.position[sample] = np.arange(sample.size)
-    state.layout = GradientLayout(weighted_row_bound(sample.size, w), state.key_size,
-                                  with_counts)
+    bound = weighted_row_bound(sample.size, w)
+    state.layout = GradientLayout(bound, state.key_size, with_counts)
+    state.with_counts = with_counts
     state.qg, state.qh, state.exponents = [], [], []
     for k in range(state.n_outputs):
         (qg, eg), (qh, eh) = (_weighted_fixed_point(state.layout, v[:, k], w)
@@ -94,10 +95,34 @@ def active_gradients(state, round_index, subsample, send, with_counts=False):
         return None
     # Row ids travel as int32 (4 bytes each); None says "every row".
     rows = None if sample.size == n_rows else sample.astype(np.int32)
+    if state.multi_output:
+        return _encrypt_multi_output(state, bound, with_counts, rows)
     encrypted = [state.layout.encrypt_pairs(state.public_key, state.qg[k], state.qh[k],
                                             state.n_jobs, state.private_key)
                  for k in range(state.n_outputs)]
     return state.layout.public_part(), rows, encrypted
+
+
+def _encrypt_multi_output(state, bound, with_counts, rows):
+    """Active party: the K pairs of a row packed into as few ciphertexts as fit.
+
+    Groups of consecutive outputs share one ciphertext per row (the row
+    count slot, if any, rides with group 0). The message carries one layout
+    row per group.
+    """
+    per = GradientLayout.outputs_per_ciphertext(bound, state.key_size)
+    groups = [list(range(i, min(i + per, state.n_outputs)))
+              for i in range(0, state.n_outputs, per)]
+    state.groups = groups
+    state.group_layouts = [GradientLayout(bound, state.key_size,
+                                          with_counts and i == 0, len(group))
+                           for i, group in enumerate(groups)]
+    encrypted = [layout.encrypt_pairs(
+        state.public_key, np.stack([state.qg[k] for k in group], axis=1),
+        np.stack([state.qh[k] for k in group], axis=1), state.n_jobs,
+        state.private_key) for layout, group in zip(state.group_layouts, groups)]
+    layouts = np.stack([layout.public_part() for layout in state.group_layouts])
+    return layouts, rows, encrypted
 
 
 def weighted_row_bound(n_rows, w):
@@ -204,8 +229,13 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
             fed.gather([fed[p].call(passive_receive_gradients, layout, sample,
                                     encrypted, sender=active, phase="gradients")
                         for p in passives])
-        for k in range(n_outputs):
-            grow_tree(fed, active, passives, (it, k), k, params, use_passives, clock)
+        if params.get("multi_output") and n_outputs > 1:
+            # One multi-output tree per round: every class's pair per row.
+            grow_tree(fed, active, passives, (it, 0), -1, params, use_passives, clock)
+        else:
+            for k in range(n_outputs):
+                grow_tree(fed, active, passives, (it, k), k, params, use_passives,
+                          clock)
         contribution = None
         tick = time.perf_counter()
         if validation:

@@ -34,7 +34,8 @@ CONTRACT = Contract("secureboost", rules=[
     Rule("gradients", sender="active", receiver="passive",
          elements=(
              Public("packing layout: slot bits, values per ciphertext, slots "
-                    "(from the row count and key size)", dtype="i"),
+                    "(from the row count and key size); one row per group of "
+                    "classes for multi-output trees", dtype="i"),
              Inherent("ids of the rows carrying gradients this round; None "
                       "for every row. A uniform subsample is model randomness "
                       "(random_state); GOSS (goss_top_rate) sends the rows "
@@ -43,7 +44,8 @@ CONTRACT = Contract("secureboost", rules=[
                       "not which rows are the top ones (as in LightGBM's and "
                       "FATE's GOSS)", dtype="i"),
              Ciphertext("active", "one packed (h, g) pair per sampled row, "
-                        "per output"),
+                        "per output (multi-output trees: the pairs of a group "
+                        "of classes in one ciphertext, per group)"),
          ),
          note="gradients and hessians only as fresh ciphertexts"),
     Rule("histogram/rows", sender="active", receiver="passive",

@@ -112,6 +112,17 @@ _DOC_CLASS_WEIGHT = """
         (which it multiplies) it is applied by the active party to every
         row's gradient and hessian before encryption, and never leaves it.
 
+    multi_mode : {"single_output", "multi_output"}, default="single_output"
+        Multiclass trees (FATE's ``multi_mode``). ``"single_output"``: one
+        tree per class and round, one ciphertext per row and class.
+        ``"multi_output"``: one tree per round whose splits maximise the sum
+        of the classes' gains (eq. 3) and whose leaves hold one weight per
+        class; the K ``(h, g)`` pairs of a row are packed into as few
+        ciphertexts as the key holds (all 10 digits classes in one at 2048
+        bits), so a round encrypts and sums about K times less (digits,
+        2048 bits: a round costs 0.26x, same test accuracy after 20
+        rounds). It decrypts one candidate per ciphertext instead of ~19.
+
 """
 
 _DOC_ATTRIBUTES = """
@@ -164,9 +175,10 @@ _DOC_NOTES = """
     - Each round the active party rounds ``g`` and ``h`` to fixed point (an
       exponent it keeps secret), packs ``(h, g)`` into one plaintext as two
       signed slots and encrypts one ciphertext per row; multiclass encrypts
-      one pair per class (class-packing would only pay at the root: below it
-      the K trees split rows differently, and each deeper histogram would
-      carry K-1 useless pairs per ciphertext).
+      one pair per class and grows one tree per class, or, with
+      ``multi_mode="multi_output"``, packs the K pairs of a row together and
+      grows one tree for all classes (class-packing pays only when the
+      classes share a tree: K separate trees split rows differently).
     - Passive parties sum ciphertexts per node, feature and bin (Algorithm 1),
       form the cumulative "left" sums of every candidate (with the missing bin
       on either side, XGBoost-style), shuffle them under random ids (one

@@ -60,6 +60,15 @@ def start_tree(state, tree_key, output, use_passives):
     state.tree = _TreeBuild(tuple(tree_key), rows, positions[positions >= 0])
     state.tree.output = output
     state.tree.use_passives = use_passives
+    # The tree's fixed-point gradients: one output, or (output < 0) every
+    # class at once for a multi-output tree, shape (n_gradient_rows, K).
+    if output >= 0:
+        state.tree.qg, state.tree.qh = state.qg[output], state.qh[output]
+        state.tree.scales = state.exponents[output]
+    else:
+        state.tree.qg = np.stack(state.qg, axis=1)
+        state.tree.qh = np.stack(state.qh, axis=1)
+        state.tree.scales = tuple(np.array(s) for s in zip(*state.exponents))
     # colsample_bytree: the active party offers only this tree's own columns.
     features = tree_columns(state.seed, tuple(tree_key), state.bins.shape[1],
                             state.colsample)
@@ -106,8 +115,8 @@ def find_splits(state, params):
         here directly, leaves are left as they are.
     """
     tree = state.tree
-    qg, qh = state.qg[tree.output], state.qh[tree.output]
-    scale_g, scale_h = state.exponents[tree.output]
+    qg, qh = tree.qg, tree.qh
+    scale_g, scale_h = tree.scales
     own = state.name
     # Own candidate sums of built nodes, then every party's derived siblings.
     for node_id in tree.frontier:
@@ -116,7 +125,7 @@ def find_splits(state, params):
             gradient_rows = node.rows[state.position[node.rows] >= 0]
             node.candidates[own] = own_candidate_sums(
                 state, qg[node.positions], qh[node.positions], gradient_rows,
-                state.layout.n_slots == 3)
+                state.with_counts)
     for node_id in tree.frontier:
         node = tree.nodes[node_id]
         if not node.built:
@@ -127,8 +136,8 @@ def find_splits(state, params):
     decisions = []
     for node_id in tree.frontier:
         node = tree.nodes[node_id]
-        g_total = int(qg[node.positions].sum())
-        h_total = int(qh[node.positions].sum())
+        g_total = qg[node.positions].sum(axis=0)
+        h_total = qh[node.positions].sum(axis=0)
         n_total = node.positions.size
         best = (-np.inf, None, None, None)
         # Fixed order (own party, then passive parties by name): ties break
@@ -140,7 +149,8 @@ def find_splits(state, params):
             gains = split_gains(
                 np.ldexp(g.astype(np.float64), scale_g),
                 np.ldexp(h.astype(np.float64), scale_h),
-                np.ldexp(float(g_total), scale_g), np.ldexp(float(h_total), scale_h),
+                np.ldexp(np.float64(g_total), scale_g),
+                np.ldexp(np.float64(h_total), scale_h),
                 params["reg_lambda"], params["gamma"], params["min_child_weight"])
             if party == own:
                 gains[~tree.own_allowed] = -np.inf
@@ -205,19 +215,32 @@ def finish_level(state):
 def finish_tree(state, learning_rate, reg_lambda):
     """Active party: leaf weights (eq. 4), kept here; update raw predictions."""
     tree = state.tree
-    qg, qh = state.qg[tree.output], state.qh[tree.output]
-    scale_g, scale_h = state.exponents[tree.output]
+    qg, qh = tree.qg, tree.qh
+    scale_g, scale_h = tree.scales
+    outputs = [tree.output] if tree.output >= 0 else list(range(qg.shape[1]))
+    values = np.zeros((len(tree.nodes), len(outputs)))
     for node_id, node in enumerate(tree.nodes):
         node.candidates = {}
         if tree.tree.children_left[node_id] >= 0:
             continue
-        g = np.ldexp(float(qg[node.positions].sum()), scale_g)
-        h = np.ldexp(float(qh[node.positions].sum()), scale_h)
-        weight = -g / (h + reg_lambda) if h + reg_lambda > 0 else 0.0
-        tree.tree.value[node_id] = learning_rate * weight
-        state.raw[node.rows, tree.output] += learning_rate * weight
+        g = np.ldexp(np.float64(qg[node.positions].sum(axis=0)), scale_g)
+        h = np.ldexp(np.float64(qh[node.positions].sum(axis=0)), scale_h)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            weight = np.where(h + reg_lambda > 0, -g / (h + reg_lambda), 0.0)
+        values[node_id] = learning_rate * weight
+        state.raw[node.rows[:, None], outputs] += learning_rate * weight
     finished = tree.tree.freeze()
-    state.trees.append((tree.output, finished))
+    # A multi-output tree is kept as one tree per class sharing the same
+    # splits (record ids), so prediction and staging stay per class.
+    for j, k in enumerate(outputs):
+        copy = Tree()
+        for name in Tree._fields:
+            setattr(copy, name, getattr(finished, name).copy())
+        copy.value = values[:, j].copy()
+        if j > 0:  # importances count each split once
+            copy.feature[:] = -1
+            copy.gain[:] = np.nan
+        state.trees.append((k, copy))
     state.tree = None
     return None
 

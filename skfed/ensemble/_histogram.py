@@ -139,26 +139,33 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
     b_all = state.cand_bins[selected]
     right = ~state.cand_missing_left[selected]
     secret_order = np.searchsorted(selected, order)
+    # output < 0: a multi-output tree, one message per ciphertext group.
+    groups = range(len(state.encrypted)) if output < 0 else [output]
+    layouts = np.asarray(state.layout)
     messages = []
     for rows in node_rows:
         rows = np.arange(state.bins.shape[0]) if rows is None else rows
         positions = state.position[rows]
         keep = positions >= 0  # rows without gradients were not sampled
-        hist = histogram_sums(state.encrypted[output][positions[keep]],
-                              state.bins[rows[keep]][:, features], missing_bin + 1,
-                              n_jobs)
-        # Cumulative sums over bins: left sums of every threshold.
-        columns = [hist[:, 0]]
-        for b in range(1, missing_bin):
-            columns.append(columns[-1] + hist[:, b])
-        cum = _stack(columns)
-        candidates = cum[f_all[right], b_all[right]]
-        if not right.all():
-            f, v = f_all[~right], b_all[~right]
-            with_missing = cum[f, v] + hist[f, np.full(f.size, missing_bin)]
-            candidates = concatenate([candidates, with_missing])
-        messages.append(pack_candidates(candidates[secret_order], state.layout,
-                                        n_jobs))
+        bins = state.bins[rows[keep]][:, features]
+        per_group = []
+        for group in groups:
+            hist = histogram_sums(state.encrypted[group][positions[keep]], bins,
+                                  missing_bin + 1, n_jobs)
+            # Cumulative sums over bins: left sums of every threshold.
+            columns = [hist[:, 0]]
+            for b in range(1, missing_bin):
+                columns.append(columns[-1] + hist[:, b])
+            cum = _stack(columns)
+            candidates = cum[f_all[right], b_all[right]]
+            if not right.all():
+                f, v = f_all[~right], b_all[~right]
+                with_missing = cum[f, v] + hist[f, np.full(f.size, missing_bin)]
+                candidates = concatenate([candidates, with_missing])
+            layout = layouts[group] if layouts.ndim == 2 else layouts
+            per_group.append(pack_candidates(candidates[secret_order], layout,
+                                             n_jobs))
+        messages.append(per_group if output < 0 else per_group[0])
     return (ids if new else None), messages
 
 
@@ -177,8 +184,17 @@ def active_receive_candidates(state, party, ids, messages, node_ids):
         state.tree.candidate_ids[party] = ids
     n_candidates = state.tree.candidate_ids[party].size
     for node, message in zip(node_ids, messages):
-        state.tree.nodes[node].candidates[party] = unpack_candidates(
-            state.private_key, message, n_candidates, state.layout, state.n_jobs)
+        if not isinstance(message, list):
+            sums = unpack_candidates(state.private_key, message, n_candidates,
+                                     state.layout, state.n_jobs)
+        else:  # multi-output: one message per group of outputs
+            parts = [unpack_candidates(state.private_key, part, n_candidates,
+                                       layout, state.n_jobs)
+                     for part, layout in zip(message, state.group_layouts)]
+            sums = tuple(np.column_stack([p[j].reshape(n_candidates, -1)
+                                          for p in parts]) for j in range(2))
+            sums += parts[0][2:]  # the count slot rides with group 0
+        state.tree.nodes[node].candidates[party] = sums
     return None
 
 
@@ -188,8 +204,16 @@ def own_candidate_sums(state, qg, qh, rows, with_counts):
     Integer sums computed through float64 bincounts: every partial sum is an
     integer below 2**52, so they are exact (see :mod:`._packing`).
 
-    Returns ``(G_left, H_left)`` or ``(G_left, H_left, count_left)``.
+    Returns ``(G_left, H_left)`` or ``(G_left, H_left, count_left)``; with
+    ``qg`` and ``qh`` of shape ``(n, K)`` (a multi-output tree), ``G_left``
+    and ``H_left`` have shape ``(n_candidates, K)``.
     """
+    if qg.ndim == 2:
+        per_output = [own_candidate_sums(state, qg[:, k], qh[:, k], rows,
+                                         with_counts and k == 0)
+                      for k in range(qg.shape[1])]
+        return (np.column_stack([s[0] for s in per_output]),
+                np.column_stack([s[1] for s in per_output])) + per_output[0][2:]
     bins = state.bins[rows]
     n_groups = state.mapper.missing_bin + 1
     n_features = bins.shape[1]

@@ -56,8 +56,11 @@ class GradientLayout:
     key_size : int
         Paillier key size (plaintext capacity).
     with_counts : bool, default=False
-        Add a third slot holding 1 per row, so that sums carry row counts
+        Add a slot holding 1 per row, so that sums carry row counts
         (needed only for ``min_samples_leaf > 1``).
+    n_outputs : int, default=1
+        Gradient pairs per row (several classes of a multi-output tree share
+        one ciphertext): slots ``(h_0, g_0, h_1, g_1, ..., [count])``.
 
     Attributes
     ----------
@@ -66,12 +69,12 @@ class GradientLayout:
     slot_bits : int
         Width ``S`` of one signed slot.
     n_slots : int
-        Values per row: ``(h, g)`` or ``(h, g, 1)``.
+        Values per row: ``2 * n_outputs``, plus 1 with counts.
     per_ciphertext : int
         Candidates packed into one histogram ciphertext.
     """
 
-    def __init__(self, n_rows, key_size, with_counts=False):
+    def __init__(self, n_rows, key_size, with_counts=False, n_outputs=1):
         row_bits = max(int(n_rows), 1).bit_length()
         # n_rows * 2**precision_bits < 2**52: every sum is an exact float64.
         self.precision_bits = min(40, 52 - row_bits)
@@ -82,7 +85,8 @@ class GradientLayout:
             )
         self.slot_bits = self.precision_bits + row_bits + 1
         self.key_size = int(key_size)
-        self.n_slots = 3 if with_counts else 2
+        self.n_outputs = int(n_outputs)
+        self.n_slots = 2 * self.n_outputs + (1 if with_counts else 0)
         # |T| < 2**(n_slots S k) must stay below n // 3 (>= key_size - 3 bits).
         self.per_ciphertext = (self.key_size - 3) // (self.n_slots * self.slot_bits)
         if self.per_ciphertext < 1:
@@ -91,6 +95,13 @@ class GradientLayout:
                 f"{self.n_slots * self.slot_bits} bits of one row's gradients; use a "
                 f"key of at least {self.n_slots * self.slot_bits + 3} bits."
             )
+
+    @staticmethod
+    def outputs_per_ciphertext(n_rows, key_size):
+        """How many gradient pairs (plus a count slot) one ciphertext holds."""
+        row_bits = max(int(n_rows), 1).bit_length()
+        slot_bits = min(40, 52 - row_bits) + row_bits + 1
+        return max(1, ((int(key_size) - 3) // slot_bits - 1) // 2)
 
     def public_part(self):
         """What the passive parties need: ``(slot_bits, per_ciphertext, n_slots)``."""
@@ -113,19 +124,34 @@ class GradientLayout:
     def encrypt_pairs(self, public_key, qg, qh, n_jobs=None, private_key=None):
         """One ciphertext per row holding ``(qh, qg[, 1])`` as signed slots.
 
+        ``qg`` and ``qh`` are ``(n,)``, or ``(n, n_outputs)`` for several
+        pairs per row (slots ``h_0, g_0, h_1, g_1, ...``).
+
         The active party owns the key pair: given ``private_key``, it encrypts
         with the key owner's CRT path (same ciphertext distribution, ~2x
         faster; see ``PaillierPrivateKey.raw_encrypt``).
         """
         encrypter = public_key if private_key is None else private_key
+        qg = np.asarray(qg).reshape(qg.shape[0], -1)
+        qh = np.asarray(qh).reshape(qh.shape[0], -1)
+        m = qg.shape[1]
+        with_counts = self.n_slots > 2 * m
         if isinstance(public_key, PlaintextPublicKey):
-            columns = [qg, qh] + ([np.ones_like(qg)] if self.n_slots == 3 else [])
-            return encrypter.encrypt(np.stack(columns, axis=1))
+            # Plaintext slots: g_0..g_{m-1}, h_0..h_{m-1}[, count].
+            columns = [qg, qh] + ([np.ones((qg.shape[0], 1), qg.dtype)]
+                                  if with_counts else [])
+            return encrypter.encrypt(np.concatenate(columns, axis=1))
         shift = self.slot_bits
-        count = (1 << (2 * shift)) if self.n_slots == 3 else 0
+        count = (1 << (2 * m * shift)) if with_counts else 0
         plaintexts = np.empty(qg.shape[0], dtype=object)
-        plaintexts[:] = [h + (g << shift) + count
-                         for g, h in zip(qg.tolist(), qh.tolist())]
+        if m == 1:
+            plaintexts[:] = [h + (g << shift) + count
+                             for g, h in zip(qg[:, 0].tolist(), qh[:, 0].tolist())]
+        else:
+            plaintexts[:] = [
+                sum((h << (2 * j * shift)) + (g << ((2 * j + 1) * shift))
+                    for j, (g, h) in enumerate(zip(gs, hs))) + count
+                for gs, hs in zip(qg.tolist(), qh.tolist())]
         ciphertexts = encrypter.raw_encrypt(plaintexts, n_jobs=n_jobs)
         return EncryptedArray(public_key, ciphertexts, 0, is_integer=True)
 
@@ -191,8 +217,14 @@ def pack_candidates(candidates, layout_public, n_jobs=None):
 def unpack_candidates(private_key, message, n_candidates, layout, n_jobs=None):
     """Decrypt a candidate message into int64 arrays ``(G, H[, counts])``."""
     values = private_key.decrypt(message, n_jobs=n_jobs)
+    m = layout.n_slots // 2
+    with_counts = layout.n_slots % 2 == 1
     if isinstance(message, PlaintextArray):
-        return tuple(values[:, j].astype(np.int64) for j in range(layout.n_slots))
+        values = values.astype(np.int64)
+        if m == 1:
+            return tuple(values[:, j] for j in range(layout.n_slots))
+        counts = (values[:, 2 * m],) if with_counts else ()
+        return (values[:, :m], values[:, m:2 * m]) + counts
     slot_bits = layout.slot_bits
     mask = (1 << slot_bits) - 1
     half = 1 << (slot_bits - 1)
@@ -207,6 +239,8 @@ def unpack_candidates(private_key, message, n_candidates, layout, n_jobs=None):
             total = (total - digit) >> slot_bits
     digits = np.asarray(digits[:layout.n_slots * n_candidates], dtype=np.int64)
     digits = digits.reshape(-1, layout.n_slots)
-    # Slots per candidate: h, g, then the count.
-    counts = (digits[:, 2],) if layout.n_slots == 3 else ()
-    return (digits[:, 1], digits[:, 0]) + counts
+    # Slots per candidate: h_0, g_0, h_1, g_1, ..., then the count.
+    counts = (digits[:, 2 * m],) if with_counts else ()
+    if m == 1:
+        return (digits[:, 1], digits[:, 0]) + counts
+    return (digits[:, 1:2 * m:2], digits[:, 0:2 * m:2]) + counts

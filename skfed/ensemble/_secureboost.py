@@ -72,7 +72,8 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
                  colsample_bytree=1.0, reg_lambda=1.0, gamma=0.0,
                  min_child_weight=1e-3, min_samples_leaf=1, active_only_rounds=0,
                  early_stopping="auto", scoring="loss", validation_fraction=0.1,
-                 n_iter_no_change=10, tol=1e-7, class_weight=None, partition=None, encryption="paillier",
+                 n_iter_no_change=10, tol=1e-7, class_weight=None,
+                 multi_mode="single_output", partition=None, encryption="paillier",
                  key_size=2048, n_jobs=None, random_state=None, verbose=0):
         super().__init__(
             n_estimators=n_estimators, learning_rate=learning_rate,
@@ -87,6 +88,7 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
             encryption=encryption, key_size=key_size, n_jobs=n_jobs,
             random_state=random_state, verbose=verbose)
         self.class_weight = class_weight
+        self.multi_mode = multi_mode
 
     def _loss_name(self):
         return "log_loss_binary" if self.classes_.size == 2 else "log_loss_multinomial"

@@ -28,10 +28,20 @@ def split_gains(g_left, h_left, g_total, h_total, reg_lambda, gamma, min_child_w
     """
     g_right = g_total - g_left
     h_right = h_total - h_left
-    with np.errstate(divide="ignore", invalid="ignore"):
-        gain = 0.5 * (g_left**2 / (h_left + reg_lambda)
-                      + g_right**2 / (h_right + reg_lambda)
-                      - g_total**2 / (h_total + reg_lambda)) - gamma
+    if np.ndim(g_left) == 2:
+        # Multi-output tree: the gains of the K outputs add up (each output
+        # term as eq. 3); hessian constraints apply to the summed hessians.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            terms = [np.where(h + reg_lambda > 0, g**2 / (h + reg_lambda), 0.0)
+                     for g, h in ((g_left, h_left), (g_right, h_right),
+                                  (g_total, h_total))]
+        gain = 0.5 * (terms[0] + terms[1] - terms[2]).sum(axis=1) - gamma
+        h_left, h_right = h_left.sum(axis=1), h_right.sum(axis=1)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gain = 0.5 * (g_left**2 / (h_left + reg_lambda)
+                          + g_right**2 / (h_right + reg_lambda)
+                          - g_total**2 / (h_total + reg_lambda)) - gamma
     valid = ((h_left >= min_child_weight) & (h_right >= min_child_weight)
              & (h_left > 0) & (h_right > 0) & np.isfinite(gain))
     return np.where(valid, gain, -np.inf)
