@@ -192,6 +192,12 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
             X, X_val, y, y_val = parts[:4]
             if weights is not None:
                 weights, w_val = parts[4:]
+        if weights is not None and weights.sum() >= 2.0**30:
+            raise ValueError(
+                f"sample_weight (times class_weight) sums to {weights.sum():.3g}; "
+                "exact fixed-point sums need a total below 2**30. Divide "
+                "sample_weight by a constant (and reg_lambda and "
+                "min_child_weight by the same constant to keep the same model).")
         # Fail before any party starts if the key cannot hold a row's slots.
         GradientLayout(weighted_row_bound(X.shape[0], weights), self.key_size,
                        self.min_samples_leaf > 1)

@@ -123,3 +123,5 @@ def test_bad_weights():
         SecureBoostClassifier(encryption=None).fit(X, y, sample_weight=-np.ones(50))
     with pytest.raises(ValueError):
         SecureBoostClassifier(encryption=None, class_weight="nope").fit(X, y)
+    with pytest.raises(ValueError, match="Divide sample_weight"):
+        SecureBoostClassifier(encryption=None).fit(X, y, sample_weight=np.full(50, 1e9))
