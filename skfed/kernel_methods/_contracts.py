@@ -121,5 +121,11 @@ def avfkam_contract(estimator):
              (Public("decay factor 1 - gamma lambda", dtype="f"),)),
         Rule("threshold", "active", "active", (_F_SUMS,),
              note="f^l at every training row, summed to the lead"),
+        # Early stopping: the held-out rows are known to the active parties
+        # only, so the lead's request carries nothing.
+        Rule("validation/request", "active", "active", (),
+             note="the lead asks for f^l at the held-out rows"),
+        Rule("validation/scores", "active", "active", (_F_SUMS,),
+             note="f^l at the held-out rows, summed to the lead"),
     ] + _predict_rules()
     return Contract("avfkam", rules)
