@@ -83,12 +83,13 @@ def naive_triply_stochastic(Xtr, ytr, Xte, est, seed=0):
     pos, neg = np.flatnonzero(ytr == 1), np.flatnonzero(ytr == 0)
     loss = get_loss(est.loss, pairwise=True)
     B, r = est.batch_size, est.features_per_step
+    lr = est._learning_rate(len(ytr))  # the fit's step ("auto" resolved)
     for _ in range(est.max_iter):
         p, n = rng.choice(pos, B), rng.choice(neg, B)
         j = rng.choice(len(pool), r, replace=False)
         slope = loss.derivative(Z[p] @ w - Z[n] @ w)
-        alpha = -est.learning_rate * slope @ (Z[np.ix_(p, j)] - Z[np.ix_(n, j)])
-        w *= 1 - est.learning_rate * est.alpha
+        alpha = -lr * slope @ (Z[np.ix_(p, j)] - Z[np.ix_(n, j)])
+        w *= 1 - lr * est.alpha
         np.add.at(w, j, alpha / (B * r))
     return Zte @ w
 
