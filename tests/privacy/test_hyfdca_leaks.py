@@ -1,0 +1,175 @@
+"""HyFDCA: planted leaks are detected, clean fits are not flagged.
+
+Each planted-leak test monkeypatches one step of the protocol so that it
+leaks, fits while recording, and asserts that the leak is caught: by
+``check_messages`` (naming the message) or by ``row_reconstruction``
+crossing its threshold. Each has a clean counterpart. The leaked value rides
+along with the normal messages so that the fit still completes, as a real
+bug would.
+"""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.preprocessing import StandardScaler
+
+from skfed.federation import record_messages
+from skfed.linear_model import HyFDCAClassifier
+from skfed.linear_model import _hyfdca_exchange, _hyfdca_protocol
+from skfed.partition import (HorizontalPartition, HybridPartition,
+                             VerticalPartition)
+from skfed.privacy import audit, check_messages
+from skfed.privacy._attacks_hyfdca import row_reconstruction
+
+X, Y = make_classification(300, 12, n_informative=6, random_state=0)
+X = StandardScaler().fit_transform(X)
+SMALL = dict(key_size=512, random_state=0)
+
+
+def _fit_recorded(estimator, X=X, y=Y):
+    with record_messages() as rec:
+        estimator.fit(X, y)
+    return estimator, rec.messages
+
+
+def _found(violations, phase=None):
+    return " | ".join(v.found for v in violations
+                      if phase is None or v.phase == phase)
+
+
+def _relative_errors(fitted, messages, X=X, y=Y):
+    rows = row_reconstruction(fitted, messages, X, y)
+    return np.array([r["value"] for r in rows
+                     if r["metric"] == "relative_error"])
+
+
+# -- clean fits ----------------------------------------------------------------
+
+@pytest.mark.parametrize("partition", [
+    HybridPartition(2, 2), HorizontalPartition(3), VerticalPartition(3)],
+    ids=["hybrid-2x2", "horizontal-3", "vertical-3"])
+def test_clean_default_fit_satisfies_the_contract(partition):
+    fitted, messages = _fit_recorded(HyFDCAClassifier(partition, **SMALL))
+    phases = {m.phase for m in messages}
+    assert {"objective report", "step", "primal weights"} <= phases
+    assert check_messages(fitted, messages, X, Y) == []
+
+
+def test_clean_partial_participation_satisfies_the_contract():
+    fitted, messages = _fit_recorded(HyFDCAClassifier(
+        HybridPartition(2, 2), participation=0.5, max_iter=40, tol=None,
+        **SMALL))
+    assert any(m.phase.endswith("/alone/upload") for m in messages)
+    assert check_messages(fitted, messages, X, Y) == []
+
+
+def test_clean_fits_hide_rows_when_two_clients_contribute():
+    # Every column group has two or more clients in every sum the server
+    # sees: no estimate comes within half a row's norm of any private row.
+    X40, y40 = make_classification(400, 40, n_informative=12, random_state=0)
+    X40 = StandardScaler().fit_transform(X40)
+    for partition in (HybridPartition(2, 2), HorizontalPartition(3)):
+        report = audit(HyFDCAClassifier(partition, **SMALL), X40, y40)
+        rows = report.attacks[report.attacks.metric == "relative_error"]
+        assert len(rows) == report.estimator.partition_.n_clients
+        assert np.all(rows.value >= 0.5), rows
+        assert report.violations == []
+
+
+# -- planted leaks ----------------------------------------------------------------
+
+def test_duals_in_plaintext_beside_the_inner_products(monkeypatch):
+    # A client sends its dual variables in plaintext in the slot declared
+    # as ciphertexts (the paper encrypts them, skfed never sends them).
+    original = _hyfdca_protocol.client_partial_inner_products
+    server_sum = _hyfdca_protocol.server_sum_over_row_groups
+
+    def leaky(client):
+        return [original(client), client.A.copy()]
+
+    def server_ignores_it(server, parts):
+        return server_sum(server, {k: p[0] if isinstance(p, list) else p
+                                   for k, p in parts.items()})
+
+    monkeypatch.setattr(_hyfdca_protocol, "client_partial_inner_products", leaky)
+    monkeypatch.setattr(_hyfdca_protocol, "server_sum_over_row_groups",
+                        server_ignores_it)
+    fitted, messages = _fit_recorded(HyFDCAClassifier(
+        HybridPartition(2, 2), max_iter=3, tol=None, **SMALL))
+    found = _found(check_messages(fitted, messages, X, Y), "inner products")
+    assert "float64 array" in found and "where a ciphertext is declared" in found
+
+
+def _leak_w_hat(monkeypatch):
+    """Clients also send the paper's plaintext w_hat_k = X_k^T alpha_k /
+    (lambda N), per client, to the server (phase "primal aggregation")."""
+    original = _hyfdca_exchange.Protocol.reports
+
+    def w_hat(client):
+        return client.X.T @ (client.Y * client.A) / (client.lam * client.N)
+
+    def leaky(self, clients, grid):
+        self._to_server("primal aggregation", self._local(clients, w_hat))
+        self.server.call(_hyfdca_protocol.server_run,
+                         _hyfdca_protocol.server_take,
+                         "primal aggregation").result()
+        return original(self, clients, grid)
+
+    monkeypatch.setattr(_hyfdca_exchange.Protocol, "reports", leaky)
+
+
+def test_per_client_w_hat_in_plaintext_gives_rows_away(monkeypatch):
+    # Horizontal split, one coordinate per round: the first w_hat_k is
+    # y_i x_i / (lambda N), a private row read exactly (lambda N >= ||x||^2).
+    _leak_w_hat(monkeypatch)
+    fitted, messages = _fit_recorded(HyFDCAClassifier(
+        HorizontalPartition(3), alpha=0.1, local_iterations=1, max_iter=5,
+        tol=None, **SMALL))
+    errors = _relative_errors(fitted, messages)
+    assert np.all(errors < 1e-6)
+    found = _found(check_messages(fitted, messages, X, Y))
+    assert "undeclared phase 'primal aggregation'" in found
+
+
+def test_without_the_leak_the_same_setting_is_not_read_exactly():
+    # Clean counterpart: the same fit sends its weight changes by secure
+    # aggregation over the three clients.
+    fitted, messages = _fit_recorded(HyFDCAClassifier(
+        HorizontalPartition(3), alpha=0.1, local_iterations=1, max_iter=5,
+        tol=None, **SMALL))
+    assert np.all(_relative_errors(fitted, messages) > 0.1)
+    assert check_messages(fitted, messages, X, Y) == []
+
+
+def test_forged_messages_are_reported():
+    fitted, messages = _fit_recorded(HyFDCAClassifier(
+        HybridPartition(2, 2), max_iter=3, tol=None, **SMALL))
+    part = fitted.partition_
+    reporter = next(m.sender for m in messages if m.phase == "objective report")
+    rows = part.client_rows(int(reporter[len("client"):]))
+    labels = (Y[rows] == 1).astype(float)  # the reporter's labels
+    raw = X[np.ix_(part.client_rows(1), part.client_columns(1))]
+    i = next(i for i, m in enumerate(messages) if m.phase == "objective report")
+    j = next(i for i, m in enumerate(messages) if m.phase == "step")
+    report = messages[i]
+    forged = list(messages)
+    # An extra element holding the labels, one holding client1's columns
+    # (sent to client2, which does not hold them), and an unknown phase.
+    forged[i] = report._replace(payload=report.payload + (labels,))
+    forged[j] = messages[j]._replace(receiver="client2",
+                                     payload=messages[j].payload + (raw,))
+    forged.append(report._replace(phase="gossip"))
+    violations = check_messages(fitted, forged, X, Y)
+    by_index = {v.index: v.found for v in violations}
+    assert "payload element" in by_index[i]
+    assert "payload element" in by_index[j]
+    assert "undeclared phase 'gossip'" in by_index[len(forged) - 1]
+    # The semantic check names the labels and the raw column themselves
+    # when they ride inside a declared element.
+    forged[i] = report._replace(payload=((report.payload[0], labels),))
+    step = messages[j]
+    forged[j] = step._replace(receiver="client2", payload=(
+        (step.payload[0], raw[:, 0]),) + step.payload[1:])
+    violations = check_messages(fitted, forged, X, Y)
+    assert f"{reporter}'s labels" in _found(violations, "objective report")
+    assert "client1's columns" in _found(violations, "step")
