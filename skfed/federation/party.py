@@ -313,6 +313,10 @@ class Party:
         self._configs = None
         self._last_phase = None
         self._failures = []
+        # call() and stop() take it, so no call is queued behind the stop
+        # (it would never run, and its caller would wait forever).
+        self._lock = threading.Lock()
+        self._stopping = False
 
     def start(self):
         # sklearn's and skfed's configurations are thread-local: the worker
@@ -381,7 +385,7 @@ class Party:
         -------
         future : PartyFuture
         """
-        if self._worker is None:
+        if self._worker is None or self._stopping:
             raise RuntimeError(f"Party '{self.name}' is not running.")
         args = deliver(self.name, self._log, args, kwargs, sender, phase)
         last_phase = self._last_phase
@@ -389,7 +393,10 @@ class Party:
             self._last_phase = phase
         future = Future()
         where = (phase, _name_of(fn), last_phase)
-        self._queue.put((future, fn, args, kwargs, where))
+        with self._lock:
+            if self._stopping:
+                raise RuntimeError(f"Party '{self.name}' is not running.")
+            self._queue.put((future, fn, args, kwargs, where))
         return PartyFuture(future, self.name, phase, where[1], self._timeout,
                            last_phase=last_phase, on_timeout=self.request_stop)
 
@@ -419,15 +426,17 @@ class Party:
         if self._worker is None:
             return
         self._stop_event.set()
-        # Cancel what has not started so nothing waits on a stopped party.
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is not _STOP:
-                item[0].cancel()
-        self._queue.put(_STOP)
+        with self._lock:
+            self._stopping = True
+            # Cancel what has not started so nothing waits on a stopped party.
+            while True:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not _STOP:
+                    item[0].cancel()
+            self._queue.put(_STOP)
         if threading.current_thread() is not self._worker.thread:
             self._finished.wait(wait)
         self._worker = None

@@ -505,7 +505,8 @@ def _run_drivers(plan, targets):
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
+        while t.is_alive():  # in slices, so that Ctrl-C is seen at once
+            t.join(0.1)
     if plan.failure is not None:
         party, exc = plan.failure
         raise RuntimeError(
