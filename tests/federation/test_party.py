@@ -249,3 +249,24 @@ def test_party_errors_pickle():
     assert str(again) == str(error) and again.party == "a" and again.phase == "p"
     timeout = FederationTimeoutError("slow", "a", "p", "fn")
     assert pickle.loads(pickle.dumps(timeout)).function == "fn"
+
+
+def test_a_call_racing_the_stop_never_waits_forever():
+    # A driver thread of its own (as AVFKAM's) keeps calling while the
+    # federation stops: every call must fail or finish, none hang.
+    def driver(fed, errors):
+        try:
+            while True:
+                fed["a"].call(lambda s: None).result()
+        except Exception as exc:  # noqa: BLE001 - the expected end
+            errors.append(exc)
+
+    for _ in range(30):
+        errors = []
+        with Federation({"a": {}}, timeout=30) as fed:
+            thread = threading.Thread(target=driver, args=(fed, errors))
+            thread.start()
+            time.sleep(0.005)
+        thread.join(5)
+        assert not thread.is_alive()
+        assert isinstance(errors[0], (RuntimeError, PartyError))
