@@ -104,14 +104,12 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
 
     def _fit_federated(self, X, Y):
         """Run FDSKL on ``X`` with the encoded targets ``Y`` (n x outputs)."""
-        n_validation, row_order = 0, None
+        val_rows = np.empty(0, dtype=np.int64)
         if resolve_early_stopping(self.early_stopping, X.shape[0]):
-            train_rows, val_rows = validation_split(
+            # Held-out rows: public ids, a seeded choice that ignores labels.
+            _, val_rows = validation_split(
                 X.shape[0], self.validation_fraction, split_seed(self.random_state))
-            # The held-out rows go first: ids 0..n_validation-1 (public).
-            order = np.concatenate([val_rows, train_rows])
-            X, Y, n_validation = X[order], Y[order], len(val_rows)
-            row_order = order
+        n_validation = len(val_rows)
         batch_size = min(self.batch_size, X.shape[0] - n_validation)
         learning_rate = self._learning_rate(batch_size, X.shape[0] - n_validation)
         # Before any party starts: a decay factor <= 0 cannot converge.
@@ -135,7 +133,7 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
             n_cache_rows=n_cache_rows, n_outputs=n_outputs,
             max_iter=self.max_iter, m=m, loss=self._loss_name(),
             sampling_seeds=[[sampling_seed, k] for k in range(len(owners))],
-            n_validation=n_validation, check_every=check_every(self.max_iter),
+            validation_rows=val_rows, check_every=check_every(self.max_iter),
             batch_size=batch_size, n_iter_no_change=self.n_iter_no_change,
             tol=self.tol,
         )
@@ -157,7 +155,7 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
             # Each party keeps its own store; the estimator object is where
             # this simulation files them (it stands for all parties at once).
             stores = fed.gather(fed[p].call(_get_store) for p in names)
-            self._keep_party_keys(fed, names, X.shape[0], row_order)
+            self._keep_party_keys(fed, names, X.shape[0])
         self.coef_stores_ = stores
         self.n_iter_ = result["n_iter"]
         self.n_components_ = sum(len(st) for st in stores if st is not None)

@@ -30,11 +30,11 @@ Guard and early stopping. The first active party (the *lead*) watches the
 mean loss of every minibatch (:class:`~._convergence.LossMonitor`): a
 non-finite or exploding value stops the loop, every owner restores the
 coefficients it kept at the best check, and the estimator raises. Held-out
-rows (early stopping) are the first ``n_validation`` row ids, public and
-never drawn into a minibatch; at every check step (a public schedule) every
-party adds them to the step's rows, so their features and ``f`` travel in
-the step's own messages (Algorithm 2 with locally saved features) and the
-lead scores them.
+rows (early stopping) have public ids and are never drawn into a minibatch;
+at every check step (a public schedule) every party adds them to the step's
+rows, so their features and ``f`` travel in the step's own messages
+(Algorithm 2 with locally saved features, which they are first in line
+for) and the lead scores them.
 """
 
 # Authors: The skfed developers
@@ -69,8 +69,8 @@ class _History:
 
     ``ids``: the feature ids the owner created, in order; ``excluded``: the
     index of the party ``l'_j`` of each (fixed by the public seed);
-    ``upto[r]``: how many of the owner's features it already holds for the
-    cached training row ``r``.
+    ``upto[s]``: how many of the owner's features it already holds for the
+    row in cache slot ``s``.
     """
 
     def __init__(self, n_cache_rows):
@@ -94,9 +94,16 @@ def setup_party(state, config):
     state.offsets = np.empty(n_total)
     state.n_drawn = 0
     state.step = None
-    # Rows 0..n_validation-1 are held out (public ids, never in a batch);
-    # every party adds them to the rows of each check step.
-    state.n_validation = config["n_validation"]
+    # Held-out rows: public ids, never in a batch; every party adds them to
+    # the rows of each check step. They get the first cache slots, then the
+    # other rows in order while the budget lasts (-1: not saved).
+    state.validation_rows = np.asarray(config["validation_rows"], dtype=np.int64)
+    state.train_rows = np.setdiff1d(np.arange(state.n_samples),
+                                    state.validation_rows)
+    state.cache_slot = np.full(state.n_samples, -1, dtype=np.int64)
+    first = np.concatenate([state.validation_rows, state.train_rows])
+    first = first[:state.n_cache_rows]
+    state.cache_slot[first] = np.arange(len(first))
     state.check_every = config["check_every"]
     state.m = config["m"]
     me = state.names[state.index]
@@ -113,7 +120,7 @@ def setup_party(state, config):
         if k == 0:
             # The lead watches the training loss, starting from the zero
             # model's (every fit starts at f = 0), over its training rows.
-            zero = state.loss(state.y[state.n_validation:], 0.0)
+            zero = state.loss(state.y[state.train_rows], 0.0)
             state.monitor = LossMonitor(float(np.sum(zero, axis=1).mean()),
                                         config["batch_size"])
             state.early = EarlyStopping(config["n_iter_no_change"], config["tol"])
@@ -127,8 +134,7 @@ def _active_pick_minibatch(state, batch_size):
     stream; held-out rows are never drawn.
     """
     if state.pos + batch_size > len(state.order):
-        n_train = state.n_samples - state.n_validation
-        state.order = state.rng.permutation(n_train) + state.n_validation
+        state.order = state.train_rows[state.rng.permutation(len(state.train_rows))]
         state.pos = 0
     rows = state.order[state.pos:state.pos + batch_size]
     state.pos += batch_size
@@ -144,15 +150,16 @@ def _party_receive_step(state, message):
     """
     creator, rows, new_ids = message
     n_batch = len(rows)
-    if state.n_validation and _is_check(state, new_ids):
-        rows = np.concatenate([rows, np.arange(state.n_validation)])
+    if len(state.validation_rows) and _is_check(state, new_ids):
+        rows = np.concatenate([rows, state.validation_rows])
     state.step = dict(rows=rows, n_batch=n_batch, requests={})
     new = slice(state.n_drawn, state.n_drawn + len(new_ids))
     # From this party's private key: nobody else can draw its block.
     state.omega[:, new] = party_directions(state, new_ids)
     state.offsets[new] = party_phases(state, new_ids)
     state.n_drawn += len(new_ids)
-    cached = rows < state.n_cache_rows
+    slots = state.cache_slot[rows]
+    cached = slots >= 0
     for owner in state.owners:
         hist = state.history[owner]
         if owner == creator:
@@ -166,8 +173,8 @@ def _party_receive_step(state, message):
         if width == 0:
             continue
         start = np.zeros(len(rows), dtype=np.int64)
-        start[cached] = hist.upto[rows[cached]]
-        hist.upto[rows[cached]] = width
+        start[cached] = hist.upto[slots[cached]]
+        hist.upto[slots[cached]] = width
         state.step["requests"][owner] = (start, width)
 
 
@@ -210,20 +217,21 @@ def _owner_save_features(state, received):
     start, width = state.step["requests"][me]
     if state.phi_cache is None:
         state.phi_cache = np.zeros((state.n_cache_rows, state.capacity))
-    cached = rows < state.n_cache_rows
+    slots = state.cache_slot[rows]
+    cached = slots >= 0
     lo = int(start.min())
     if cached.all():
-        phi = state.phi_cache[rows, :width]  # a copy, valid left of each start
+        phi = state.phi_cache[slots, :width]  # a copy, valid left of each start
     else:
         phi = np.zeros((len(rows), width))
-        phi[cached] = state.phi_cache[rows[cached], :width]
+        phi[cached] = state.phi_cache[slots[cached], :width]
     for excluded, values in received.items():
         cols, need = _pairs(state, me, excluded)
         block = phi[:, cols]
         block[need] = np.sqrt(2.0) * np.cos(values)
         phi[:, cols] = block
     # Only the columns from the smallest start on changed.
-    state.phi_cache[rows[cached], lo:width] = phi[cached, lo:]
+    state.phi_cache[slots[cached], lo:width] = phi[cached, lo:]
     state.step["phi"] = phi
 
 

@@ -17,6 +17,7 @@ from sklearn.svm import SVC
 
 from skfed.base import party_seeds
 from skfed.federation import record_messages
+from skfed.privacy import check_messages
 from skfed.kernel_approximation import keyed_directions
 from skfed.kernel_methods import AVFKAMRanker
 from skfed.kernel_methods import _avfkam_protocol as protocol
@@ -448,3 +449,5 @@ def test_early_stopping_stays_with_the_active_parties():
                           "preprocess/T2", "preprocess/request"}
     assert {"validation/request", "validation/scores"} <= {
         m.phase for m in rec.messages}
+    # Every message, the validation ones included, obeys the contract.
+    assert check_messages(est, rec.messages, X, y) == []

@@ -35,6 +35,7 @@ from skfed.kernel_methods._vertical_features import (
 )
 from skfed.losses import get_loss
 from skfed.partition import VerticalPartition
+from skfed.privacy import check_messages
 
 
 # --------------------------------------------------------------------------
@@ -434,6 +435,7 @@ def test_divergence_with_two_active_parties_restores_both_owners():
     assert {"step/loss", "step/keep", "step/restore"} <= phases
     assert all(m.receiver in ("party0", "party2") for m in rec.messages
                if m.phase in ("step/loss", "step/keep", "step/restore"))
+    assert check_messages(kept, rec.messages, X, y) == []
 
 
 def test_impossible_decay_is_refused_before_any_party_starts():
@@ -480,11 +482,14 @@ def test_early_stopping_holds_out_rows_and_stops():
     assert reg.n_iter_ < 400
     n_checks = len(reg.validation_score_)
     assert n_checks == reg.n_iter_ // 4 + 1  # a check every max_iter // 100 steps
-    # The held-out rows (ids 0..19 of the run) are never in a minibatch.
-    batches = [m.payload[0][1] for m in rec.messages if m.phase == "step/indices"]
-    assert min(int(rows.min()) for rows in batches) >= 20
-    # The last held-out score is the model's own loss on those rows.
+    # The held-out rows (20 public ids) are never in a minibatch.
     _, held_out = validation_split(200, 0.1, split_seed(0))
+    assert len(held_out) == 20
+    batches = [m.payload[0][1] for m in rec.messages if m.phase == "step/indices"]
+    assert not np.isin(np.concatenate(batches), held_out).any()
+    assert set(np.concatenate(batches)) == set(range(200)) - set(held_out)
+    assert check_messages(reg, rec.messages, X, y) == []
+    # The last held-out score is the model's own loss on those rows.
     f = (reg.predict(X[held_out]) - reg._y_mean) / reg._y_scale
     target = (y[held_out] - reg._y_mean) / reg._y_scale
     assert reg.validation_score_[-1] == pytest.approx(
@@ -499,3 +504,21 @@ def test_early_stopping_auto_and_running_out_of_iterations():
         reg = FDSKLRegressor(partition=2, max_iter=5, batch_size=32,
                              early_stopping=True, random_state=0).fit(X, y)
     assert reg.n_iter_ == 5 and len(reg.validation_score_) == 5
+
+
+def test_early_stopping_model_does_not_depend_on_the_cache():
+    # Held-out rows take the first cache slots; a budget of 10 rows, or none,
+    # changes the traffic, never the model or the held-out scores.
+    X, y = _wide_kernel_regression(n=120)
+    kw = dict(partition=3, max_iter=30, batch_size=16, n_components_per_iter=4,
+              early_stopping=True, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="Increase max_iter"):
+        fits = [FDSKLRegressor(cache_size=c, **kw).fit(X, y)
+                for c in (200, 0.01, 0)]
+    for other in fits[1:]:
+        np.testing.assert_allclose(other.predict(X), fits[0].predict(X),
+                                   rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(other.validation_score_,
+                                   fits[0].validation_score_, rtol=1e-9)
+    sent = [f.communication_.by_phase["step/features/T1"]["scalars"] for f in fits]
+    assert sent[0] < sent[1] < sent[2]
