@@ -98,65 +98,38 @@ def _requested_sums(estimator, messages, prefix, n_rows):
     return out
 
 
-class _Bookkeeping:
-    """FDSKL's public record of which (row, feature) pairs each owner holds
-    (the same rules as the protocol's ``_History``/``_pairs``)."""
+#: Static public facts of a run that every party holds (set up from the
+#: configuration broadcast at the start); kept for the replay below.
+_PUBLIC_FACTS = ("names", "owners", "n_samples", "n_cache_rows", "n_outputs",
+                 "validation_rows", "train_rows", "cache_slot", "check_every",
+                 "m", "basis_seed", "kernel", "gamma")
 
-    def __init__(self, names, owners, n_cache_rows, basis_seed):
-        self.names, self.owners = names, owners
-        self.n_cache_rows, self.basis_seed = n_cache_rows, basis_seed
-        self.ids = {p: np.empty(0, dtype=np.int64) for p in owners}
-        self.excluded = {p: np.empty(0, dtype=np.int64) for p in owners}
-        self.upto = {p: np.zeros(n_cache_rows, dtype=np.int64) for p in owners}
 
-    def add(self, creator, new_ids):
-        self.ids[creator] = np.concatenate([self.ids[creator], new_ids])
-        ex = excluded_parties(self.basis_seed, new_ids, creator, self.names)
-        self.excluded[creator] = np.concatenate(
-            [self.excluded[creator], [self.names.index(e) for e in ex]])
-
-    def requests(self, rows):
-        """Per owner ``(start, width)`` for these rows, and the new ``upto``."""
-        cached = rows < self.n_cache_rows
-        out, upto = {}, {}
-        for owner in self.owners:
-            width = len(self.ids[owner])
-            if width == 0:
-                continue
-            start = np.zeros(len(rows), dtype=np.int64)
-            start[cached] = self.upto[owner][rows[cached]]
-            new = self.upto[owner].copy()
-            new[rows[cached]] = width
-            out[owner], upto[owner] = (start, width), new
-        return out, upto
-
-    def pairs(self, owner, ex, rows, request):
-        start, width = request
-        cols = np.arange(int(start.min()), width)
-        cols = cols[self.excluded[owner][cols] == ex]
-        need = cols[None, :] >= start[:, None]
-        r, c = np.nonzero(need)
-        return rows[r], self.ids[owner][cols[c]]
+def _public_facts(state):
+    return {k: getattr(state, k) for k in _PUBLIC_FACTS if hasattr(state, k)}
 
 
 def _fdskl_fit_sums(estimator, messages, n_rows):
     """FDSKL's training sums (Algorithm 1, line 5), replayed from the public
-    history: the step broadcasts give the rows and feature ids, the
-    bookkeeping of locally saved features gives the pairs of every sum.
-    Held-out rows (early stopping) join the rows of some steps; whether they
-    did is read from the sizes of the step's ``T1`` messages."""
-    from ._fdskl_protocol import owner_capacity
+    history with the protocol's own bookkeeping: a party holding no columns
+    receives the step broadcasts and derives which (row, feature) pairs
+    every sum carries, as every party does. Stops where the replay and the
+    recorded sizes disagree (the caller then sees fewer sums)."""
+    from ..federation import PartyState
+    from ._fdskl_protocol import _History, _pairs, _party_receive_step
 
+    facts = getattr(estimator, "_privacy_public", None)
     names = _names(estimator)
     q = len(names)
-    if q == 1:
+    if q == 1 or facts is None or "cache_slot" not in facts:
         return []
-    owners = [names[k] for k in estimator.partition_.active_parties]
-    m = estimator.n_components_per_iter
-    capacity = max(owner_capacity(k, len(owners), estimator.max_iter, m)
-                   for k in range(len(owners)))
-    n_cache_rows = int(min(n_rows, estimator.cache_size * 2**20 // (8 * capacity)))
-    book = _Bookkeeping(names, owners, n_cache_rows, estimator._basis_seed)
+    owners = list(facts["owners"])
+    n_total = estimator.max_iter * estimator.n_components_per_iter
+    state = PartyState(**facts, index=0, columns=np.empty(0, dtype=np.int64),
+                       key=b"\0" * 32)
+    state.history = {p: _History(state.n_cache_rows) for p in owners}
+    state.omega, state.offsets = np.empty((0, n_total)), np.empty(n_total)
+    state.n_drawn, state.step = 0, None
     steps, seen = [], set()
     for msg in messages:
         if msg.phase == "step/indices":
@@ -166,39 +139,25 @@ def _fdskl_fit_sums(estimator, messages, n_rows):
                 steps.append((creator, np.asarray(rows), np.asarray(new_ids)))
     t1s = _chunks(messages, "step/features/T1", q - 1)
     t2s = _chunks(messages, "step/features/T2", q - 2)
-    out, n_val, k = [], 0, 0
+    out, k = [], 0
     for t, (creator, rows, new_ids) in enumerate(steps):
-        book.add(creator, new_ids)
-        groups = [(o, ex) for o in owners[:t + 1]
-                  for ex, other in enumerate(names) if other != o]
-        if k + len(groups) > len(t1s):
-            break  # the fit stopped inside this step
-        sizes = [t1s[k + i][0].payload[0].size for i in range(len(groups))]
-        if t == 0 and n_val == 0:
-            # At the first step every row of a sum holds every feature of its
-            # group: a size above rows x features counts the held-out rows.
-            for (o, ex), size in zip(groups, sizes):
-                g = int(np.sum(book.excluded[o] == ex))
-                if g:
-                    n_val = max(size // g - len(rows), 0)
-                    break
-        choices = [rows] + ([np.concatenate([rows, np.arange(n_val)])]
-                            if n_val else [])
-        for step_rows in choices:
-            requests, upto = book.requests(step_rows)
-            layout = [book.pairs(o, ex, step_rows, requests[o]) for o, ex in groups]
-            if [len(r) for r, _ in layout] == sizes:
-                break
-        else:
-            # The replay no longer matches the messages: stop rather than
-            # mislabel entries (the caller sees fewer sums than messages).
-            break
-        book.upto.update(upto)
-        for (owner, ex), (r, f) in zip(groups, layout):
-            out.append(MaskedSum(owner, names[ex],
-                                 trees_for(names, owner, names[ex]), r, f,
-                                 t1s[k], t2s[k] if q > 2 else []))
-            k += 1
+        _party_receive_step(state, (creator, rows, new_ids))
+        step_rows = state.step["rows"]
+        for owner in owners[:t + 1]:
+            for ex, other in enumerate(names):
+                if other == owner:
+                    continue
+                if k >= len(t1s):
+                    return out
+                cols, need = _pairs(state, owner, ex)
+                r, c = np.nonzero(need)
+                if t1s[k][0].payload[0].size != len(r):
+                    return out
+                out.append(MaskedSum(owner, other, trees_for(names, owner, other),
+                                     step_rows[r],
+                                     state.history[owner].ids[cols[c]],
+                                     t1s[k], t2s[k] if q > 2 else []))
+                k += 1
     return out
 
 
@@ -241,6 +200,9 @@ class KernelPrivacyMixin:
         """
         self._party_keys = fed.gather(fed[p].call(_vertical_features.party_key)
                                       for p in names)
+        # The public bookkeeping of the run (the same at every party), for
+        # the attacks' replay of which pairs each masked sum carried.
+        self._privacy_public = fed[names[-1]].call(_public_facts).result()
         self._privacy_n_rows = int(n_rows)
         self._row_order = None if row_order is None else np.asarray(row_order)
 

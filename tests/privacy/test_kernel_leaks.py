@@ -28,6 +28,7 @@ from skfed.kernel_methods import (
     _fdskl_protocol,
     _vertical_features,
 )
+from skfed.partition import VerticalPartition
 from skfed.privacy import check_messages
 from skfed.privacy._attacks_kernel import (
     column_reconstruction,
@@ -103,10 +104,14 @@ def _victim_columns(est, attacker):
             for c in est.partition_.columns(names.index(p))}
 
 
+@pytest.mark.filterwarnings("ignore:.*held-out")
+@pytest.mark.parametrize("early_stopping", [False, True])
+@pytest.mark.parametrize("active", [(0,), (0, 2)])
 @pytest.mark.parametrize("name", ["fdskl", "avfkam"])
-def test_default_fits_satisfy_the_contract(name):
+def test_default_fits_satisfy_the_contract(name, active, early_stopping):
     X, y = _data(n=80)
-    est = _estimator(name)
+    est = _estimator(name, early_stopping=early_stopping).set_params(
+        partition=VerticalPartition(3, active_parties=active))
     with record_messages() as rec:
         est.fit(X, y)
         est.predict(X[:20])
@@ -282,12 +287,21 @@ def test_zero_masks_over_one_column_parties_fail_the_contract_check():
         assert bool(found) == expected, found[:2]
 
 
-@pytest.mark.filterwarnings("ignore:.*held-out loss")
-def test_attacks_follow_the_parties_row_order():
-    # Early stopping puts the held-out rows first in every party's block:
-    # secrets and attacks map the rows back to the caller's X.
-    est, messages, X, y = _fit("fdskl", "paper", early_stopping=True)
-    assert est._row_order is not None
-    assert not np.array_equal(est._row_order, np.arange(len(X)))
+@pytest.mark.filterwarnings("ignore:.*held-out")
+@pytest.mark.parametrize("cache_size", [200, 0.01])
+def test_the_replay_labels_every_fdskl_sum(cache_size):
+    # Early stopping adds the held-out rows to some steps, and a small cache
+    # recomputes the pairs of the rows past it: the replay (the protocol's
+    # own bookkeeping run on the public history) labels every entry of
+    # every recorded sum, and the planted leak is found through it.
+    from skfed.kernel_methods._privacy import masked_sum_instances
+
+    est, messages, X, y = _fit("fdskl", "paper", early_stopping=True,
+                               cache_size=cache_size)
+    sums = masked_sum_instances(est, messages, len(X))
+    t1 = [m for m in messages if m.phase == "step/features/T1"]
+    assert len(sums) * 2 == len(t1)
+    held_out = est._privacy_public["validation_rows"]
+    assert len(held_out) and any(np.isin(held_out, s.rows).all() for s in sums)
     scores = _scores(column_reconstruction(est, messages, X, y))
     assert min(scores.values()) >= SUCCEEDED
