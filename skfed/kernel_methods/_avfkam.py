@@ -280,13 +280,16 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
     party reads), so the estimator is tagged non-deterministic then; the AUC
     varies little between runs.
 
-    What each party learns: passive parties get masked partial sums (and
-    ``gamma``), never labels, row ids of training steps, scores or
+    What each party learns: passive parties get uniformly masked partial
+    sums (fresh ring masks per row and feature, as in FDSKL) and
+    ``gamma``, never labels, row ids of training steps, scores or
     coefficients; active parties get the features of their own seeds and
     the other active parties' ``f^l`` at the rows they sample. Each party's
-    coefficients stay with it. As in FDSKL, one offset masks a seed for
-    every row, so masked values of several rows reveal their differences
-    ``omega_G^T (x_i - x_k)_G`` to the party that sums them.
+    coefficients stay with it, and each party draws its block of the
+    random directions from its own key (``party_keys``), so the active
+    party cannot solve for another party's columns; it can still estimate
+    their pairwise distances (the kernel), inherent to the method. See the
+    user guide for what :func:`skfed.privacy.audit` measures.
 
     References
     ----------

@@ -157,31 +157,33 @@ __SHARED__
     losses to the first (a few numbers) and it tells them which iterate to
     keep.
 
-    Dependence on the split: the phase ``b_j`` of feature ``j`` is the
-    private offset of the party ``l'_j`` whose offset is not removed
-    (Lemma 1), so two fits that differ only in how the columns are grouped
-    over the same number of parties give the same model up to floating
-    point, while a different number of parties gives other (identically
-    distributed) phases and so a slightly different model. Exact
-    independence would need a phase known to some party outside ``l'_j``,
-    which would let the receiver unmask ``omega_G^T x_G``.
+    Private directions: each party draws its block of ``omega_j`` and its
+    phases from a key of its own (``party_keys``), not from a seed every
+    party knows as in the paper, so the receiver of ``omega_j^T x + b_j``
+    cannot solve for another party's columns. The phase ``b_j`` is the
+    phase of the party ``l'_j`` whose value is not masked (Lemma 1). The
+    model therefore depends on the split (another grouping of the columns
+    gives another, identically distributed, model) and, with
+    ``party_keys="os"``, on the keys drawn.
 
-    Trees of Algorithm 3: the paper asks for two *totally different* trees
-    (no common subtree with more than one leaf). With the receiver as the
-    leftmost leaf of two balanced trees that still lets it pair a leaf's
-    masked value from ``T1`` with the same leaf's offset from ``T2`` (always,
-    with three parties). The trees of
+    Masks of Algorithm 3: angles are added in the ring ``Z_{2^32}`` (a full
+    turn is ``2^32``), and every party but ``l'_j`` masks each entry with a
+    uniform ring element drawn fresh from its own CSPRNG (a one-time pad;
+    the paper's offsets were one per feature for every row). The trees of
     :func:`~skfed.federation.totally_different_trees` make the receiver's
-    only ``T1`` child the subtree of all other parties and are checked node
-    by node: no party can cancel its ``T1`` inputs with its ``T2`` inputs.
+    only ``T1`` child the subtree of all other parties, led by ``l'_j``,
+    and are checked node by node: no party can cancel its ``T1`` inputs
+    with its ``T2`` inputs. The masks cancel exactly: they do not change
+    the model.
 
     What each party learns: the passive parties receive the minibatch row
-    indices, the feature ids, partial sums of masked projections and of
-    offsets, never labels, raw columns or coefficients. Because a feature's
-    offset is the same for every row, a party receiving masked values of
-    several rows learns their differences ``omega_G^T (x_i - x_k)_G``; the
-    paper's guarantee concerns single values, and it asks for normalized
-    data (Section 3).
+    indices, the feature ids, and uniformly masked partial sums, never
+    labels, raw columns or coefficients. The coefficient holder learns
+    ``omega_j^T x_i + b_j`` of the rows it uses, from which it can still
+    estimate the kernel, hence the pairwise distances, of the other
+    parties' columns, and recover them from a few known rows: inherent to
+    learning a kernel on shared rows. See the user guide for what
+    :func:`skfed.privacy.audit` measures.
 
     Cost: with the locally saved features, each (row, feature) pair of the
     rows that fit in ``cache_size`` goes through Algorithm 3 once; the plain
