@@ -82,7 +82,11 @@ def active_gradients(state, round_index, subsample, send, with_counts=False):
     state.position = np.full(n_rows, -1, dtype=np.intp)
     state.position[sample] = np.arange(sample.size)
     bound = weighted_row_bound(sample.size, w)
-    state.layout = GradientLayout(bound, state.key_size, with_counts)
+    precision = (GradientLayout.multi_output_precision(bound, state.key_size,
+                                                       state.n_outputs)
+                 if state.multi_output else None)
+    state.layout = GradientLayout(bound, state.key_size, with_counts,
+                                  precision_bits=precision)
     state.with_counts = with_counts
     state.qg, state.qh, state.exponents = [], [], []
     for k in range(state.n_outputs):
@@ -110,12 +114,14 @@ def _encrypt_multi_output(state, bound, with_counts, rows):
     count slot, if any, rides with group 0). The message carries one layout
     row per group.
     """
-    per = GradientLayout.outputs_per_ciphertext(bound, state.key_size)
+    precision = state.layout.precision_bits
+    per = GradientLayout.outputs_per_ciphertext(bound, state.key_size, precision)
     groups = [list(range(i, min(i + per, state.n_outputs)))
               for i in range(0, state.n_outputs, per)]
     state.groups = groups
     state.group_layouts = [GradientLayout(bound, state.key_size,
-                                          with_counts and i == 0, len(group))
+                                          with_counts and i == 0, len(group),
+                                          precision_bits=precision)
                            for i, group in enumerate(groups)]
     encrypted = [layout.encrypt_pairs(
         state.public_key, np.stack([state.qg[k] for k in group], axis=1),

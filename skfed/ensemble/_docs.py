@@ -120,8 +120,8 @@ _DOC_CLASS_WEIGHT = """
         class; the K ``(h, g)`` pairs of a row are packed into as few
         ciphertexts as the key holds (all 10 digits classes in one at 2048
         bits), so a round encrypts and sums about K times less (digits,
-        2048 bits: a round costs 0.26x, same test accuracy after 20
-        rounds). It decrypts one candidate per ciphertext instead of ~19.
+        2048 bits: a round costs about 0.3x, same test accuracy after 20
+        rounds). It decrypts two candidates per ciphertext instead of ~19.
 
 """
 

@@ -58,6 +58,10 @@ class GradientLayout:
     with_counts : bool, default=False
         Add a slot holding 1 per row, so that sums carry row counts
         (needed only for ``min_samples_leaf > 1``).
+    precision_bits : int or None, default=None
+        At most this many bits of precision (default 40; never more than the
+        exact-sum bound allows). Multi-output trees trade a few bits for more
+        candidates per ciphertext (:meth:`multi_output_precision`).
     n_outputs : int, default=1
         Gradient pairs per row (several classes of a multi-output tree share
         one ciphertext): slots ``(h_0, g_0, h_1, g_1, ..., [count])``.
@@ -74,10 +78,12 @@ class GradientLayout:
         Candidates packed into one histogram ciphertext.
     """
 
-    def __init__(self, n_rows, key_size, with_counts=False, n_outputs=1):
+    def __init__(self, n_rows, key_size, with_counts=False, n_outputs=1,
+                 precision_bits=None):
         row_bits = max(int(n_rows), 1).bit_length()
         # n_rows * 2**precision_bits < 2**52: every sum is an exact float64.
-        self.precision_bits = min(40, 52 - row_bits)
+        self.precision_bits = min(40 if precision_bits is None else precision_bits,
+                                  52 - row_bits)
         if self.precision_bits < 16:
             raise ValueError(
                 f"{n_rows} rows are too many for exact 52-bit histogram sums; "
@@ -97,11 +103,29 @@ class GradientLayout:
             )
 
     @staticmethod
-    def outputs_per_ciphertext(n_rows, key_size):
+    def outputs_per_ciphertext(n_rows, key_size, precision_bits=40):
         """How many gradient pairs (plus a count slot) one ciphertext holds."""
         row_bits = max(int(n_rows), 1).bit_length()
-        slot_bits = min(40, 52 - row_bits) + row_bits + 1
+        slot_bits = min(precision_bits, 52 - row_bits) + row_bits + 1
         return max(1, ((int(key_size) - 3) // slot_bits - 1) // 2)
+
+    @staticmethod
+    def multi_output_precision(n_rows, key_size, n_outputs, floor=32):
+        """Precision that packs one more candidate per ciphertext, if cheap.
+
+        With ``2 K`` slots per candidate a 2048-bit plaintext often holds one
+        candidate and a few bits to spare; giving up a bit or two of the 40
+        (never below ``floor``) fits a second one and halves the decryptions.
+        Returns the precision (40 when nothing is gained).
+        """
+        row_bits = max(int(n_rows), 1).bit_length()
+        precision = min(40, 52 - row_bits)
+        slots = 2 * n_outputs
+        per = (int(key_size) - 3) // (slots * (precision + row_bits + 1))
+        if per == 0:
+            return precision
+        narrower = (int(key_size) - 3) // (slots * (per + 1)) - row_bits - 1
+        return narrower if floor <= narrower < precision else precision
 
     def public_part(self):
         """What the passive parties need: ``(slot_bits, per_ciphertext, n_slots)``."""
