@@ -284,7 +284,10 @@ def test_zero_masks_over_one_column_parties_fail_the_contract_check():
                 est.fit(X, y)
         found = [v for v in check_messages(est, rec.messages, X, y)
                  if "affine image" in v.found and "columns" in v.found]
-        assert bool(found) == expected, found[:2]
+        # the lone unmasked share a leaf sends to an inner T1 node (not the
+        # receiver): an angle around 0, so it wraps unless read signed
+        inner = [v for v in found if v.receiver != "party0"]
+        assert bool(inner) == expected, found[:2]
 
 
 @pytest.mark.filterwarnings("ignore:.*held-out")
