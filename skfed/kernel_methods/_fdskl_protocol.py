@@ -178,19 +178,29 @@ def _party_receive_step(state, message):
         state.step["requests"][owner] = (start, width)
 
 
+#: rows per block of the needed-pair enumeration
+_ROW_BLOCK = 64
+
+
 def _pairs(state, owner, excluded):
-    """Columns (positions in the owner's list) and needed-pair mask of a group.
+    """The needed pairs of a group, block of rows by block of rows.
 
     The group is the owner's features whose ``l'`` is ``excluded`` (all of
-    them when there is one party); pairs are taken in row-major order.
+    them when there is one party). Yields ``(rows, cols, need)`` for
+    consecutive blocks of the step's rows: the columns (positions in the
+    owner's list) from the block's smallest start, and the needed-pair
+    mask. Concatenated, the blocks list the pairs in row-major order; a
+    block of saved rows (or of held-out rows) spans only the few features
+    they miss.
     """
     start, width = state.step["requests"][owner]
-    hist = state.history[owner]
-    cols = np.arange(int(start.min()), width)
-    if excluded is not None:
-        cols = cols[hist.excluded[cols] == excluded]
-    need = cols[None, :] >= start[:, None]
-    return cols, need
+    excluded_of = state.history[owner].excluded
+    for a in range(0, len(start), _ROW_BLOCK):
+        first = start[a:a + _ROW_BLOCK]
+        cols = np.arange(int(first.min()), width)
+        if excluded is not None:
+            cols = cols[excluded_of[cols] == excluded]
+        yield slice(a, a + len(first)), cols, cols[None, :] >= first[:, None]
 
 
 def _party_pair_projection(state, owner, excluded):
@@ -199,11 +209,14 @@ def _party_pair_projection(state, owner, excluded):
     Returns ``(omega_G^T x_G, b^l)`` per pair; the masked-sum helper sends
     their sum up ``T1`` and keeps ``b^l`` for ``T2``.
     """
-    cols, need = _pairs(state, owner, excluded)
-    ids = state.history[owner].ids[cols]
-    values = state.X[state.step["rows"]] @ state.omega[:, ids]
-    offsets = np.broadcast_to(state.offsets[ids], values.shape)
-    return values[need], offsets[need]
+    rows, ids_of = state.step["rows"], state.history[owner].ids
+    values, offsets = [], []
+    for block, cols, need in _pairs(state, owner, excluded):
+        ids = ids_of[cols]
+        v = state.X[rows[block]] @ state.omega[:, ids]
+        values.append(v[need])
+        offsets.append(np.broadcast_to(state.offsets[ids], v.shape)[need])
+    return np.concatenate(values), np.concatenate(offsets)
 
 
 def _owner_save_features(state, received):
@@ -219,19 +232,23 @@ def _owner_save_features(state, received):
         state.phi_cache = np.zeros((state.n_cache_rows, state.capacity))
     slots = state.cache_slot[rows]
     cached = slots >= 0
-    lo = int(start.min())
     if cached.all():
         phi = state.phi_cache[slots, :width]  # a copy, valid left of each start
     else:
         phi = np.zeros((len(rows), width))
         phi[cached] = state.phi_cache[slots[cached], :width]
     for excluded, values in received.items():
-        cols, need = _pairs(state, me, excluded)
-        block = phi[:, cols]
-        block[need] = np.sqrt(2.0) * np.cos(values)
-        phi[:, cols] = block
-    # Only the columns from the smallest start on changed.
-    state.phi_cache[slots[cached], lo:width] = phi[cached, lo:]
+        done = 0
+        for block, cols, need in _pairs(state, me, excluded):
+            part = phi[block][:, cols]
+            k = int(need.sum())
+            part[need] = np.sqrt(2.0) * np.cos(values[done:done + k])
+            phi[block][:, cols] = part  # phi[block] is a view
+            done += k
+    # Only the columns from the smallest start of a saved row on changed.
+    if cached.any():
+        lo = int(start[cached].min())
+        state.phi_cache[slots[cached], lo:width] = phi[cached, lo:]
     state.step["phi"] = phi
 
 
