@@ -1,244 +1,256 @@
-"""HyFDCA against FedAvg at equal outer rounds, and where HyFDCA's time goes.
+"""HyFDCA: convergence with defaults, where its time goes, what the server
+can reconstruct, and the comparison with FedAvg at equal outer rounds.
 
-Reproduces the shape of the paper's comparison (section 5, Figure 3 and 4):
-
-1. For each data set and setting (hybrid 2x2 and 3x2 grids, 50% of the clients
-   per round), the relative loss ``(P(w_t) - P*) / P*`` and the test accuracy
-   of HyFDCA and of FedAvg lifted to hybrid splits (``benchmarks/_fedavg.py``,
-   learning rate and local steps tuned on a small grid by the loss after a
-   quarter of the rounds)
-   after the same number of outer rounds, with the ratio of relative losses.
-   ``P*`` and the centralised accuracy come from liblinear (``LinearSVC``,
-   hinge loss, ``C = 1 / (lambda N)``, no intercept, tolerance 1e-10).
-   HyFDCA's model after ``t`` rounds is the one its server publishes then
-   (the iterate of smallest primal value so far). Protocol runs are
-   plaintext (``encryption=None``): identical iterates, encryption changes
-   only the time.
-2. The time of one HyFDCA fit with Paillier encryption split into the parties'
-   encryption/decryption/ciphertext-addition time and the rest, and the
-   plaintext run of the same protocol for comparison.
+1. ``--acceptance`` (the default run starts with it): default settings
+   (2 x 2 grid, one local pass per round, line search, ``tol=1e-3``) on
+   three standardised tables (breast cancer, ``make_classification``
+   5,000 x 50, digits odd/even) at ``alpha`` 1e-2 and 1e-3, with and without
+   intercept, and 50% partial participation (random and cyclic). Printed:
+   rounds, the relative primal gap ``(P(w) - P_ref) / P_ref`` against
+   liblinear (``LinearSVC``, hinge, ``C = 1 / (alpha N)``, the intercept a
+   regularised constant column in both) and against the optimum of the same
+   objective (the best of liblinear and a long sequential dual coordinate
+   ascent: liblinear stops above it on some tables), the agreement of
+   predictions with liblinear, whether a ConvergenceWarning was raised, and
+   the plaintext fit time. Protocol runs are plaintext (``encryption=None``):
+   the encrypted mode runs the same iterates (its fixed-point scale comes
+   from the data), only slower.
+2. ``--timing``: the encrypted default fit (2048-bit Paillier) on breast
+   cancer (with ``--full`` also on the 5,000 x 50 table): wall time, the
+   parties' crypto time, rounds and ``communication_`` by phase.
+3. ``--audit``: ``skfed.privacy.audit`` of default fits (row_reconstruction:
+   the server's best reconstruction of a client's row, against chance).
+4. ``--fedavg``: the relative loss of HyFDCA and of FedAvg lifted to hybrid
+   splits (``benchmarks/_fedavg.py``, learning rate and local steps tuned on
+   a small grid) after the same number of outer rounds.
 
 Run::
 
-    python benchmarks/bench_hyfdca.py           # a few minutes
-    python benchmarks/bench_hyfdca.py --quick   # < 1 minute
-    python benchmarks/bench_hyfdca.py --acceptance   # convergence table
+    python benchmarks/bench_hyfdca.py              # acceptance, timing, audit, FedAvg
+    python benchmarks/bench_hyfdca.py --quick      # breast cancer only, 1024-bit timing
+    python benchmarks/bench_hyfdca.py --acceptance # only the convergence table
 """
 
 import argparse
 import itertools
+import os
+import sys
 import time
+import warnings
 
 import numpy as np
-from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.datasets import load_breast_cancer, load_digits, make_classification
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
-from skfed.linear_model import HyFDCAClassifier
-from skfed.partition import (HorizontalPartition, HybridPartition,
-                             VerticalPartition)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _fedavg import FedAvgHybrid
+from _convergence_hyfdca import central_optimum, primal_objective  # noqa: E402
+from _fedavg import FedAvgHybrid  # noqa: E402
+
+from skfed import config_context  # noqa: E402
+from skfed.linear_model import HyFDCAClassifier  # noqa: E402
+from skfed.partition import (HorizontalPartition, HybridPartition,  # noqa: E402
+                             VerticalPartition)
 
 
 def breast_cancer():
     X, y = load_breast_cancer(return_X_y=True)
-    return StandardScaler().fit_transform(X), y, 0.1, 10
+    return StandardScaler().fit_transform(X), y
 
 
-def classification():
-    X, y = make_classification(n_samples=2000, n_features=40,
-                               n_informative=15, random_state=0)
-    return X, y, 0.1, 20
+def classification_5000x50():
+    X, y = make_classification(n_samples=5000, n_features=50,
+                               n_informative=10, random_state=0)
+    return StandardScaler().fit_transform(X), y
 
 
-def sparse_high_dim():
-    rng = np.random.RandomState(0)
-    X = np.where(rng.rand(600, 2000) < 0.01, rng.randn(600, 2000), 0.0)
-    y = (X @ rng.randn(2000) + 0.1 * rng.randn(600) > 0).astype(int)
-    return X, y, 0.01, 40
+def digits_odd_even():
+    X, y = load_digits(return_X_y=True)
+    return StandardScaler().fit_transform(X), y % 2
 
 
 DATASETS = {"breast_cancer": breast_cancer,
-            "make_classification": classification,
-            "sparse_2000d": sparse_high_dim}
-
-SETTINGS = {"hybrid 2x2": dict(grid=(2, 2), participation=1.0),
-            "hybrid 3x2": dict(grid=(3, 2), participation=1.0),
-            "2x2, 50% clients": dict(grid=(2, 2), participation=0.5)}
+            "make_classification 5000x50": classification_5000x50,
+            "digits odd/even": digits_odd_even}
 
 
-def primal(w, X, s, lam):
-    return 0.5 * lam * w @ w + np.maximum(0.0, 1.0 - s * (X @ w)).mean()
+def liblinear_hinge(X, y, lam, fit_intercept):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return LinearSVC(loss="hinge", C=1 / (lam * len(y)),
+                         fit_intercept=fit_intercept, intercept_scaling=1.0,
+                         tol=1e-10, max_iter=200_000).fit(X, y)
 
 
-def hyfdca_snapshots(X, y, lam, H, grid, participation, checkpoints):
-    """Models after each checkpoint round (same seed: identical prefixes)."""
-    out = {}
-    for t in checkpoints:
-        clf = HyFDCAClassifier(HybridPartition(*grid), alpha=lam, max_iter=t,
-                               local_iterations=H, participation=participation,
-                               tol=None, fit_intercept=False, encryption=None,
-                               random_state=0).fit(X, y)
-        out[t] = clf.coef_.ravel()
-    return out
+def acceptance(names):
+    """The issue's acceptance table (see the module docstring)."""
+    print("\n== Defaults (2x2 grid, one local pass, line search, tol=1e-3); "
+          "relative primal gap to liblinear and to the optimum")
+    header = (f"{'data':<28} {'alpha':>6} {'icpt':>5} {'setting':<22} "
+              f"{'rounds':>6} {'gap/liblin':>11} {'gap/opt':>9} "
+              f"{'agree':>6} {'warn':>5} {'s':>6}")
+    print(header)
+    settings = {"full participation": {},
+                "50% random": {"participation": 0.5},
+                "50% cyclic": {"participation": 0.5, "schedule": "cyclic"}}
+    for name in names:
+        X, y = DATASETS[name]()
+        for lam, icpt in itertools.product((1e-2, 1e-3), (True, False)):
+            svc = liblinear_hinge(X, y, lam, icpt)
+            p_lib = primal_objective(X, y, svc.coef_.ravel(),
+                                     float(svc.intercept_[0]) if icpt else 0.0,
+                                     lam, "hinge")
+            p_opt = min(p_lib, central_optimum(X, y, lam, "hinge", icpt))
+            for setting, extra in settings.items():
+                if setting != "full participation" and not icpt:
+                    continue  # partial participation: with intercept only
+                start = time.perf_counter()
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", ConvergenceWarning)
+                    clf = HyFDCAClassifier(alpha=lam, fit_intercept=icpt,
+                                           encryption=None, random_state=0,
+                                           **extra).fit(X, y)
+                seconds = time.perf_counter() - start
+                p = primal_objective(X, y, clf.coef_.ravel(),
+                                     float(clf.intercept_[0]), lam, "hinge")
+                warned = any(issubclass(w.category, ConvergenceWarning)
+                             for w in caught)
+                agree = np.mean(clf.predict(X) == svc.predict(X))
+                print(f"{name:<28} {lam:>6g} {str(icpt):>5} {setting:<22} "
+                      f"{clf.n_iter_:>6} {(p - p_lib) / p_lib:>11.2e} "
+                      f"{(p - p_opt) / p_opt:>9.2e} {agree:>6.3f} "
+                      f"{'yes' if warned else 'no':>5} {seconds:>6.1f}",
+                      flush=True)
 
 
-def fedavg_snapshots(X, s, lam, partition, participation, checkpoints):
-    """Tune FedAvg's (a, b, local steps) on the loss after a quarter of the
-    rounds, then run the best setting for all of them."""
-    def run(params, n_rounds, marks):
-        a, b, steps = params
-        return FedAvgHybrid(lam, local_steps=steps, a=a, b=b,
-                            participation=participation, random_state=0).run(
-            X, s, partition, n_rounds, marks)
+def timing(names, key_size):
+    """Encrypted default fits: where the time goes."""
+    for name in names:
+        X, y = DATASETS[name]()
+        print(f"\n== Encrypted default fit: {name}, {key_size}-bit Paillier, "
+              "2x2 grid (machine shared with other jobs)")
+        with config_context(allow_insecure_keys=key_size < 1024):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                clf = HyFDCAClassifier(key_size=key_size,
+                                       random_state=0).fit(X, y)
+        plain = HyFDCAClassifier(encryption=None, random_state=0).fit(X, y)
+        comm = clf.communication_
+        print(f"rounds {clf.n_iter_}, wall {clf.fit_time_:.1f} s "
+              f"({clf.fit_time_ / clf.n_iter_:.3f} s/round), crypto time "
+              f"summed over parties {clf.crypto_time_:.1f} s; plaintext run "
+              f"{plain.fit_time_:.1f} s; max |coef - plaintext coef| "
+              f"{np.max(np.abs(clf.coef_ - plain.coef_)):.2e}")
+        print(f"messages {comm.total_messages}, ciphertexts "
+              f"{comm.total_ciphertexts}, {comm.total_bytes / 1e6:.1f} MB; "
+              f"per round {comm.total_messages / clf.n_iter_:.0f} messages, "
+              f"{comm.total_bytes / clf.n_iter_ / 1e3:.0f} kB")
+        print(comm.table())
 
-    tune_rounds = max(1, max(checkpoints) // 4)
-    best = None
-    for params in itertools.product((0.1, 0.5, 2.0), (1.0, 10.0), (10, 50)):
-        final = primal(run(params, tune_rounds, (tune_rounds,))[tune_rounds],
-                       X, s, lam)
-        if np.isfinite(final) and (best is None or final < best[0]):
-            best = (final, params)
-    return run(best[1], max(checkpoints), checkpoints), best[1]
+
+def privacy_audit():
+    """row_reconstruction on default fits (small key: the attack does not
+    depend on it)."""
+    from skfed.privacy import audit
+
+    print("\n== What the server reconstructs (row_reconstruction; lower is a "
+          "better attack; chance: random aggregates of the victim's rows)")
+    X40, y40 = make_classification(400, 40, n_informative=12, random_state=0)
+    X40 = StandardScaler().fit_transform(X40)
+    data = {"breast_cancer": breast_cancer(),
+            "make_classification 400x40": (X40, y40)}
+    cases = {"hybrid 2x2": dict(partition=HybridPartition(2, 2)),
+             "horizontal 3": dict(partition=HorizontalPartition(3)),
+             "vertical 3 (one client per column group)": dict(
+                 partition=VerticalPartition(3)),
+             "horizontal 3, local_iterations=1": dict(
+                 partition=HorizontalPartition(3), local_iterations=1,
+                 max_iter=50, tol=None)}
+    with config_context(allow_insecure_keys=True):
+        for dname, (X, y) in data.items():
+            for cname, params in cases.items():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    report = audit(HyFDCAClassifier(key_size=512,
+                                                    random_state=0, **params),
+                                   X, y)
+                table = report.attacks
+                for metric in ("relative_error", "direction_error"):
+                    rows = table[table.metric == metric]
+                    print(f"{dname:<28} {cname:<42} {metric:<16} min "
+                          f"{rows.value.min():.2f} (chance {rows.chance.min():.2f})"
+                          f" mean {rows.value.mean():.2f} (chance "
+                          f"{rows.chance.mean():.2f}); violations "
+                          f"{len(report.violations)}", flush=True)
 
 
-def compare(name, make, checkpoints):
-    X, y, lam, H = make()
+def fedavg_comparison(checkpoints=(1, 5, 10, 25, 50, 100, 200)):
+    """Relative loss after t rounds: HyFDCA (defaults, tol=None) and FedAvg
+    lifted to the hybrid 2x2 split, breast cancer, alpha=1e-2, no intercept."""
+    X, y = breast_cancer()
     X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.25,
                                               random_state=0, stratify=y)
+    lam = 1e-2
     s_tr = np.where(y_tr == 1, 1.0, -1.0)
-    svc = LinearSVC(loss="hinge", C=1 / (lam * len(y_tr)), fit_intercept=False,
-                    tol=1e-10, max_iter=200_000).fit(X_tr, y_tr)
-    p_star = primal(svc.coef_.ravel(), X_tr, s_tr, lam)
-    central_acc = svc.score(X_te, y_te)
-    print(f"\n== {name}: {X_tr.shape[0]} train rows x {X.shape[1]} columns, "
-          f"lambda={lam}, H={H}; centralised P*={p_star:.6g}, "
-          f"test accuracy {central_acc:.4f}")
-    for setting, cfg in SETTINGS.items():
-        partition = HybridPartition(*cfg["grid"]).resolve(X_tr)
-        hy = hyfdca_snapshots(X_tr, y_tr, lam, H, cfg["grid"],
-                              cfg["participation"], checkpoints)
-        fa, params = fedavg_snapshots(X_tr, s_tr, lam, partition,
-                                      cfg["participation"], checkpoints)
-        print(f"\n{setting} (FedAvg a={params[0]}, b={params[1]}, "
-              f"local steps={params[2]})")
-        print(f"{'round':>6} {'HyFDCA rel.loss':>16} {'FedAvg rel.loss':>16} "
-              f"{'FedAvg/HyFDCA':>14} {'HyFDCA acc':>11} {'FedAvg acc':>11} "
-              f"{'acc/central':>12}")
-        for t in checkpoints:
-            rel_h = (primal(hy[t], X_tr, s_tr, lam) - p_star) / p_star
-            rel_f = (primal(fa[t], X_tr, s_tr, lam) - p_star) / p_star
-            acc_h = np.mean((X_te @ hy[t] > 0) == (y_te == 1))
-            acc_f = np.mean((X_te @ fa[t] > 0) == (y_te == 1))
-            print(f"{t:>6} {rel_h:>16.3e} {rel_f:>16.3e} "
-                  f"{rel_f / max(rel_h, 1e-16):>14.3g} {acc_h:>11.4f} "
-                  f"{acc_f:>11.4f} {acc_h / central_acc:>12.4f}")
+    p_star = central_optimum(X_tr, y_tr, lam, "hinge", fit_intercept=False)
+    print(f"\n== HyFDCA and FedAvg at equal rounds (breast cancer train, "
+          f"2x2, alpha={lam}, no intercept; P*={p_star:.6g})")
+    partition = HybridPartition(2, 2).resolve(X_tr)
 
+    def fedavg(params, rounds, marks):
+        a, b, steps = params
+        return FedAvgHybrid(lam, local_steps=steps, a=a, b=b,
+                            participation=1.0, random_state=0).run(
+            X_tr, s_tr, partition, rounds, marks)
 
-def time_split(key_size, rounds):
-    X, y, lam, H = breast_cancer()
-    print(f"\n== Time split: breast_cancer, hybrid 2x2, {rounds} round(s) after setup, "
-          f"{key_size}-bit Paillier (machine shared with other jobs)")
-    print(f"{'run':>26} {'wall s':>9} {'s/round':>9} "
-          f"{'party crypto s (summed)':>24} {'ciphertexts':>12}")
-    walls, fits = {}, {}
-    for label, encryption, packing in (
-            ("plaintext", None, False),
-            (f"Paillier {key_size} packed", "paillier", True),
-            (f"Paillier {key_size} unpacked", "paillier", False)):
-        clf = HyFDCAClassifier(HybridPartition(2, 2), alpha=lam, max_iter=rounds,
-                               local_iterations=H, tol=None,
-                               encryption=encryption, key_size=key_size,
-                               packing=packing, random_state=0).fit(X, y)
-        walls[label], fits[label] = clf.fit_time_, clf
-        print(f"{label:>26} {clf.fit_time_:>9.2f} {clf.fit_time_ / rounds:>9.3f}"
-              f" {clf.crypto_time_:>24.2f} {clf.communication_.total_ciphertexts:>12}")
-    # Same protocol and messages in every run: the difference of wall times is
-    # what encryption costs; the plaintext wall time is everything else.
-    for label in list(walls)[1:]:
-        overhead = walls[label] - walls["plaintext"]
-        print(f"{label}: encryption {overhead:.2f} s ({overhead / walls[label]:.1%}"
-              f" of the fit), rest {walls['plaintext']:.2f} s")
-    clf = fits[f"Paillier {key_size} packed"]
-    comm = clf.communication_
-    print(f"\nMessages of the packed encrypted fit: {comm.total_messages}, "
-          f"{comm.total_ciphertexts} ciphertexts, {comm.total_bytes / 1e6:.1f} MB")
-    print(comm.table())
+    def loss(w):
+        return 0.5 * lam * w @ w + np.maximum(0, 1 - s_tr * (X_tr @ w)).mean()
 
-
-def acceptance():
-    """Relative suboptimality, duality gap and agreement with liblinear on
-    the whole of each data set (the issue's acceptance), hinge loss, no
-    intercept, plaintext, 600 rounds (the sparse set: 200 rounds, H=40),
-    twice as many with 50% participation, H doubled for the cyclic schedule."""
-    print("\n== Acceptance: (P(w) - P*) / P* after the rounds, relative duality"
-          " gap, and agreement of predictions with liblinear")
-    print(f"{'data':<20} {'split':<28} {'rel. subopt':>12} {'rel. gap':>10}"
-          f" {'agree':>7}")
-    settings = {
-        "hybrid 2x2": dict(partition=HybridPartition(2, 2)),
-        "hybrid 3x2": dict(partition=HybridPartition(3, 2)),
-        "horizontal 3": dict(partition=HorizontalPartition(3)),
-        "vertical 3": dict(partition=VerticalPartition(3)),
-        "hybrid 2x2, 50% random": dict(partition=HybridPartition(2, 2),
-                                       participation=0.5),
-        "vertical 4, 50% cyclic": dict(partition=VerticalPartition(4),
-                                       participation=0.5, schedule="cyclic"),
-    }
-    data = {"breast_cancer": (breast_cancer, 0.1, 10, 600),
-            "make_classification": (lambda: make_classification(
-                n_samples=400, n_features=20, n_informative=10,
-                random_state=0) + (0.1, 10), 0.1, 10, 600),
-            "sparse_1000d": (lambda: _sparse_small(), 0.01, 40, 200)}
-    for name, (make, lam, H, rounds) in data.items():
-        X, y = make()[:2]
-        s = np.where(y == 1, 1.0, -1.0)
-        svc = LinearSVC(loss="hinge", C=1 / (lam * len(y)), fit_intercept=False,
-                        tol=1e-10, max_iter=200_000).fit(X, y)
-        p_star = primal(svc.coef_.ravel(), X, s, lam)
-        for setting, kwargs in settings.items():
-            # Half the clients per round: twice the rounds for the same work.
-            partial = "50%" in setting
-            h = H if "cyclic" not in setting else 2 * H
-            clf = HyFDCAClassifier(alpha=lam, max_iter=rounds * (1 + partial),
-                                   tol=None,
-                                   local_iterations=h, fit_intercept=False,
-                                   encryption=None, random_state=0,
-                                   **kwargs).fit(X, y)
-            rel = (primal(clf.coef_.ravel(), X, s, lam) - p_star) / p_star
-            P, D = clf.objective_curve_[-1]
-            agree = np.mean(clf.predict(X) == svc.predict(X))
-            print(f"{name:<20} {setting:<28} {rel:>12.2e} {(P - D) / P:>10.2e}"
-                  f" {agree:>7.4f}")
-
-
-def _sparse_small():
-    rng = np.random.RandomState(0)
-    X = np.where(rng.rand(300, 1000) < 0.02, rng.randn(300, 1000), 0.0)
-    y = (X @ rng.randn(1000) + 0.1 * rng.randn(300) > 0).astype(int)
-    return X, y
+    tune = max(checkpoints) // 4
+    best = min(itertools.product((0.1, 0.5, 2.0), (1.0, 10.0), (10, 50)),
+               key=lambda p: np.nan_to_num(loss(fedavg(p, tune, (tune,))[tune]),
+                                           nan=np.inf))
+    fa = fedavg(best, max(checkpoints), checkpoints)
+    print(f"{'round':>6} {'HyFDCA rel.loss':>16} {'FedAvg rel.loss':>16} "
+          f"{'HyFDCA acc':>11} {'FedAvg acc':>11}")
+    for t in checkpoints:
+        hy = HyFDCAClassifier(alpha=lam, max_iter=t, tol=None,
+                              fit_intercept=False, encryption=None,
+                              random_state=0).fit(X_tr, y_tr).coef_.ravel()
+        print(f"{t:>6} {(loss(hy) - p_star) / p_star:>16.3e} "
+              f"{(loss(fa[t]) - p_star) / p_star:>16.3e} "
+              f"{np.mean((X_te @ hy > 0) == (y_te == 1)):>11.4f} "
+              f"{np.mean((X_te @ fa[t] > 0) == (y_te == 1)):>11.4f}")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="one data set, fewer rounds, 1024-bit key")
-    parser.add_argument("--acceptance", action="store_true",
-                        help="only the convergence table of the acceptance")
+                        help="breast cancer only; 1024-bit timing")
+    parser.add_argument("--full", action="store_true",
+                        help="also time the encrypted 5000 x 50 fit")
+    parser.add_argument("--acceptance", action="store_true")
+    parser.add_argument("--timing", action="store_true")
+    parser.add_argument("--audit", action="store_true")
+    parser.add_argument("--fedavg", action="store_true")
     args = parser.parse_args()
     start = time.perf_counter()
-    if args.acceptance:
-        acceptance()
-    elif args.quick:
-        compare("breast_cancer", breast_cancer, (1, 10, 50, 200))
-        time_split(1024, 1)
-    else:
-        checkpoints = (1, 5, 10, 25, 50, 100, 200, 400)
-        for name, make in DATASETS.items():
-            compare(name, make, checkpoints)
-        time_split(2048, 1)
+    names = ["breast_cancer"] if args.quick else list(DATASETS)
+    everything = not (args.acceptance or args.timing or args.audit
+                      or args.fedavg)
+    if args.acceptance or everything:
+        acceptance(names)
+    if args.timing or everything:
+        timing(["breast_cancer"] + (["make_classification 5000x50"]
+                                    if args.full else []),
+               1024 if args.quick else 2048)
+    if args.audit or everything:
+        privacy_audit()
+    if args.fedavg or everything:
+        fedavg_comparison()
     print(f"\nTotal benchmark time {time.perf_counter() - start:.0f} s")
 
 

@@ -454,7 +454,8 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                 blocks[k], Y[rows[k]], private_key, loss=self.loss, lam=lam,
                 n_samples=n_samples, whole_rows=whole_rows,
                 local_iterations=self.local_iterations, seed=seed,
-                n_jobs=self.n_jobs, n_slots=n_slots, n_holders=C)
+                n_jobs=self.n_jobs, n_slots=n_slots, n_holders=C,
+                row_group=row_group_of[k])
         participants = Participation(partition, float(self.participation),
                                      self.schedule, seeds[0])
         largest_rows = max(len(r) for r in rows.values())

@@ -29,37 +29,39 @@ def client_name(k):
 class Participation:
     """Which clients take part in round t (chosen by the server).
 
-    ``"random"``: a uniformly random subset of ``round(participation * K)``
-    clients each round (section 4.2). ``"cyclic"``: the row groups are split
-    into ``ceil(1 / participation)`` fixed sets that take turns, every
-    client of a row group with its group (section 4.3's cyclic blocks,
-    along the rows: a row group's duals move only when all its clients are
-    there).
+    Clients take part with their whole row group (a row group's duals move
+    only when all its clients are there). ``"random"``: a uniformly random
+    subset of ``round(participation * R)`` of the ``R`` row groups each
+    round (section 4.2's random subsets; with one column group, of the
+    clients). ``"cyclic"``: the row groups are split into
+    ``ceil(1 / participation)`` fixed sets that take turns (section 4.3's
+    cyclic blocks, along the rows).
     """
 
     def __init__(self, partition, participation, schedule, seed):
         self.n_clients = partition.n_clients
-        self.size = max(1, int(round(participation * self.n_clients)))
+        n_groups = partition.n_row_groups
+        self.groups = [partition.clients_of_row_group(r)
+                       for r in range(n_groups)]
+        self.size = max(1, int(round(participation * n_groups)))
         self.schedule = schedule
         self.rng = np.random.RandomState(seed)
-        n_groups = partition.n_row_groups
         n_sets = min(n_groups, int(np.ceil(1.0 / participation - 1e-9)))
-        self.sets = [sorted(k for r in rows
-                            for k in partition.clients_of_row_group(int(r)))
+        self.sets = [sorted(k for r in rows for k in self.groups[int(r)])
                      for rows in np.array_split(np.arange(n_groups),
                                                 max(n_sets, 1))]
-        # Every client in every round (e.g. participation=0.9 of 4 clients).
+        # Every client in every round (e.g. participation=0.9 of 4 groups).
         self.all = participation >= 1.0 or (
             len(self.sets) == 1 if schedule == "cyclic"
-            else self.size >= self.n_clients)
+            else self.size >= n_groups)
 
     def __call__(self, t):
         if self.all:
             return list(range(self.n_clients))
         if self.schedule == "cyclic":
             return self.sets[(t - 1) % len(self.sets)]
-        return sorted(self.rng.choice(self.n_clients, self.size,
-                                      replace=False).tolist())
+        chosen = self.rng.choice(len(self.groups), self.size, replace=False)
+        return sorted(k for r in chosen for k in self.groups[int(r)])
 
 
 class Protocol:

@@ -175,7 +175,8 @@ def _sequential_pass(loss, X, signs, a, margins, sqnorm, lam_n, beta, order):
 # -- setup -------------------------------------------------------------------
 
 def client_state(X, Y, private_key, *, loss, lam, n_samples, whole_rows,
-                 local_iterations, seed, n_jobs, n_slots, n_holders):
+                 local_iterations, seed, n_jobs, n_slots, n_holders,
+                 row_group):
     """Private state of one client (a dict the Federation turns into a state).
 
     ``seed`` drives the choice and order of the coordinates: shared by the
@@ -187,6 +188,7 @@ def client_state(X, Y, private_key, *, loss, lam, n_samples, whole_rows,
     return {
         "X": X, "Y": Y, "private_key": private_key, "loss": loss,
         "lam": lam, "N": n_samples, "whole_rows": whole_rows,
+        "row_group": int(row_group),
         "H": n_rows if local_iterations == "auto" else int(local_iterations),
         "rng": np.random.RandomState(seed), "n_jobs": n_jobs,
         "n_slots": n_slots, "n_holders": n_holders,
@@ -219,9 +221,12 @@ def server_state(client_rows, client_columns, row_group_of, n_weights,
         "loss_sums": {}, "loss_version": {},
         "conj": {r: np.zeros(n_tasks) for r in range(n_groups)},
         "D": np.zeros(n_tasks),
-        # line search, momentum (monotone FISTA) and curvature scale
-        "beta": np.ones(n_tasks), "t_fista": np.ones(n_tasks),
-        "mu": np.zeros(n_tasks),
+        # line search; momentum (monotone FISTA) and curvature scale per row
+        # group (with partial participation the groups move at different
+        # times)
+        "beta": np.ones((n_groups, n_tasks)),
+        "t_fista": np.ones((n_groups, n_tasks)),
+        "mu": np.zeros((n_groups, n_tasks)),
         # published model: the exactly evaluated w of smallest primal value
         "best_w": np.zeros((n_weights, n_tasks)),
         "best_primal": np.full(n_tasks, np.inf),
@@ -351,11 +356,11 @@ def client_receive_sqnorms(client, enc_sqnorm):
 # -- the round's point: duals plus momentum, and its weights ------------------
 
 def client_extrapolate(client, mu):
-    """Move the evaluation point to ``A + mu (A - A_prev)`` (kept feasible)
-    and return this client's part of the change of ``w``:
-    ``X_k^T (y * delta) / (lambda N)`` (summed securely over the clients of
-    its column group)."""
-    mu = np.asarray(mu, dtype=float)[None, :]
+    """Move the evaluation point to ``A + mu (A - A_prev)`` (kept feasible;
+    ``mu`` per row group and task) and return this client's part of the
+    change of ``w``: ``X_k^T (y * delta) / (lambda N)`` (summed securely
+    over the clients of its column group)."""
+    mu = np.asarray(mu, dtype=float)[client.row_group][None, :]
     point = _project(client.loss, client.A + mu * (client.A - client.A_prev))
     shift = point - client.point
     client.point = point
@@ -424,7 +429,7 @@ def client_direction(client, beta):
     their own rows (each step sees the previous ones), as in CoCoA.
     """
     loss, point, lam_n = client.loss, client.point, client.lam * client.N
-    beta = np.asarray(beta, dtype=float)
+    beta = np.asarray(beta, dtype=float)[client.row_group]
     n_rows, n_tasks = point.shape
     direction = np.zeros_like(point)
     if client.whole_rows:
@@ -569,12 +574,14 @@ def server_step(server, reports, dw, groups, partial):
         # Monotone FISTA: a step that does not beat the accepted duals is
         # dropped and the momentum restarts; the curvature scale follows the
         # line search (a short step: the direction overshot).
-        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * server.t_fista ** 2))
-        server.mu = np.where(accept, (server.t_fista - 1.0) / t_new, 0.0)
-        server.t_fista = np.where(accept, t_new, 1.0)
-        server.beta = np.clip(np.where(gammas < 0.999,
-                                       server.beta / np.maximum(gammas, 1e-3),
-                                       0.5 * server.beta), 1e-6, 1e6)
+        for r in reports:
+            t = server.t_fista[r]
+            t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t ** 2))
+            server.mu[r] = np.where(accept, (t - 1.0) / t_new, 0.0)
+            server.t_fista[r] = np.where(accept, t_new, 1.0)
+            server.beta[r] = np.clip(np.where(
+                gammas < 0.999, server.beta[r] / np.maximum(gammas, 1e-3),
+                0.5 * server.beta[r]), 1e-6, 1e6)
     gammas = np.where(accept, gammas, 0.0)
     server.w = np.where(accept[None, :], w + gammas[None, :] * dw, server.w)
     server.D = np.where(accept, values, server.D)
@@ -600,9 +607,10 @@ def _conj_at(loss, grid, conj, s):
 
 
 def server_next_point(server):
-    """The momentum of the next round, the curvature scale (public), and
-    whether the server holds still to verify a stale gap estimate."""
-    mu = np.zeros(server.n_tasks) if server.verifying else server.mu
+    """The momentum of the next round and the curvature scale, per row group
+    and task (public), and whether the server holds still to verify a stale
+    gap estimate."""
+    mu = np.zeros_like(server.mu) if server.verifying else server.mu
     return mu.copy(), server.beta.copy(), server.verifying
 
 
