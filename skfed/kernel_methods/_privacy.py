@@ -111,12 +111,15 @@ def _public_facts(state):
 
 def _fdskl_fit_sums(estimator, messages, n_rows):
     """FDSKL's training sums (Algorithm 1, line 5), replayed from the public
-    history with the protocol's own bookkeeping: a party holding no columns
-    receives the step broadcasts and derives which (row, feature) pairs
-    every sum carries, as every party does. Stops where the replay and the
-    recorded sizes disagree (the caller then sees fewer sums)."""
+    history with the protocol's own code: a surrogate party receives the
+    step broadcasts (``_party_receive_step``) and computes its share of
+    every sum (``_party_pair_projection``), as every party does; its one
+    column holds the row ids, its directions are 1 and its phases the
+    feature ids, so each entry of a share names its (row, feature) pair.
+    Stops where the replay and the recorded sizes disagree (the caller then
+    sees fewer sums)."""
     from ..federation import PartyState
-    from ._fdskl_protocol import _History, _pairs, _party_receive_step
+    from ._fdskl_protocol import _History, _party_pair_projection, _party_receive_step
 
     facts = getattr(estimator, "_privacy_public", None)
     names = _names(estimator)
@@ -125,10 +128,11 @@ def _fdskl_fit_sums(estimator, messages, n_rows):
         return []
     owners = list(facts["owners"])
     n_total = estimator.max_iter * estimator.n_components_per_iter
-    state = PartyState(**facts, index=0, columns=np.empty(0, dtype=np.int64),
+    state = PartyState(**facts, index=0, columns=np.zeros(1, dtype=np.int64),
+                       X=np.arange(facts["n_samples"], dtype=float)[:, None],
                        key=b"\0" * 32)
     state.history = {p: _History(state.n_cache_rows) for p in owners}
-    state.omega, state.offsets = np.empty((0, n_total)), np.empty(n_total)
+    state.omega, state.offsets = np.empty((1, n_total)), np.empty(n_total)
     state.n_drawn, state.step = 0, None
     steps, seen = [], set()
     for msg in messages:
@@ -142,20 +146,20 @@ def _fdskl_fit_sums(estimator, messages, n_rows):
     out, k = [], 0
     for t, (creator, rows, new_ids) in enumerate(steps):
         _party_receive_step(state, (creator, rows, new_ids))
-        step_rows = state.step["rows"]
+        state.omega[:] = 1.0
+        state.offsets[:] = np.arange(n_total)
         for owner in owners[:t + 1]:
             for ex, other in enumerate(names):
                 if other == owner:
                     continue
                 if k >= len(t1s):
                     return out
-                cols, need = _pairs(state, owner, ex)
-                r, c = np.nonzero(need)
-                if t1s[k][0].payload[0].size != len(r):
+                row_ids, feature_ids = _party_pair_projection(state, owner, ex)
+                if t1s[k][0].payload[0].size != len(row_ids):
                     return out
                 out.append(MaskedSum(owner, other, trees_for(names, owner, other),
-                                     step_rows[r],
-                                     state.history[owner].ids[cols[c]],
+                                     row_ids.astype(np.int64),
+                                     feature_ids.astype(np.int64),
                                      t1s[k], t2s[k] if q > 2 else []))
                 k += 1
     return out
