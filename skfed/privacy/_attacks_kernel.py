@@ -408,13 +408,16 @@ def _views_for(estimator, messages, X):
 
 @_one_blas_thread
 def column_reconstruction(estimator, messages, X, y=None,
-                          knows_random_state=False, **fit_params):
+                          knows_random_state=False, estimates=None,
+                          **fit_params):
     """Least squares for the victims' columns with the directions the
     attacker can compute (see the module docstring). Metric ``r2``.
 
     ``knows_random_state=True`` also gives the attacker the estimator's
     ``random_state`` (an integer): with ``party_keys="random_state"`` it then
     derives every party's key, which is why deployments use ``"os"``.
+    ``estimates``, a dict, receives the best reconstruction of every table
+    key as ``(rows, estimate, truth)`` (for plots).
     """
     best, chance = {}, {}
     for view in _views_for(estimator, messages, X):
@@ -435,7 +438,10 @@ def column_reconstruction(estimator, messages, X, y=None,
         truth = _truth_rows(estimator, X, rows_u)
         for a, (victim, col) in enumerate(cols):
             key = (view.attacker, victim, f"column {col}")
-            _best(best, key, _r2(x[:, a], truth[:, col]))
+            score = _r2(x[:, a], truth[:, col])
+            if estimates is not None and score > best.get(key, -np.inf):
+                estimates[key] = (rows_u, x[:, a], truth[:, col])
+            _best(best, key, score)
             chance[key] = 0.0
     return [attack_row("column_reconstruction", *key, "r2", value, chance[key])
             for key, value in sorted(best.items())]
@@ -465,10 +471,14 @@ def _n_known(d):
 
 @_one_blas_thread
 def column_reconstruction_known_rows(estimator, messages, X, y=None,
-                                     n_known=None, **fit_params):
+                                     n_known=None, estimates=None, **fit_params):
     """The attacker knows ``n_known`` rows of the victims' columns (default
     ``max(2 (d_V + 1), 10)``); it estimates each feature's directions and
-    constant from them, then the other rows. Metric ``r2`` on the others."""
+    constant from them, then the other rows. Metric ``r2`` on the others.
+
+    ``estimates``, a dict, receives for every table key ``(attacker,
+    victim, target)`` the attacker's best reconstruction as ``(rows,
+    estimate, truth)`` (for plots; the truth only scores it)."""
     best, chance = {}, {}
     for view in _views_for(estimator, messages, X):
         rows_u, r, feats_u, f, v = _select(view)
@@ -518,7 +528,10 @@ def column_reconstruction_known_rows(estimator, messages, X, y=None,
         truth_ok = Xv[present[ok]]
         for a, (victim, col) in enumerate(cols):
             key = (view.attacker, victim, f"column {col} ({k} known rows)")
-            _best(best, key, _r2(x[ok, a], truth_ok[:, a]))
+            score = _r2(x[ok, a], truth_ok[:, a])
+            if estimates is not None and score > best.get(key, -np.inf):
+                estimates[key] = (rows_u[present[ok]], x[ok, a], truth_ok[:, a])
+            _best(best, key, score)
             chance[key] = 0.0
     return [attack_row("column_reconstruction_known_rows", *key, "r2", value,
                        chance[key]) for key, value in sorted(best.items())]
