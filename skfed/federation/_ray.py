@@ -147,7 +147,8 @@ class RayParty:
             self._last_phase = phase
         ref = self._actor.run.remote(fn, args, kwargs)
         return RayFuture(ref, self.name, phase, _name_of(fn), self._timeout,
-                         last_phase=last_phase, on_timeout=self.request_stop)
+                         last_phase=last_phase,
+                         on_timeout=lambda future: self.request_stop())
 
     def unobserved_failure(self):
         """Always None: Ray keeps no record of calls whose result nobody read."""

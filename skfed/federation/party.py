@@ -198,13 +198,14 @@ class PartyFuture:
         return _describe_phase(self.phase, self._last_phase)
 
     def _timeout_error(self, timeout):
-        if self._on_timeout is not None:
-            self._on_timeout()
+        busy = None
+        if self._on_timeout is not None:  # tells the party to stop
+            busy = self._on_timeout(self._future)
         return FederationTimeoutError(
             f"Party '{self.party}' did not answer within {timeout:g} s "
-            f"({self._where()}, function {self._function}); it was told to "
-            "stop. If the work is legitimately long, raise the limit with "
-            "skfed.set_config(party_timeout=...) (None for no limit).",
+            f"({self._where()}, function {self._function}){busy or ''}; it "
+            "was told to stop. If the work is legitimately long, raise the "
+            "limit with skfed.set_config(party_timeout=...) (None for none).",
             self.party, self.phase if self.phase is not None else self._last_phase,
             self._function)
 
@@ -317,6 +318,7 @@ class Party:
         # (it would never run, and its caller would wait forever).
         self._lock = threading.Lock()
         self._stopping = False
+        self._busy = None  # (future, where, start) of the running call
 
     def start(self):
         # sklearn's and skfed's configurations are thread-local: the worker
@@ -351,6 +353,7 @@ class Party:
                     future.set_exception(PartyStopped(
                         "the party was told to stop before this call ran"))
                     continue
+                self._busy = (future, where, time.monotonic())
                 try:
                     future.set_result(fn(self._state, *args, **kwargs))
                 except BaseException as exc:
@@ -358,7 +361,7 @@ class Party:
                     if not isinstance(exc, PartyStopped):
                         self._failures.append((future, where, exc))
                 finally:  # nothing of this call outlives it on the thread
-                    future = fn = args = kwargs = exc = None
+                    self._busy = future = fn = args = kwargs = exc = None
         finally:
             self._finished.set()
 
@@ -398,7 +401,7 @@ class Party:
                 raise RuntimeError(f"Party '{self.name}' is not running.")
             self._queue.put((future, fn, args, kwargs, where))
         return PartyFuture(future, self.name, phase, where[1], self._timeout,
-                           last_phase=last_phase, on_timeout=self.request_stop)
+                           last_phase=last_phase, on_timeout=self._timed_out)
 
     def unobserved_failure(self):
         """A :class:`PartyError` for the first failed call whose result nobody
@@ -416,6 +419,17 @@ class Party:
     def request_stop(self):
         """Raise the stop flag (shared by the whole run) without waiting."""
         self._stop_event.set()
+
+    def _timed_out(self, future):
+        """Stop the run; say which call holds the party up, if another one."""
+        busy = self._busy
+        self.request_stop()
+        if busy is None or busy[0] is future:
+            return ""
+        (phase, function, last_phase), started = busy[1], busy[2]
+        return (f"; it was still busy with {_describe_phase(phase, last_phase)} "
+                f"(function {function}), started "
+                f"{time.monotonic() - started:.1f} s before")
 
     def stop(self, wait=1.0):
         """Tell the party to stop, cancel pending calls, wait up to ``wait`` s.

@@ -270,3 +270,15 @@ def test_a_call_racing_the_stop_never_waits_forever():
         thread.join(5)
         assert not thread.is_alive()
         assert isinstance(errors[0], (RuntimeError, PartyError))
+
+
+def test_a_timeout_names_the_call_that_holds_the_party_up():
+    # The call that times out may be queued behind the one that hangs.
+    with pytest.raises(FederationTimeoutError,
+                       match=r"within 0.3 s \(phase 'next', function .*\); it was "
+                             r"still busy with phase 'slow-step' \(function "
+                             r".*_cooperative_hang\), started 0.\d s before"):
+        with Federation({"a": {}}, timeout=0.3) as fed:
+            fed["a"].call(_cooperative_hang, phase="slow-step")
+            fed["a"].call(lambda s: None, phase="next").result()
+    assert not _skfed_threads()
