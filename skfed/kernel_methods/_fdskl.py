@@ -214,7 +214,7 @@ __SHARED__
     def __init__(self, partition=None, *, loss="logistic", kernel="rbf",
                  gamma="scale", alpha=1e-4, learning_rate="auto", max_iter=500,
                  batch_size=256, n_components_per_iter=32, early_stopping="auto",
-                 validation_fraction=0.1, n_iter_no_change=10, tol=1e-4,
+                 validation_fraction=0.1, n_iter_no_change=10, tol=1e-3,
                  cache_size=200.0, random_state=None, party_keys="random_state",
                  verbose=0):
         super().__init__(
@@ -409,7 +409,7 @@ __SHARED__
     def __init__(self, partition=None, *, loss="squared", kernel="rbf",
                  gamma="scale", alpha=1e-4, learning_rate="auto", max_iter=800,
                  batch_size=256, n_components_per_iter=32, early_stopping="auto",
-                 validation_fraction=0.1, n_iter_no_change=10, tol=1e-4,
+                 validation_fraction=0.1, n_iter_no_change=10, tol=1e-3,
                  cache_size=200.0, random_state=None, party_keys="random_state",
                  verbose=0):
         super().__init__(

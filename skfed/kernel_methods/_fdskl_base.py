@@ -268,8 +268,9 @@ _SHARED_DOC = """
         Checks without improvement before stopping. A check happens every
         ``max(1, max_iter // 100)`` steps, from step 0.
 
-    tol : float, default=1e-4
-        Least decrease of the held-out loss that counts as an improvement.
+    tol : float, default=1e-3
+        Least decrease of the held-out loss that counts as an improvement
+        (as :class:`~sklearn.linear_model.SGDClassifier`'s).
 
     cache_size : float, default=200
         Megabytes each coefficient holder may use to keep the random features
