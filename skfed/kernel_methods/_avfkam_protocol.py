@@ -212,9 +212,8 @@ def lead_validate(state, f_validation):
 
 
 def monitor_state(state):
-    """What the error message reports: last, running and zero-model loss."""
-    m = state.monitor
-    return (m.last, m.running, m.reference)
+    """What the error message reports (:meth:`LossMonitor.state`)."""
+    return state.monitor.state()
 
 
 def snapshot(state):

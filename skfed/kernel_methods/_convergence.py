@@ -206,15 +206,15 @@ class LossMonitor:
         self.best = math.inf
         self.best_check = 0
         self.last = None
+        self.f_max = 0.0
 
     def observe(self, loss, f_max):
         loss, f_max = float(loss), float(f_max)
+        self.last, self.f_max = loss, f_max
         if not (math.isfinite(loss) and math.isfinite(f_max)):
-            self.last = loss
             return "non-finite"
         self.running += self.weight * (loss - self.running)
         self.window.append(loss)
-        self.last = loss
         if self.running > self.explode * self.reference or f_max > self.f_limit:
             return "exploding"
         return None
@@ -228,6 +228,10 @@ class LossMonitor:
             self.best, self.best_check = self.running, n_check
             return True
         return False
+
+    def state(self):
+        """``(last loss, running loss, zero model's loss, last max |f|)``."""
+        return (self.last, self.running, self.reference, self.f_max)
 
     def rising(self):
         """The running loss ended at more than twice its best (unstable)."""
@@ -281,15 +285,19 @@ def divergence_error(estimator, kind, step, max_iter, monitor_state,
                      learning_rate, kept_step, hint):
     """The error a diverging fit raises, naming what to change.
 
-    ``monitor_state`` is ``(last loss, running loss, reference)`` as the
-    label holder reports them. The error carries a copy of ``estimator``
-    (fitted with the last good iterate).
+    ``monitor_state`` is :meth:`LossMonitor.state` as the label holder
+    reports it. The error carries a copy of ``estimator`` (fitted with the
+    last good iterate).
     """
-    last, running, reference = monitor_state
+    last, running, reference, f_max = monitor_state
     name = type(estimator).__name__
-    what = ("a non-finite loss or score" if kind == "non-finite" else
-            f"a running training loss of {running:.3g} (the zero model's is "
-            f"{reference:.3g})")
+    if kind == "non-finite":
+        what = "a non-finite loss or score"
+    elif running > 10 * reference:
+        what = (f"a running training loss of {running:.3g} (the zero model's "
+                f"is {reference:.3g})")
+    else:
+        what = f"a score of magnitude {f_max:.3g}"
     given = estimator.learning_rate
     lr = (f"learning_rate='auto' ({learning_rate:.4g})" if given == "auto"
           else f"learning_rate={given:g}")

@@ -317,7 +317,7 @@ def _lead_summary(state, final_step, finished):
     return dict(curve=np.array(monitor.curve),
                 validation=np.array(state.early.scores),
                 best_check=monitor.best_check, rising=monitor.rising(),
-                state=(monitor.last, monitor.running, monitor.reference),
+                state=monitor.state(),
                 no_change=state.early.no_change)
 
 
