@@ -44,6 +44,9 @@ from ._faults import (
 )
 
 FULL_SWEEP = os.environ.get("SKFED_FULL_FAULT_SWEEP", "") not in ("", "0")
+# Tiny fits stop at max_iter: not what these tests are about.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore::sklearn.exceptions.ConvergenceWarning")
 
 #: Small, fast settings (encryption on, 512-bit keys) for every estimator.
 PARAMS = {
