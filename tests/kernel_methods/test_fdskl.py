@@ -522,3 +522,23 @@ def test_early_stopping_model_does_not_depend_on_the_cache():
                                    fits[0].validation_score_, rtol=1e-9)
     sent = [f.communication_.by_phase["step/features/T1"]["scalars"] for f in fits]
     assert sent[0] < sent[1] < sent[2]
+
+
+def test_loss_monitor_and_patience_counter():
+    from skfed.kernel_methods._convergence import EarlyStopping, LossMonitor
+
+    monitor = LossMonitor(reference=0.5, batch_size=256)
+    for step, loss in enumerate([0.5, 0.3, 0.2, 0.1, 0.1]):
+        assert monitor.observe(loss, f_max=1.0) is None
+        monitor.check(step)
+    assert monitor.best_check == 4 and not monitor.rising()
+    for loss in [0.3, 0.4, 0.45]:  # back up, still below the explosion line
+        assert monitor.observe(loss, f_max=1.0) is None
+    assert monitor.rising()
+    assert monitor.observe(np.nan, f_max=1.0) == "non-finite"
+    assert LossMonitor(0.5, 256).observe(0.2, f_max=1e7) == "exploding"
+    assert LossMonitor(0.5, 256).observe(20.0, f_max=1.0) == "exploding"
+    # sklearn's SGD rule: an improvement must beat the best by tol.
+    patience = EarlyStopping(n_iter_no_change=2, tol=0.1)
+    assert [patience.update(s) for s in (-1.0, -0.5, -0.45, -0.42, -0.2)] == [
+        False, False, False, True, False]
