@@ -39,9 +39,9 @@ CASES = {
                               X, X[:, 0] + X[:, 5]),
     "kernel-kmeans": (FederatedKernelKMeans(3, partition=3, random_state=0),
                       X_blobs, None),
-    "hyfdca": (HyFDCAClassifier(HybridPartition(3, 1), max_iter=5,
+    "hyfdca": (HyFDCAClassifier(HybridPartition(3, 1), max_iter=5, tol=None,
                                 key_size=512, random_state=0), X, y),
-    "hyfdca-grid": (HyFDCAClassifier(HybridPartition(2, 2), max_iter=5,
+    "hyfdca-grid": (HyFDCAClassifier(HybridPartition(2, 2), max_iter=5, tol=None,
                                      key_size=512, random_state=0), X, y),
 }
 
