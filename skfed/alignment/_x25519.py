@@ -388,7 +388,7 @@ class Curve25519Group:
     bits = 255
     security_bits = 128
     element_bytes = 32
-    #: numpy dtype kind of the messages that carry points
+    # numpy dtype kind of the messages that carry points
     message_kind = "V"
 
     def __init__(self):
