@@ -72,7 +72,7 @@ def central_optimum(X, y, lam, loss, fit_intercept=True):
             warnings.simplefilter("ignore", ConvergenceWarning)
             svc = LinearSVC(loss="hinge", C=1.0 / (lam * n),
                             fit_intercept=False, tol=1e-12,
-                            max_iter=200_000).fit(Z, signs)
+                            max_iter=200_000, random_state=0).fit(Z, signs)
         liblinear = primal_objective(Z, signs, svc.coef_.ravel(), 0.0, lam,
                                      loss)
         return min(liblinear, _sdca_hinge(Z, signs, lam))

@@ -82,7 +82,7 @@ def liblinear_hinge(X, y, lam, fit_intercept):
         warnings.simplefilter("ignore", ConvergenceWarning)
         return LinearSVC(loss="hinge", C=1 / (lam * len(y)),
                          fit_intercept=fit_intercept, intercept_scaling=1.0,
-                         tol=1e-10, max_iter=200_000).fit(X, y)
+                         tol=1e-10, max_iter=200_000, random_state=0).fit(X, y)
 
 
 def acceptance(names):

@@ -515,7 +515,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
             reports = protocol.reports(active, grid)
             # Server: P, D and the gap; the step by line search.
             out = server.call(P.server_step, Local(reports), Local(dw),
-                              Local(groups), Local(partial)).result()
+                              Local(partial)).result()
             curve.append((out["primal"], out["dual"]))
             gap = out["gap"]
             if self.verbose:
@@ -531,6 +531,17 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                 protocol.apply_step(active, *out["step"])
             else:  # no step this round: the duals stay where they are
                 protocol.reset_point(active)
+        if not converged and participants.all:
+            # The second SecureInnerProduct of Algorithm 1, once: the last
+            # step's w is evaluated too (it may be the best, or converged).
+            protocol.point_weights(everyone, None, scale)
+            protocol.send_weights(everyone)
+            protocol.secure_inner_product(everyone)
+            protocol.no_direction(everyone)
+            reports = protocol.reports(everyone, grid)
+            out = server.call(P.server_step, Local(reports), Local(None),
+                              Local(False)).result()
+            gap, converged = out["gap"], out["stop"]
         if not converged and self.tol is not None:
             warnings.warn(
                 f"HyFDCA did not reach a relative duality gap of {self.tol} "

@@ -452,9 +452,10 @@ def client_direction(client, beta):
 
 
 def client_report(client, grid):
-    """Two sums per task over the client's rows, computable only by a holder
-    of their labels: the loss at the round's point, and ``sum g(a + s d)``
-    at the line-search grid's step lengths ``s``."""
+    """Sums per task over the client's rows, computable only by a holder of
+    their labels: the loss at the round's point, then ``sum g(a + s d)`` at
+    each of the line search's step lengths ``s`` (2 for the hinge loss, 3
+    for the squared hinge, 17 for the logistic loss)."""
     losses = loss_values(client.loss, client.margins).sum(axis=0)
     conj = np.stack([conjugate_values(client.loss, client.point
                                       + s * client.direction).sum(axis=0)
@@ -500,7 +501,7 @@ def _line_search(loss, grid, D_point, lin_w, quad_w, conj_grid, fixed):
     return s, D_point + s * lin - 0.5 * s * s * quad
 
 
-def server_step(server, reports, dw, groups, partial):
+def server_step(server, reports, dw, partial):
     """Fold the row groups' reports into P and D, test the gap, and choose
     the step along the direction (a line search that never lets the dual
     fall, with monotone FISTA momentum). Returns the decision and the
@@ -627,10 +628,6 @@ def client_apply_step(client, gammas, accept):
 
 def client_reset_point(client):
     client.point = client.A.copy()
-
-
-def server_reset_point(server):
-    server.w_point = server.w
 
 
 def server_model(server, best):

@@ -102,7 +102,8 @@ def test_dual_step_maximises_the_one_dimensional_subproblem(loss):
 
 def test_hinge_step_is_the_papers_closed_form_with_the_row_norm():
     # a' = clip(a + lambda N (1 - y x^T w) / ||x||^2, 0, 1), c = ||x||^2/(lambda N)
-    a, b, c = np.array([0.2, 0.5, 0.9]), np.array([0.5, 3.0, -1.0]), np.array([2.0, 1.0, 0.5])
+    a = np.array([0.2, 0.5, 0.9])
+    b, c = np.array([0.5, 3.0, -1.0]), np.array([2.0, 1.0, 0.5])
     np.testing.assert_allclose(dual_step("hinge", a, b, c), [0.45, 0.0, 1.0])
 
 
@@ -221,7 +222,8 @@ def test_a_fixed_step_that_diverges_ends_in_a_clear_error():
     assert isinstance(info.value, FloatingPointError)
     assert not hasattr(clf, "coef_")
     kept = info.value.estimator
-    assert np.all(np.isfinite(kept.coef_)) and np.all(np.isfinite(kept.decision_function(X)))
+    assert np.all(np.isfinite(kept.coef_))
+    assert np.all(np.isfinite(kept.decision_function(X)))
 
 
 def test_a_small_fixed_step_with_few_coordinates_still_works():
@@ -372,7 +374,8 @@ def test_only_row_groups_with_every_client_present_move(schedule):
 
 def test_partial_participation_needs_two_row_groups():
     X, y = _small()
-    with pytest.raises(ValueError, match="participation=0.5 needs at least two row groups"):
+    with pytest.raises(ValueError,
+                       match="participation=0.5 needs at least two row groups"):
         HyFDCAClassifier(VerticalPartition(2), participation=0.5,
                          encryption=None).fit(X, y)
 
