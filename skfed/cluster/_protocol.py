@@ -23,6 +23,7 @@ nothing per user. :func:`kernel_kmeans_contract` declares every message.
 
 import numpy as np
 
+from ..federation import protocol_rounds
 from ..federation.secure_sum import RingEncoder, secure_sum
 from . import _dspgd as dspgd
 from ._coreset import distributed_kmeans
@@ -82,7 +83,7 @@ def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
     gram = ring_encoder(2.0 * n_samples)
     overlap_encoder = ring_encoder(1.0)
     lam, trace, changes, previous = None, [], [], None
-    for t in range(1, max_iter + 1):
+    for t in protocol_rounds(range(1, max_iter + 1)):
         eta, phase = 1.0 / t, phase_of(t)
         # Lines 6-9: every user draws A_t[m] and forms W_t[m] (the server only
         # announces the iteration).

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from ..crypto import generate_keypair
-from ..federation import Local
+from ..federation import Local, protocol_rounds
 from ._grower import grow_tree
 from ._histogram import passive_receive_gradients, setup_party
 from ._packing import GradientLayout
@@ -222,7 +222,7 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
     # Scores before the first round (the baseline), as HistGradientBoosting.
     train, val = A.call(active_scores, phase="score").result()
     train_scores, val_scores = [train], [val] if validation else []
-    for it in range(params["n_estimators"]):
+    for it in protocol_rounds(range(params["n_estimators"])):
         start, sent = time.perf_counter(), fed.log.summary().total_bytes
         clock = {}
         use_passives = bool(passives) and it >= params["active_only_rounds"]

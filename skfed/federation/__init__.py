@@ -23,7 +23,10 @@ from .network import (
     Federation,
     Message,
     MessageRecorder,
+    current_round,
     measure,
+    protocol_round,
+    protocol_rounds,
     record_messages,
 )
 from .party import (
@@ -52,6 +55,9 @@ __all__ = [
     "CommunicationSummary",
     "measure",
     "record_messages",
+    "protocol_round",
+    "protocol_rounds",
+    "current_round",
     "balanced_tree",
     "tree_leaves",
     "tree_leader",

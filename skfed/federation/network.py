@@ -19,18 +19,86 @@ from contextlib import contextmanager
 
 import numpy as np
 
-__all__ = ["Message", "CommunicationSummary", "measure", "record_messages"]
+__all__ = ["Message", "CommunicationSummary", "measure", "record_messages",
+           "protocol_round", "protocol_rounds", "current_round"]
 
-Message = namedtuple(
+_MessageFields = namedtuple(
     "Message",
     ["sender", "receiver", "phase", "n_scalars", "n_ciphertexts", "n_bytes",
-     "payload"],
+     "payload", "time", "round"],
+    defaults=(None, None),
 )
+
+
+class Message(_MessageFields):
+    __slots__ = ()
+
+    @classmethod
+    def _make(cls, iterable):
+        # The seven fields of older versions still make a message.
+        values = tuple(iterable)
+        return super()._make(values + cls._field_defaults_tail(len(values)))
+
+    @classmethod
+    def _field_defaults_tail(cls, n_values):
+        return (None,) * max(0, len(cls._fields) - n_values)
+
+
 Message.__doc__ = """One message between two parties.
 
 ``payload`` is the tuple of call arguments as the receiver got them; it is
 kept only by a :func:`record_messages` recorder, never by estimators.
+``time`` is the :func:`time.monotonic` clock when the message was sent (a
+:class:`MessageRecorder` reports it relative to its start with
+:meth:`MessageRecorder.times`), and ``round`` the protocol's round or step
+number set by the driver with :func:`protocol_round` (None outside any).
 """
+
+_round_state = threading.local()
+
+
+def current_round():
+    """The round number set by the innermost :func:`protocol_round` of this
+    thread (party threads inherit the round of the call they run), or None."""
+    return getattr(_round_state, "value", None)
+
+
+def _set_round(value):
+    _round_state.value = value
+
+
+@contextmanager
+def protocol_round(number):
+    """Mark every message sent inside as belonging to round ``number``.
+
+    Protocol drivers wrap each round (or epoch, or step) of their main loop
+    in it, so recorded :class:`Message` objects carry the round and a
+    timeline (:meth:`MessageRecorder.plot_timeline`) can group them. The
+    mark is per thread; a party running a call inherits the round of the
+    caller that sent it.
+
+    Parameters
+    ----------
+    number : int
+        The round number (the drivers count from 0).
+
+    Examples
+    --------
+    >>> from skfed.federation import Federation, protocol_round, record_messages
+    >>> with record_messages() as rec, Federation({"a": {}, "b": {}}) as fed:
+    ...     for t in range(2):
+    ...         with protocol_round(t):
+    ...             _ = fed["b"].call(lambda s, x: x, t, sender="a",
+    ...                               phase="demo").result()
+    >>> [m.round for m in rec.messages]
+    [0, 1]
+    """
+    previous = current_round()
+    _round_state.value = None if number is None else int(number)
+    try:
+        yield
+    finally:
+        _round_state.value = previous
 
 _SCALAR_BYTES = 8
 
@@ -168,19 +236,96 @@ class CommunicationSummary:
                      "ciphertexts", "bytes"],
         )
 
-    def table(self, by="phase"):
-        """A plain-text table of the counts grouped ``by`` phase or link."""
-        groups = {"phase": self.by_phase, "link": self.by_link}[by]
+    _VIEWS = ("phase", "link", "party")
+
+    def _view(self, by):
+        if by not in self._VIEWS:
+            raise ValueError(
+                f"by must be one of 'phase', 'link' or 'party', got {by!r}.")
+        if by == "party":
+            fields = ("sent_messages", "sent_bytes", "received_messages",
+                      "received_bytes")
+            groups = self.by_party
+        else:
+            fields = _FIELDS
+            groups = self.by_phase if by == "phase" else self.by_link
         rows = [(" -> ".join(k) if isinstance(k, tuple) else str(k),
-                 *(v[f] for f in _FIELDS)) for k, v in sorted(groups.items())]
-        rows.append(("total", self.total_messages, self.total_scalars,
-                     self.total_ciphertexts, self.total_bytes))
-        header = (by, *_FIELDS)
+                 *(v[f] for f in fields)) for k, v in sorted(groups.items())]
+        return fields, rows
+
+    def table(self, by="phase"):
+        """A plain-text table of the counts grouped ``by`` phase, link or party.
+
+        Parameters
+        ----------
+        by : {"phase", "link", "party"}, default="phase"
+            ``"link"`` groups by sender -> receiver; ``"party"`` gives each
+            party's sent and received messages and bytes.
+
+        Returns
+        -------
+        str
+        """
+        fields, rows = self._view(by)
+        if by == "party":
+            rows.append(("total", self.total_messages, self.total_bytes,
+                         self.total_messages, self.total_bytes))
+        else:
+            rows.append(("total", self.total_messages, self.total_scalars,
+                         self.total_ciphertexts, self.total_bytes))
+        header = (by, *fields)
         widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
         lines = ["  ".join(str(x).rjust(w) if i else str(x).ljust(w)
                            for i, (x, w) in enumerate(zip(row, widths)))
                  for row in (header, *rows)]
         return "\n".join(lines)
+
+    def plot(self, by="phase", ax=None):
+        """Bar chart of the bytes (bars) and messages (labels) ``by`` group.
+
+        Parameters
+        ----------
+        by : {"phase", "link", "party"}, default="phase"
+            The grouping, as in :meth:`table`; ``"party"`` draws each
+            party's sent and received bytes side by side.
+
+        ax : matplotlib Axes, optional
+            Where to draw; a new figure's Axes by default.
+
+        Returns
+        -------
+        ax : matplotlib Axes
+        """
+        import matplotlib.pyplot as plt
+
+        fields, rows = self._view(by)
+        if ax is None:
+            _, ax = plt.subplots(figsize=(7, 0.35 * max(len(rows), 3) + 1.2))
+        labels = [r[0] for r in rows]
+        pos = np.arange(len(rows))
+        if by == "party":
+            series = [("sent", 2, 1, 0.0), ("received", 4, 3, 0.4)]
+            height = 0.4
+        else:
+            series = [(None, 4, 1, 0.2)]
+            height = 0.6
+        for name, b_col, m_col, offset in series:
+            values = [r[b_col] for r in rows]
+            bars = ax.barh(pos + offset - 0.2, values, height=height,
+                           label=name)
+            for bar, r in zip(bars, rows):
+                ax.annotate(f" {r[m_col]} msg", (bar.get_width(),
+                            bar.get_y() + bar.get_height() / 2),
+                            va="center", fontsize="small")
+        ax.set_yticks(pos, labels)
+        ax.invert_yaxis()
+        ax.set_xlabel("bytes")
+        ax.set_title(f"Communication by {by}: {self.total_messages} messages, "
+                     f"{self.total_bytes} bytes")
+        if by == "party":
+            ax.legend(loc="lower right")
+        ax.margins(x=0.15)
+        return ax
 
 
 class MessageRecorder:
@@ -193,6 +338,8 @@ class MessageRecorder:
     def __init__(self):
         self.messages = []
         self._lock = threading.Lock()
+        #: :func:`time.monotonic` when recording started.
+        self.start_time = time.monotonic()
 
     def _add(self, message):
         with self._lock:
@@ -207,6 +354,161 @@ class MessageRecorder:
     def received_by(self, party):
         """The messages ``party`` received."""
         return [m for m in self.messages if m.receiver == party]
+
+    def times(self):
+        """Seconds since recording started, one per message (NaN if unknown)."""
+        return np.array([np.nan if m.time is None else m.time - self.start_time
+                         for m in self.messages], dtype=float)
+
+    def plot_timeline(self, ax=None, *, contract=None, parties=None,
+                      rounds=None, batch=True, max_arrows=150):
+        """Draw the recorded messages as a sequence diagram.
+
+        One vertical lane per party, time going down; one arrow per batch of
+        messages of one round, phase, sender and receiver (or per message
+        with ``batch=False``), coloured by what crosses: **encrypted**
+        (ciphertexts), **masked** (a contract rule for the phase declares a
+        :class:`~skfed.privacy.Masked` or :class:`~skfed.privacy.RandomIds`
+        element) or **plaintext** (anything else). A batch takes the least
+        protected kind of its messages.
+
+        Parameters
+        ----------
+        ax : matplotlib Axes, optional
+            Where to draw; a new figure's Axes by default.
+
+        contract : Contract or estimator, optional
+            The privacy contract used to tell masked from plaintext
+            messages, or an estimator providing one (``_privacy_contract``).
+            Without it, only ciphertexts are told apart.
+
+        parties : list of str, optional
+            The lanes, left to right; by default the parties in the order
+            they first appear.
+
+        rounds : container of int, optional
+            Only these rounds (``Message.round``); all by default.
+
+        batch : bool, default=True
+            Merge consecutive messages of one round, phase and link.
+
+        max_arrows : int, default=150
+            Draw at most this many arrows (the first ones); the title says
+            how many were left out.
+
+        Returns
+        -------
+        ax : matplotlib Axes
+        """
+        import matplotlib.pyplot as plt
+
+        rules_of = _contract_classifier(contract)
+        messages = [m for m in self.messages
+                    if rounds is None or m.round in rounds]
+        if parties is None:
+            parties = []
+            for m in messages:
+                for name in (m.sender, m.receiver):
+                    if name not in parties:
+                        parties.append(name)
+        lane = {p: i for i, p in enumerate(parties)}
+        arrows = []  # [sender, receiver, phase, round, kind, count, bytes]
+        for m in messages:
+            if m.sender not in lane or m.receiver not in lane:
+                continue
+            kind = _message_kind(m, rules_of)
+            last = arrows[-1] if arrows else None
+            if (batch and last is not None and last[:4] ==
+                    [m.sender, m.receiver, m.phase, m.round]):
+                last[4] = min(last[4], kind)
+                last[5] += 1
+                last[6] += m.n_bytes
+            else:
+                arrows.append([m.sender, m.receiver, m.phase, m.round, kind,
+                               1, m.n_bytes])
+        left_out = max(0, len(arrows) - max_arrows)
+        arrows = arrows[:max_arrows]
+        if ax is None:
+            _, ax = plt.subplots(figsize=(max(4, 1.8 * len(parties)),
+                                          min(12, 1.5 + 0.25 * len(arrows))))
+        for i in range(len(parties)):
+            ax.axvline(i, color="0.75", lw=1, zorder=0)
+        previous_round = object()
+        for y, (snd, rcv, phase, rnd, kind, count, n_bytes) in enumerate(arrows):
+            color = _KIND_COLORS[kind]
+            ax.annotate("", xy=(lane[rcv], y), xytext=(lane[snd], y),
+                        arrowprops=dict(arrowstyle="->", color=color, lw=1.5))
+            text = phase if count == 1 else f"{phase} x{count}"
+            ax.text((lane[snd] + lane[rcv]) / 2, y - 0.12, text,
+                    ha="center", va="bottom", fontsize="x-small", color=color)
+            if rnd != previous_round and rnd is not None:
+                ax.text(-0.45, y, f"round {rnd}", ha="right", va="center",
+                        fontsize="x-small", color="0.3")
+            previous_round = rnd
+        ax.set_xticks(range(len(parties)), parties)
+        ax.xaxis.tick_top()
+        ax.set_xlim(-1.2, len(parties) - 0.5)
+        ax.set_ylim(len(arrows), -1)
+        ax.set_yticks([])
+        for side in ("left", "right", "bottom"):
+            ax.spines[side].set_visible(False)
+        from matplotlib.lines import Line2D
+
+        ax.legend(handles=[Line2D([], [], color=_KIND_COLORS[k], label=label)
+                           for k, label in enumerate(_KIND_NAMES)],
+                  loc="upper left", bbox_to_anchor=(1.0, 1.0),
+                  fontsize="small", frameon=False)
+        if left_out:
+            ax.set_xlabel(f"first {len(arrows)} arrows shown, {left_out} "
+                          "more left out (see rounds=, max_arrows=)")
+        return ax
+
+
+_KIND_NAMES = ("plaintext", "masked", "encrypted")
+_KIND_COLORS = ("tab:red", "tab:orange", "tab:green")
+
+
+def _contract_classifier(contract):
+    """A function phase -> whether the contract declares it masked."""
+    if contract is None:
+        return lambda phase: False
+    if hasattr(contract, "_privacy_contract"):
+        contract = contract._privacy_contract()
+    from ..privacy import Masked, RandomIds
+
+    cache = {}
+
+    def masked(phase):
+        if phase not in cache:
+            cache[phase] = any(isinstance(e, (Masked, RandomIds))
+                               for r in contract.rules_for(phase)
+                               for e in r.elements)
+        return cache[phase]
+
+    return masked
+
+
+def _message_kind(message, masked):
+    """0 plaintext, 1 masked, 2 encrypted."""
+    if message.n_ciphertexts:
+        return 2
+    return 1 if masked(message.phase) else 0
+
+
+def protocol_rounds(numbers):
+    """Iterate over ``numbers``, each iteration inside :func:`protocol_round`.
+
+    ``for t in protocol_rounds(range(max_iter)):`` marks the messages of
+    iteration ``t`` with round ``t`` without re-indenting the loop body. The
+    previous round comes back when the loop ends (also on ``break``).
+    """
+    previous = current_round()
+    try:
+        for number in numbers:
+            _round_state.value = None if number is None else int(number)
+            yield number
+    finally:
+        _round_state.value = previous
 
 
 _active_recorders = []
@@ -269,7 +571,8 @@ class MessageLog:
             counts[3] += n_bytes
         if _active_recorders:
             _deliver_to_recorders(Message(*key, n_scalars, n_ciphertexts,
-                                          n_bytes, payload))
+                                          n_bytes, payload, time.monotonic(),
+                                          current_round()))
 
     def summary(self):
         with self._lock:

@@ -36,6 +36,7 @@ import sklearn
 
 from .. import _config
 from ._pool import _current, _pool
+from . import network as _network
 
 __all__ = ["Party", "PartyState", "PartyFuture", "PartyError", "PartyStopped",
            "FederationTimeoutError", "Local", "check_stop"]
@@ -345,8 +346,9 @@ class Party:
                 item = self._queue.get()
                 if item is _STOP:
                     return
-                future, fn, args, kwargs, where = item
+                future, fn, args, kwargs, where, round_ = item
                 item = None
+                _network._set_round(round_)  # the caller's protocol round
                 if not future.set_running_or_notify_cancel():
                     continue
                 if self._stop_event.is_set():  # between protocol steps
@@ -399,7 +401,8 @@ class Party:
         with self._lock:
             if self._stopping:
                 raise RuntimeError(f"Party '{self.name}' is not running.")
-            self._queue.put((future, fn, args, kwargs, where))
+            self._queue.put((future, fn, args, kwargs, where,
+                             _network.current_round()))
         return PartyFuture(future, self.name, phase, where[1], self._timeout,
                            last_phase=last_phase, on_timeout=self._timed_out)
 

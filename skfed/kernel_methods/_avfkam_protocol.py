@@ -33,7 +33,8 @@ from collections import deque
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from ..federation import Local, balanced_tree, tree_sum
+from ..federation import Local, balanced_tree, protocol_rounds, tree_sum
+from ..federation.network import _set_round
 from ._convergence import EarlyStopping, LossMonitor
 from ._vertical_features import CoefficientStore
 
@@ -426,6 +427,7 @@ def _asynchronous_loop(plan, party):
     fed = plan.fed
     pending_decays = deque()
     while n_iter := plan.claim(party):
+        _set_round(n_iter)  # this driver thread's messages: round n_iter
         # 2: sample a positive row, a negative row and a feature seed.
         sample, own = fed[party].call(sample_step,
                                       phase="train/sample").result()
@@ -460,7 +462,7 @@ def _synchronous_loop(plan, party, rank, barrier, round_end):
     fed = plan.fed
     m = len(plan.active)
     n_rounds = -(-plan.max_iter // m)
-    for r in range(n_rounds):
+    for r in protocol_rounds(range(n_rounds)):
         works = r * m + rank < plan.max_iter
         if works:
             sample, own = fed[party].call(sample_step,

@@ -44,7 +44,8 @@ import copy
 
 import numpy as np
 
-from ..federation import Local, balanced_tree, masked_tree_sum, tree_broadcast, tree_sum
+from ..federation import (Local, balanced_tree, masked_tree_sum, protocol_rounds,
+                          tree_broadcast, tree_sum)
 from ..losses import get_loss
 from ._convergence import EarlyStopping, LossMonitor
 from ._vertical_features import (
@@ -392,7 +393,7 @@ def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
     decay = 1.0 - learning_rate * alpha
     lead = owners[0]
     status, stopped_early, t = None, False, 0
-    for t in range(max_iter):
+    for t in protocol_rounds(range(max_iter)):
         check = t % check_every == 0
         # Line 2: this step's active party picks the minibatch.
         active = owners[t % len(owners)]
