@@ -3,38 +3,26 @@
 Fits every estimator on data that ships with scikit-learn, split across
 simulated parties, next to its centralized baseline, and prints one table:
 estimator, parties, score, baseline score, messages, bytes and time.
-Each algorithm contributes one ``TourCase`` from a ``_case_*`` function.
+Each algorithm contributes one ``TourCase`` from a ``_case_*`` function in
+:mod:`skfed._tour_cases`. Run ``python -m skfed --help`` for the options.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import argparse
+import contextlib
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable
+import warnings
+
+from ._tour_case import TourCase
 
 __all__ = ["TourCase", "run_tour", "main"]
 
-
-@dataclass
-class TourCase:
-    """One line of the tour.
-
-    ``make_data`` returns ``(X_train, X_test, y_train, y_test)`` (or
-    ``(X, None, y, None)`` for clustering, scored on the training rows);
-    ``estimator`` and ``baseline`` are unfitted estimators; ``score`` maps
-    ``(fitted, X, y)`` to a number (default: the estimator's ``score``).
-    """
-
-    name: str
-    dataset: str
-    make_data: Callable[[], tuple]
-    estimator: Any
-    baseline: Any
-    baseline_name: str
-    metric: str = "accuracy"
-    score: Callable | None = None
-    fit_params: dict = field(default_factory=dict)
+QUICK_NOTE = (
+    "--quick: smaller data, fewer iterations and 512-bit Paillier keys, "
+    "opted in with skfed.config_context(allow_insecure_keys=True). Such keys "
+    "are breakable: for a demonstration only, never for real data.")
 
 
 def _score(case, model, X, y):
@@ -51,40 +39,81 @@ def _rank(case):
                 len(_ORDER))
 
 
-def _cases():
-    """Every available tour case, in the README's order."""
-    from skfed import _tour_cases
+def _cases(quick=False, estimator=None):
+    """The tour cases, in the README's order.
 
-    return sorted((make() for make in _tour_cases.CASES), key=_rank)
+    ``estimator`` keeps the cases whose name starts with it (case-insensitive).
+    """
+    from . import _tour_cases
+
+    cases = sorted((make(quick=quick) for make in _tour_cases.CASES), key=_rank)
+    if estimator is not None:
+        prefix = estimator.lower()
+        cases = [c for c in cases if c.name.lower().startswith(prefix)]
+    return cases
 
 
-def run_tour(cases=None, out=print):
-    """Fit each case federated and centralized; print and return the rows."""
-    cases = _cases() if cases is None else cases
+def _names():
+    from . import _tour_cases
+
+    return [c.name.split(" ")[0] for c in
+            sorted((make() for make in _tour_cases.CASES), key=_rank)]
+
+
+@contextlib.contextmanager
+def _quick_keys(quick):
+    if not quick:
+        yield
+        return
+    from . import config_context
+    from .crypto import InsecureKeyWarning
+
+    with config_context(allow_insecure_keys=True), warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureKeyWarning)
+        yield
+
+
+def run_tour(cases=None, out=print, quick=False, record=False):
+    """Fit each case federated and centralized; print and return the rows.
+
+    With ``record=True`` each row also holds the case's
+    :class:`~skfed.federation.MessageRecorder` and fitted estimator
+    (``"recorder"``, ``"model"``; not printed).
+    """
+    from .federation import record_messages
+
+    cases = _cases(quick) if cases is None else cases
     rows = []
-    for case in cases:
-        X_train, X_test, y_train, y_test = case.make_data()
-        X_eval = X_train if X_test is None else X_test
-        y_eval = y_train if y_test is None else y_test
-        start = time.perf_counter()
-        model = case.estimator.fit(X_train, y_train, **case.fit_params)
-        seconds = time.perf_counter() - start
-        score = _score(case, model, X_eval, y_eval)
-        base = case.baseline.fit(X_train, y_train)
-        base_score = _score(case, base, X_eval, y_eval)
-        comm = model.communication_
-        rows.append({
-            "estimator": case.name,
-            "data": case.dataset,
-            "parties": _n_parties(model.partition_),
-            "metric": case.metric,
-            "score": score,
-            "baseline": f"{case.baseline_name} {base_score:.3f}",
-            "messages": comm.total_messages,
-            "MB": comm.total_bytes / 1e6,
-            "seconds": seconds,
-        })
-    out(_format(rows) if rows else "No federated estimators are available yet.")
+    with _quick_keys(quick):
+        for case in cases:
+            X_train, X_test, y_train, y_test = case.make_data()
+            X_eval = X_train if X_test is None else X_test
+            y_eval = y_train if y_test is None else y_test
+            with (record_messages() if record else contextlib.nullcontext()) as rec:
+                start = time.perf_counter()
+                model = case.estimator.fit(X_train, y_train, **case.fit_params)
+                seconds = time.perf_counter() - start
+            score = _score(case, model, X_eval, y_eval)
+            base = case.baseline.fit(X_train, y_train)
+            base_score = _score(case, base, X_eval, y_eval)
+            comm = model.communication_
+            row = {
+                "estimator": case.name,
+                "data": case.dataset,
+                "parties": _n_parties(model.partition_),
+                "metric": case.metric,
+                "score": score,
+                "baseline": f"{case.baseline_name} {base_score:.3f}",
+                "messages": comm.total_messages,
+                "MB": comm.total_bytes / 1e6,
+                "seconds": seconds,
+            }
+            rows.append(row)
+            if record:
+                row["recorder"], row["model"] = rec, model
+    printed = [{k: v for k, v in r.items() if k not in ("recorder", "model")}
+               for r in rows]
+    out(_format(printed) if rows else "No federated estimators are available yet.")
     return rows
 
 
@@ -112,6 +141,60 @@ def _cell(value):
     return str(value)
 
 
-def main():
-    print("skfed quick tour: each estimator next to its centralized baseline\n")
-    run_tour()
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m skfed",
+        description="skfed quick tour: fit each federated estimator on data "
+                    "shipped with scikit-learn, next to its centralized "
+                    "baseline, and print score, messages, bytes and time.")
+    parser.add_argument(
+        "--estimator", metavar="NAME",
+        help="run only the case whose estimator name starts with NAME "
+             "(case-insensitive), one of: " + ", ".join(_ORDER))
+    parser.add_argument(
+        "--quick", action="store_true",
+        help="smaller data, fewer iterations and 512-bit keys (insecure, "
+             "opted in explicitly): a few seconds in all")
+    parser.add_argument(
+        "--plot", metavar="FILE",
+        help="save the message timeline of one case (the first one run; "
+             "use with --estimator) to FILE, e.g. timeline.png; needs "
+             "matplotlib")
+    return parser
+
+
+def main(argv=None):
+    """Command-line entry point; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    cases = _cases(args.quick, args.estimator)
+    if not cases:
+        parser.error(f"no tour case matches --estimator {args.estimator!r}; "
+                     f"choose one of: {', '.join(_names())}")
+    print("skfed quick tour: each estimator next to its centralized baseline")
+    if args.quick:
+        print(QUICK_NOTE)
+    print()
+    rows = run_tour(cases, quick=args.quick, record=args.plot is not None)
+    if args.plot is not None:
+        _save_timeline(rows[0], args.plot)
+        print(f"\nTimeline of {rows[0]['estimator']} saved to {args.plot}")
+    return 0
+
+
+def _save_timeline(row, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(12, 8), gridspec_kw={"width_ratios": [3, 2]})
+    row["recorder"].plot_timeline(ax=left, contract=row["model"],
+                                  rounds=(None, 0, 1))
+    left.set_title(f"{row['estimator']}: set-up and first two rounds",
+                   pad=25)
+    row["model"].communication_.plot(by="phase", ax=right)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

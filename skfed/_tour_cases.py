@@ -19,18 +19,20 @@ def _scaled_split(X, y, random_state=0):
     return scaler.transform(X_train), scaler.transform(X_test), y_train, y_test
 
 
-# Each _case_* returns a skfed._tour.TourCase.
+# Each _case_*(quick=False) returns a skfed._tour_case.TourCase; with
+# quick=True it uses less data, fewer iterations and 512-bit keys (the
+# caller opts in to small keys, see skfed._tour.run_tour).
 
 CASES = []
 
 
-def _case_avfkam():
+def _case_avfkam(quick=False):
     import numpy as np
     from sklearn.datasets import load_breast_cancer
     from sklearn.metrics import roc_auc_score
     from sklearn.svm import SVC
 
-    from skfed._tour import TourCase
+    from skfed._tour_case import TourCase
     from skfed.kernel_methods import AVFKAMRanker
     from skfed.partition import VerticalPartition
 
@@ -48,7 +50,9 @@ def _case_avfkam():
         dataset="breast cancer, 10% malignant",
         make_data=make_data,
         estimator=AVFKAMRanker(VerticalPartition(3, active_parties=(0, 1)),
-                               random_state=0),
+                               random_state=0,
+                               **(dict(max_iter=300, n_random_features=500)
+                                  if quick else {})),
         baseline=SVC(class_weight="balanced"),
         baseline_name="SVC(rbf, balanced)",
         metric="ROC AUC",
@@ -59,24 +63,27 @@ def _case_avfkam():
 CASES.append(_case_avfkam)
 
 
-def _case_secureboost():
+def _case_secureboost(quick=False):
     from sklearn.datasets import load_breast_cancer
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    from skfed._tour import TourCase
+    from skfed._tour_case import TourCase
     from skfed.ensemble import SecureBoostClassifier
 
     def make_data():
         X, y = load_breast_cancer(return_X_y=True)
         return _split(X, y)
 
+    key_size, n_trees = (512, 5) if quick else (1024, 10)
     return TourCase(
-        name="SecureBoostClassifier (1024-bit)",
+        name=f"SecureBoostClassifier ({key_size}-bit)",
         dataset="breast cancer",
         make_data=make_data,
-        estimator=SecureBoostClassifier(n_estimators=10, key_size=1024, n_jobs=2,
+        estimator=SecureBoostClassifier(n_estimators=n_trees, key_size=key_size,
+                                        n_jobs=2,
                                         random_state=0),
-        baseline=HistGradientBoostingClassifier(max_iter=10, learning_rate=0.3,
+        baseline=HistGradientBoostingClassifier(max_iter=n_trees,
+                                                learning_rate=0.3,
                                                 max_depth=3, max_bins=32,
                                                 early_stopping=False),
         baseline_name="HistGradientBoosting",
@@ -86,11 +93,11 @@ def _case_secureboost():
 CASES.append(_case_secureboost)
 
 
-def _case_hyfdca():
+def _case_hyfdca(quick=False):
     from sklearn.datasets import load_breast_cancer
     from sklearn.svm import LinearSVC
 
-    from skfed._tour import TourCase
+    from skfed._tour_case import TourCase
     from skfed.linear_model import HyFDCAClassifier
     from skfed.partition import HybridPartition
 
@@ -101,12 +108,14 @@ def _case_hyfdca():
     # Defaults (alpha=0.01, one local pass per round, stop at a relative
     # duality gap of 1e-3: ~100 rounds, ~4 s at 1024 bits); the baseline
     # minimises the same objective (C = 1 / (alpha * n_train)).
+    key_size = 512 if quick else 1024
     return TourCase(
-        name="HyFDCAClassifier (2x2 grid, 1024-bit)",
+        name=f"HyFDCAClassifier (2x2 grid, {key_size}-bit)",
         dataset="breast cancer",
         make_data=make_data,
-        estimator=HyFDCAClassifier(HybridPartition(2, 2), key_size=1024,
-                                   random_state=0),
+        estimator=HyFDCAClassifier(HybridPartition(2, 2), key_size=key_size,
+                                   random_state=0,
+                                   **(dict(tol=1e-2) if quick else {})),
         baseline=LinearSVC(loss="hinge", C=1 / (0.01 * 426), max_iter=10_000),
         baseline_name="LinearSVC(hinge)",
     )
@@ -115,11 +124,11 @@ def _case_hyfdca():
 CASES.append(_case_hyfdca)
 
 
-def _case_fdskl():
+def _case_fdskl(quick=False):
     from sklearn.datasets import load_breast_cancer
     from sklearn.svm import SVC
 
-    from skfed._tour import TourCase
+    from skfed._tour_case import TourCase
     from skfed.kernel_methods import FDSKLClassifier
 
     def make_data():
@@ -130,7 +139,8 @@ def _case_fdskl():
         name="FDSKLClassifier (3 parties)",
         dataset="breast cancer",
         make_data=make_data,
-        estimator=FDSKLClassifier(partition=3, random_state=0),
+        estimator=FDSKLClassifier(partition=3, random_state=0,
+                                  **(dict(max_iter=100) if quick else {})),
         baseline=SVC(kernel="rbf", gamma="scale"),
         baseline_name="SVC(rbf)",
     )
@@ -139,7 +149,7 @@ def _case_fdskl():
 CASES.append(_case_fdskl)
 
 
-def _case_federated_kernel_kmeans():
+def _case_federated_kernel_kmeans(quick=False):
     import numpy as np
     from sklearn.cluster import KMeans
     from sklearn.datasets import load_digits
@@ -147,11 +157,13 @@ def _case_federated_kernel_kmeans():
     from sklearn.metrics import normalized_mutual_info_score
     from sklearn.pipeline import make_pipeline
 
-    from skfed._tour import TourCase
+    from skfed._tour_case import TourCase
     from skfed.cluster import FederatedKernelKMeans
 
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
+    if quick:
+        X, y = X[:500], y[:500]
     # The paper's kernel width, N^2 / (2 sum_ij ||x_i - x_j||^2), for the baseline
     # (the federated estimator computes the same value from per-user sums).
     gamma = 1.0 / (4 * (np.mean((X ** 2).sum(1)) - (X.mean(0) ** 2).sum()))
@@ -164,7 +176,8 @@ def _case_federated_kernel_kmeans():
         name="FederatedKernelKMeans (5 users)",
         dataset="digits",
         make_data=lambda: (X, None, y, None),
-        estimator=FederatedKernelKMeans(10, partition=5, random_state=0),
+        estimator=FederatedKernelKMeans(10, partition=5, random_state=0,
+                                        **(dict(max_iter=50) if quick else {})),
         baseline=make_pipeline(KernelPCA(10, kernel="rbf", gamma=gamma),
                                KMeans(10, n_init=10, random_state=0)),
         baseline_name="kernel PCA + KMeans",

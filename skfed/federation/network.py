@@ -320,8 +320,8 @@ class CommunicationSummary:
         ax.set_yticks(pos, labels)
         ax.invert_yaxis()
         ax.set_xlabel("bytes")
-        ax.set_title(f"Communication by {by}: {self.total_messages} messages, "
-                     f"{self.total_bytes} bytes")
+        ax.set_title(f"by {by}: {self.total_messages} messages, "
+                     f"{_human_bytes(self.total_bytes)}")
         if by == "party":
             ax.legend(loc="lower right")
         ax.margins(x=0.15)
@@ -383,11 +383,14 @@ class MessageRecorder:
             Without it, only ciphertexts are told apart.
 
         parties : list of str, optional
-            The lanes, left to right; by default the parties in the order
-            they first appear.
+            The lanes, left to right; by default every party that sent or
+            received a message, sorted by name (``party2`` before
+            ``party10``).
 
-        rounds : container of int, optional
-            Only these rounds (``Message.round``); all by default.
+        rounds : container of int or None, optional
+            Only the messages whose ``Message.round`` is in it (include
+            ``None`` for the set-up messages outside any round); all by
+            default.
 
         batch : bool, default=True
             Merge consecutive messages of one round, phase and link.
@@ -406,11 +409,9 @@ class MessageRecorder:
         messages = [m for m in self.messages
                     if rounds is None or m.round in rounds]
         if parties is None:
-            parties = []
-            for m in messages:
-                for name in (m.sender, m.receiver):
-                    if name not in parties:
-                        parties.append(name)
+            parties = sorted({name for m in messages
+                              for name in (m.sender, m.receiver)},
+                             key=_natural_key)
         lane = {p: i for i, p in enumerate(parties)}
         arrows = []  # [sender, receiver, phase, round, kind, count, bytes]
         for m in messages:
@@ -462,6 +463,20 @@ class MessageRecorder:
             ax.set_xlabel(f"first {len(arrows)} arrows shown, {left_out} "
                           "more left out (see rounds=, max_arrows=)")
         return ax
+
+
+def _human_bytes(n):
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _natural_key(name):
+    import re
+
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part)
+            for part in re.split(r"(\d+)", str(name)) if part]
 
 
 _KIND_NAMES = ("plaintext", "masked", "encrypted")
