@@ -26,7 +26,7 @@ from sklearn.utils.validation import validate_data
 from .._docstrings import fill_doc
 from ..base import FederatedMixin, check_labels_not_single_class, party_seeds
 from ..crypto import PackedEncoder, generate_keypair
-from ..federation import Local
+from ..federation import Local, protocol_rounds
 from ..partition import (HorizontalPartition, HybridPartition,
                          VerticalPartition)
 from . import _hyfdca_protocol as P
@@ -489,7 +489,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         scale = protocol.agree_scale(everyone)
         protocol.squared_norms(everyone)
         curve, converged, gap, t = [], False, float("inf"), 0
-        for t in range(1, self.max_iter + 1):
+        for t in protocol_rounds(range(1, self.max_iter + 1)):
             # Server: who takes part; a row group moves with all its clients.
             clients = participants(t)
             present = set(clients)
