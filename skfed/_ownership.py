@@ -40,6 +40,25 @@ def format_items(items, limit=10):
     return f"[{text}{', ...' if len(items) > limit else ''}]"
 
 
+def _prefix_hint(unknown, feature_names):
+    """A hint when X's names are the partition's names with a prefix, as a
+    ColumnTransformer writes them by default (``"num__age"``)."""
+    prefixed = {}
+    for name in feature_names:
+        prefix, sep, rest = str(name).partition("__")
+        if sep:
+            prefixed.setdefault(rest, str(name))
+    found = [prefixed[c] for c in unknown if c in prefixed]
+    if not found:
+        return ""
+    return (
+        f" X names them with a transformer prefix ({format_items(found)}), "
+        "as a ColumnTransformer does by default: build it with "
+        "verbose_feature_names_out=False to keep the original names, or name "
+        "the prefixed columns in the partition."
+    )
+
+
 def check_n_groups(k, what):
     """``k`` as an int, or a clear error if it is not a positive integer."""
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
@@ -91,6 +110,7 @@ def resolve_column_groups(groups, n_features, feature_names):
                 "Unknown column names in the partition: "
                 f"{format_items(unknown)}. X has "
                 f"the columns {format_items(feature_names)}."
+                + _prefix_hint(unknown, feature_names)
             )
         groups = [[position[c] for c in g] for g in groups]
     else:

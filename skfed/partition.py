@@ -24,6 +24,7 @@ from ._ownership import (
     check_n_groups,
     even_groups,
     feature_names_of,
+    format_items,
     owners_from_metadata,
     resolve_column_groups,
     row_owners,
@@ -106,16 +107,7 @@ class VerticalPartition:
             groups = even_groups(n_features, k)
         else:
             groups = resolve_column_groups(self.groups, n_features, feature_names)
-        active = self.active_parties
-        if isinstance(active, numbers.Integral):
-            active = (active,)
-        active = tuple(int(a) for a in active)
-        bad = [a for a in active if not 0 <= a < len(groups)]
-        if not active or bad or len(set(active)) != len(active):
-            raise ValueError(
-                f"active_parties={self.active_parties!r} must name distinct "
-                f"parties among 0..{len(groups) - 1}."
-            )
+        active = _check_active_parties(self.active_parties, len(groups))
         out = VerticalPartition(self.groups, self.active_parties)
         out.column_groups = groups
         out.active_parties = active
@@ -311,6 +303,53 @@ _KINDS = {
 }
 
 
+def _check_active_parties(active_parties, n_parties):
+    """Validate ``active_parties`` against ``n_parties``; return a tuple of int.
+
+    Accepts one integer or a non-empty sequence of distinct integers in
+    ``0 .. n_parties - 1``; booleans, floats (even ``1.0``), strings and
+    out-of-range or repeated values are refused with a message saying why.
+    """
+    def is_index(a):
+        return isinstance(a, numbers.Integral) and not isinstance(a, bool)
+
+    valid = f"integers among 0..{n_parties - 1}"
+    if is_index(active_parties):
+        active = (active_parties,)
+    elif isinstance(active_parties, (numbers.Number, np.bool_)):
+        active = (active_parties,)  # refused below with the reason
+    elif isinstance(active_parties, (list, tuple, np.ndarray, range)):
+        active = tuple(active_parties)
+    else:
+        raise ValueError(
+            f"active_parties={active_parties!r} must be a party index or a "
+            f"tuple of party indices ({valid}), got a "
+            f"{type(active_parties).__name__}.")
+    wrong_type = [a for a in active if not is_index(a)]
+    if wrong_type:
+        raise ValueError(
+            f"active_parties={active_parties!r} must hold party indices "
+            f"({valid}); {', '.join(repr(a) for a in wrong_type)} "
+            f"{'is' if len(wrong_type) == 1 else 'are'} not "
+            "(booleans and floats are refused, even 1.0).")
+    active = tuple(int(a) for a in active)
+    if not active:
+        raise ValueError(
+            f"active_parties={active_parties!r} is empty: at least one party "
+            f"must hold the labels ({valid}).")
+    out_of_range = [a for a in active if not 0 <= a < n_parties]
+    if out_of_range:
+        raise ValueError(
+            f"active_parties={active_parties!r} names "
+            f"{format_items(out_of_range)}, out of range: the partition has "
+            f"{n_parties} parties (indices 0..{n_parties - 1}).")
+    if len(set(active)) != len(active):
+        raise ValueError(
+            f"active_parties={active_parties!r} names a party twice; give "
+            "distinct indices.")
+    return active
+
+
 def resolve_partition(spec, X, *, kind, feature_names=None, sample_party=None):
     """Turn a user's partition spec into a resolved partition object.
 
@@ -382,6 +421,10 @@ def resolve_partition(spec, X, *, kind, feature_names=None, sample_party=None):
                 "sample_party gives rows to row groups, but the partition is "
                 "vertical (one row group). Pass a HybridPartition to split rows "
                 "too, or drop sample_party.")
+        # Every client of a hybrid protocol holds its rows' labels, so the
+        # active parties play no role; still refuse values that are wrong.
+        _check_active_parties(spec.active_parties,
+                             spec.resolve(X, feature_names=feature_names).n_parties)
         spec = HybridPartition(1, spec.groups)
     elif kind == "hybrid" and spec.kind == "horizontal":
         spec = HybridPartition(spec.n_parties, 1, spec.split, spec.random_state)

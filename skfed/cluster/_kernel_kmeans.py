@@ -346,6 +346,13 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
             raise ValueError(
                 f"n_samples={n_samples} should be >= n_clusters={k}: there are "
                 "more clusters than rows. Use fewer clusters.")
+        n_distinct = len(np.unique(X, axis=0))
+        if n_distinct < k:
+            raise ValueError(
+                f"X has only {n_distinct} distinct rows, fewer than "
+                f"n_clusters={k}: identical rows always share a cluster, so "
+                f"at most {n_distinct} clusters can be non-empty. Use "
+                f"n_clusters <= {n_distinct}.")
         s = k if self.n_components is None else self.n_components
         n_lambda = max(k + 2, s + 1)
         D = self.n_random_features

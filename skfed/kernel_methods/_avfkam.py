@@ -375,7 +375,8 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
     def _timing_dependent(self):
         # Only several concurrent loops make the result depend on timing.
         active = getattr(self.partition, "active_parties", (0,))
-        n_active = 1 if isinstance(active, numbers.Integral) else len(active)
+        # (a malformed value is refused by the partition at fit time)
+        n_active = len(active) if hasattr(active, "__len__") else 1
         return bool(self.asynchronous) and n_active > 1
 
     # ------------------------------------------------------------------ fit
