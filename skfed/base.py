@@ -107,6 +107,11 @@ class PrivacyMixin:
         return out
 
 
+#: Root of the built documentation; the HTML repr of every skfed estimator
+#: links to its API page ``generated/<module>.<Class>.html`` under it.
+DOC_BASE_URL = "https://skfed.readthedocs.io/en/latest/"
+
+
 class FederatedMixin(PrivacyMixin):
     """Mixin for estimators that run a protocol between simulated parties.
 
@@ -120,6 +125,12 @@ class FederatedMixin(PrivacyMixin):
     """
 
     _partition_kind = "vertical"
+
+    # scikit-learn's HTML repr (Jupyter) shows a "?" linking to this page;
+    # the module is the public one (private submodules are dropped).
+    _doc_link_module = "skfed"
+    _doc_link_template = (DOC_BASE_URL
+                          + "generated/{estimator_module}.{estimator_name}.html")
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
