@@ -97,7 +97,7 @@ def summarise(table, full=False):
 
 
 def to_rst(title, frame, violations, seconds, n_messages):
-    lines = [title, "~" * len(title), "",
+    lines = [title, "-" * len(title), "",
              f"{n_messages} messages, {violations} contract violation(s), "
              f"audit {seconds:.1f} s.", ""]
     if frame.empty:
