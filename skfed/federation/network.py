@@ -460,8 +460,8 @@ class MessageRecorder:
                   loc="upper left", bbox_to_anchor=(1.0, 1.0),
                   fontsize="small", frameon=False)
         if left_out:
-            ax.set_xlabel(f"first {len(arrows)} arrows shown, {left_out} "
-                          "more left out (see rounds=, max_arrows=)")
+            ax.set_xlabel(f"+{left_out} more arrows not shown\n"
+                          "(see rounds=, max_arrows=)", fontsize="small")
         return ax
 
 
