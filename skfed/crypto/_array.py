@@ -444,10 +444,23 @@ def _is_plaintext_array(obj):
     return isinstance(obj, PlaintextArray)
 
 
-def _rebuild_encrypted_array(n, blob, shape, exponent, is_integer, encoder, counts):
-    from .paillier import public_key_from_n
+# The key factory used when unpickling: ``paillier`` registers its
+# ``public_key_from_n`` here on import (``skfed.crypto`` imports it, and
+# unpickling this module imports the package first), so this module never
+# imports ``paillier``, which imports this one.
+_public_key_from_n = None
 
-    public_key = public_key_from_n(n)
+
+def _register_public_key_factory(factory):
+    global _public_key_from_n
+    _public_key_from_n = factory
+
+
+def _rebuild_encrypted_array(n, blob, shape, exponent, is_integer, encoder, counts):
+    if _public_key_from_n is None:  # pragma: no cover - the package registers it
+        raise RuntimeError("skfed.crypto.paillier was not imported; import "
+                           "skfed.crypto before unpickling encrypted arrays.")
+    public_key = _public_key_from_n(n)
     width = public_key.ciphertext_bytes
     ciphertexts = [
         gmpy2.mpz(int.from_bytes(blob[i:i + width], "little"))

@@ -34,7 +34,7 @@ import gmpy2
 import numpy as np
 import phe
 
-from ._array import EncryptedArray
+from ._array import EncryptedArray, _register_public_key_factory
 from ._key_policy import check_key_size
 from ._obfuscation import OBFUSCATIONS, DJNObfuscator, standard_obfuscators
 from ._parallel import parallel_map
@@ -122,6 +122,9 @@ def public_key_from_n(n):
             key = PaillierPublicKey(n)
             _public_keys[n] = key
         return key
+
+
+_register_public_key_factory(public_key_from_n)
 
 
 class PaillierPublicKey:
