@@ -69,7 +69,12 @@ n_jobs : int or None, default=None
     whatever ``n_jobs`` says.""",
     "verbose": """
 verbose : int, default=0
-    Print progress (one line per iteration or round) when positive.""",
+    Print progress when positive, in one format for every estimator:
+    ``[Name] round i/N: <objective>, <seconds> s, <bytes> sent``, one line
+    per round (every k-th when there are more than about 40, plus the first
+    and the last); the objective is what the printing party legitimately
+    holds. ``verbose=2`` adds per-phase seconds where the protocol times
+    its steps (SecureBoost).""",
 }
 
 

@@ -23,6 +23,7 @@ nothing per user. :func:`kernel_kmeans_contract` declares every message.
 
 import numpy as np
 
+from .._progress import Progress
 from ..federation import protocol_rounds
 from ..federation.secure_sum import RingEncoder, secure_sum
 from . import _dspgd as dspgd
@@ -83,6 +84,8 @@ def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
     gram = ring_encoder(2.0 * n_samples)
     overlap_encoder = ring_encoder(1.0)
     lam, trace, changes, previous = None, [], [], None
+    progress = Progress("FederatedKernelKMeans", max_iter, verbose, fed=fed,
+                        unit="iteration")
     for t in protocol_rounds(range(1, max_iter + 1)):
         eta, phase = 1.0 / t, phase_of(t)
         # Lines 6-9: every user draws A_t[m] and forms W_t[m] (the server only
@@ -134,10 +137,10 @@ def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
                                       values, previous).result()
             dspgd.check_finite([change], t, gamma)
             changes.append(change)
-        if verbose:
-            shown = f", embedding change {changes[-1]:.2e}" if changes else ""
-            print(f"[FederatedKernelKMeans] t={t}: {q} Lanczos steps, "
-                  f"dimension {dims[0]}, rank {rank}{shown}")
+        progress.report(
+            t, (f"embedding change {changes[-1]:.2e}" if changes else
+                "embedding change n/a") + f" ({q} Lanczos steps, rank {rank})",
+            last=dspgd.converged(changes, tol))
         previous = values
         if dspgd.converged(changes, tol):
             break

@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 
+from .._progress import Progress
 from ..crypto import generate_keypair
 from ..federation import Local, protocol_rounds
 from ._grower import grow_tree
@@ -222,8 +223,9 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
     # Scores before the first round (the baseline), as HistGradientBoosting.
     train, val = A.call(active_scores, phase="score").result()
     train_scores, val_scores = [train], [val] if validation else []
+    progress = Progress(label, params["n_estimators"], verbose, fed=fed)
     for it in protocol_rounds(range(params["n_estimators"])):
-        start, sent = time.perf_counter(), fed.log.summary().total_bytes
+        start = time.perf_counter()
         clock = {}
         use_passives = bool(passives) and it >= params["active_only_rounds"]
         # Active party: gradients -> fixed point -> one ciphertext per row.
@@ -253,19 +255,15 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
         train_scores.append(train)
         if validation:
             val_scores.append(val)
-        if verbose:
-            seconds = time.perf_counter() - start
-            kilobytes = (fed.log.summary().total_bytes - sent) / 1e3
-            name = params["score_name"]
-            val_text = "" if val is None else f", validation {name} {val:.5f}"
-            print(f"[{label}] round {it + 1}/{params['n_estimators']}: train {name} "
-                  f"{train:.5f}{val_text}, {seconds:.2f} s, {kilobytes:.1f} kB sent")
-            if verbose > 1:
-                steps = ", ".join(f"{step} {t:.2f}" for step, t in clock.items())
-                print(f"    seconds: {steps}")
         watched = val_scores if validation else train_scores
-        if early_stopping and should_stop(watched, params["n_iter_no_change"],
-                                          params["tol"]):
+        stop = early_stopping and should_stop(watched, params["n_iter_no_change"],
+                                              params["tol"])
+        name = params["score_name"]
+        progress.report(
+            it + 1, f"train {name} {train:.5f}" + (
+                "" if val is None else f", validation {name} {val:.5f}"),
+            phases=clock, last=stop)
+        if stop:
             break
     models = fed.gather([fed[p].call(model_of, phase="model") for p in names])
     trees = models[names.index(active)][0]

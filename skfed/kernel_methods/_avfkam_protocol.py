@@ -33,6 +33,7 @@ from collections import deque
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from .._progress import Progress
 from ..federation import Local, balanced_tree, protocol_rounds, tree_sum
 from ..federation.network import _set_round
 from ._convergence import EarlyStopping, LossMonitor
@@ -369,10 +370,13 @@ class TrainingPlan:
                    for p in self.active}
         with self._lock:
             self.checkpoints.append((seconds, n_iter, futures))
-        if self.verbose:
+        if self.verbose:  # one line per checkpoint (at most ~20 of them)
             recent = np.mean(self.losses) if self.losses else float("nan")
-            print(f"[AVFKAM] iteration {n_iter}/{self.max_iter}, "
-                  f"{seconds:.2f} s, recent pairwise loss {recent:.4f}")
+            progress = Progress("AVFKAM", self.max_iter, self.verbose,
+                                fed=self.fed, unit="iteration")
+            progress.start = self.start
+            progress.report(n_iter, f"recent pairwise loss {recent:.4f}",
+                            last=True)
 
     def simulate_work(self, party):
         # party_delays: the party's own iteration costs factor x unit seconds

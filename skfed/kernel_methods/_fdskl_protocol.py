@@ -46,6 +46,7 @@ import numpy as np
 
 from ..federation import (Local, balanced_tree, masked_tree_sum, protocol_rounds,
                           tree_broadcast, tree_sum)
+from .._progress import Progress
 from ..losses import get_loss
 from ._convergence import EarlyStopping, LossMonitor
 from ._vertical_features import (
@@ -393,6 +394,7 @@ def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
     decay = 1.0 - learning_rate * alpha
     lead = owners[0]
     status, stopped_early, t = None, False, 0
+    progress = Progress("FDSKL", max_iter, verbose, fed=fed, unit="step")
     for t in protocol_rounds(range(max_iter)):
         check = t % check_every == 0
         # Line 2: this step's active party picks the minibatch.
@@ -429,12 +431,11 @@ def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
         status, keep, stop = verdict.result()
         if keep:
             _tell_owners(fed, owners, lead, _owner_keep, t, "step/keep")
-        if verbose:
-            print(f"[FDSKL] step {t + 1}/{max_iter} by {active}: batch loss "
-                  f"{report[0]:.4g}, mean |alpha| of the new coefficients "
-                  f"{np.abs(coef).mean():.3g}" + (
-                      "" if np.isnan(report[2]) else
-                      f", held-out loss {report[2]:.4g}"))
+        progress.report(
+            t + 1, f"batch loss {report[0]:.4g} ({active})" + (
+                "" if np.isnan(report[2]) else
+                f", held-out loss {report[2]:.4g}"),
+            last=status is not None or stop)
         if status is not None or stop:
             stopped_early = stop
             break

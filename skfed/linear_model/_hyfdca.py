@@ -26,6 +26,7 @@ from sklearn.utils.validation import validate_data
 from .._docstrings import fill_doc
 from ..base import FederatedMixin, check_labels_not_single_class, party_seeds
 from ..crypto import PackedEncoder, generate_keypair
+from .._progress import Progress
 from ..federation import Local, protocol_rounds
 from ..partition import (HorizontalPartition, HybridPartition,
                          VerticalPartition)
@@ -489,6 +490,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         scale = protocol.agree_scale(everyone)
         protocol.squared_norms(everyone)
         curve, converged, gap, t = [], False, float("inf"), 0
+        progress = Progress("HyFDCA", self.max_iter, self.verbose, fed=fed)
         for t in protocol_rounds(range(1, self.max_iter + 1)):
             # Server: who takes part; a row group moves with all its clients.
             clients = participants(t)
@@ -518,10 +520,10 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                               Local(partial)).result()
             curve.append((out["primal"], out["dual"]))
             gap = out["gap"]
-            if self.verbose:
-                print(f"[HyFDCA] round {t}: clients {clients} primal "
-                      f"{out['primal']:.6g} dual {out['dual']:.6g} relative "
-                      f"gap {gap:.3g}")
+            progress.report(
+                t, f"primal {out['primal']:.6g}, dual {out['dual']:.6g}, "
+                f"relative gap {gap:.3g} ({len(clients)} clients)",
+                last=bool(out["stop"] or out["diverged"]))
             if out["diverged"]:
                 raise self._divergence(server, t, out)
             if out["stop"]:

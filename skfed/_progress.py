@@ -1,0 +1,74 @@
+"""One progress format for every estimator's ``verbose`` output.
+
+``verbose=1``: one line per round (every k-th when there are more than
+about 40, plus the first and the last), as
+
+    [Name] round i/N: <objective the caller holds>, 1.23 s, 456.7 kB sent
+
+``verbose=2`` adds, where the protocol times its steps, a line of
+per-phase seconds.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import time
+
+#: At most about this many round lines per fit.
+MAX_LINES = 40
+
+
+def _human_bytes(n):
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+class Progress:
+    """Prints the progress lines of one fit.
+
+    Parameters
+    ----------
+    name : str
+        Shown in brackets at the start of each line.
+    total : int
+        The number of rounds planned (``max_iter``, ``n_estimators``).
+    verbose : int
+        0 prints nothing; 1 round lines; 2 also per-phase seconds.
+    fed : Federation, optional
+        Whose message log gives the bytes sent so far.
+    unit : str, default="round"
+        What one line counts ("round", "step", "iteration").
+    """
+
+    def __init__(self, name, total, verbose, fed=None, unit="round"):
+        self.name = name
+        self.total = int(total)
+        self.verbose = int(verbose or 0)
+        self.fed = fed
+        self.unit = unit
+        self.every = max(1, -(-self.total // MAX_LINES))
+        self.start = time.perf_counter()
+
+    def due(self, i, last=False):
+        """Whether round ``i`` (counted from 1) gets a line."""
+        return bool(self.verbose) and (
+            last or i == 1 or i == self.total or i % self.every == 0)
+
+    def report(self, i, objective, phases=None, last=False):
+        """Print round ``i``'s line (if due): ``objective`` is the text of
+        what the caller legitimately holds; ``phases`` maps a phase to its
+        seconds (printed with ``verbose=2``); ``last=True`` prints the line
+        of a fit that stops early even when it is not due."""
+        if not self.due(i, last):
+            return
+        seconds = time.perf_counter() - self.start
+        sent = "" if self.fed is None else (
+            f", {_human_bytes(self.fed.log.summary().total_bytes)} sent")
+        print(f"[{self.name}] {self.unit} {i}/{self.total}: {objective}, "
+              f"{seconds:.2f} s{sent}", flush=True)
+        if self.verbose > 1 and phases:
+            print("    seconds: " + ", ".join(f"{p} {s:.2f}"
+                                              for p, s in phases.items()),
+                  flush=True)
