@@ -91,3 +91,15 @@ def test_kernel_kmeans_fewer_distinct_rows_than_clusters():
         with pytest.raises(ValueError, match=re.escape(
                 "X has only 3 distinct rows, fewer than n_clusters=4")):
             km.fit(X)
+
+
+@pytest.mark.parametrize("encryption", [None, "paillier"])
+def test_hyfdca_huge_values_say_what_is_wrong(encryption):
+    X, y = make_classification(n_samples=40, n_features=4, random_state=0)
+    clf = HyFDCAClassifier(encryption=encryption, key_size=1024, max_iter=2)
+    with pytest.raises(ValueError, match="StandardScaler") as exc:
+        clf.fit(X * 1e200, y)
+    message = str(exc.value)
+    assert "largest |x| = " in message and "raise alpha" in message
+    if encryption is None:
+        assert "encod" not in message and "values are too large" in message

@@ -391,6 +391,14 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         bound = float(np.sqrt(np.max(sq, initial=0.0))) / self.alpha
         if not (np.all(np.isfinite(sq)) and math.isfinite(bound)
                 and bound < 2.0 ** 500):
+            if self.encryption is None:  # no encoding to speak of here
+                raise ValueError(
+                    "HyFDCA cannot fit this X: its values are too large "
+                    f"(largest |x| = {float(np.max(np.abs(X))):.3g}); the "
+                    "squared row norms divided by alpha overflow the "
+                    "protocol's arithmetic (they must stay below 2**500). "
+                    "Rescale the features (for example with StandardScaler) "
+                    "or raise alpha.")
             raise ValueError(
                 "HyFDCA cannot encode this X: its row norms (largest |x| = "
                 f"{float(np.max(np.abs(X))):.3g}) divided by alpha overflow "
