@@ -50,3 +50,21 @@ def test_tour_cases_do_not_import_the_tour():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True,
                             text=True, timeout=60)
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_readme_pastes_the_tour_table():
+    from pathlib import Path
+
+    from skfed._tour import _cases
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = readme.split("Quick tour output", 1)[1].split("```")[1]
+    lines = block.strip().splitlines()
+    assert lines[0].split() == ["estimator", "data", "parties", "metric",
+                                "score", "baseline", "messages", "MB",
+                                "seconds"]
+    names = [case.name for case in _cases()]
+    pasted = [line for line in lines[1:] if line.strip()
+              and not set(line) <= {"-", " "}]
+    assert [line[:len(name)] for line, name in zip(pasted, names)] == names
+    assert len(pasted) == len(names)
