@@ -31,6 +31,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..base import party_seeds
+from ..exceptions import DivergenceError
 
 __all__ = [
     "auto_learning_rate",
@@ -265,20 +266,6 @@ class EarlyStopping:
             self.no_change += 1
         self.best = max(self.best, score)
         return self.no_change >= self.n_iter_no_change
-
-
-class DivergenceError(FloatingPointError):
-    """A fit stopped because its training loss diverged.
-
-    ``estimator`` is a fitted copy holding the last good iterate (the
-    estimator that raised is left unfitted, as after any failed ``fit``);
-    ``step`` is where the divergence was seen.
-    """
-
-    def __init__(self, message, estimator=None, step=None):
-        super().__init__(message)
-        self.estimator = estimator
-        self.step = step
 
 
 def divergence_error(estimator, kind, step, max_iter, monitor_state,

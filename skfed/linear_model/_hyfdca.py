@@ -26,6 +26,7 @@ from sklearn.utils.validation import validate_data
 from .._docstrings import fill_doc
 from ..base import FederatedMixin, check_labels_not_single_class, party_seeds
 from ..crypto import PackedEncoder, generate_keypair
+from ..exceptions import DivergenceError
 from .._progress import Progress
 from ..federation import Local, protocol_rounds
 from ..partition import (HorizontalPartition, HybridPartition,
@@ -35,20 +36,6 @@ from ._hyfdca_exchange import SERVER, Participation, Protocol, client_name
 from ._hyfdca_privacy import HyFDCAPrivacyMixin
 
 __all__ = ["HyFDCAClassifier", "DivergenceError"]
-
-
-class DivergenceError(FloatingPointError):
-    """HyFDCA stopped because its dual objective diverged.
-
-    Only a fixed ``step_size`` can diverge (``"auto"`` never lets the dual
-    fall). ``estimator`` is a fitted copy holding the last good iterate; the
-    estimator that raised is left unfitted, as after any failed ``fit``.
-    """
-
-    def __init__(self, message, estimator=None, round=None):
-        super().__init__(message)
-        self.estimator = estimator
-        self.round = round
 
 
 @fill_doc
