@@ -46,9 +46,17 @@ COLUMNS = ["estimator", "loss", "setting", "objective_ratio", "diverged",
            "nonfinite", "seconds"]
 
 
+def _split_note(row):
+    """A row's note is ``definition; detail; ...``: the definition is the
+    same for a whole estimator, the details are the row's own."""
+    definition, _, detail = str(row.get("note", "")).partition("; ")
+    return definition, detail
+
+
 def format_table(rows):
-    header = COLUMNS
-    cells = [[_fmt(row.get(c, "")) for c in header] for row in rows]
+    header = COLUMNS + ["detail"]
+    cells = [[_fmt(row.get(c, "")) for c in COLUMNS] + [_split_note(row)[1][:70]]
+             for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h)
               for i, h in enumerate(header)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
@@ -80,7 +88,7 @@ def main(argv=None):
                 print(format_table([row]).splitlines()[1], flush=True)
     print()
     print(format_table(rows))
-    notes = dict.fromkeys((r["estimator"], r.get("note", "")) for r in rows)
+    notes = dict.fromkeys((r["estimator"], _split_note(r)[0]) for r in rows)
     print("\nobjective_ratio:")
     for estimator, note in notes:
         print(f"  {estimator}: {note}")
