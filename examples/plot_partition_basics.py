@@ -168,18 +168,23 @@ for got, true in plain_pairs:
 # FDSKL's masked two-tree sum
 # ---------------------------
 # FDSKL (Algorithm 3) only needs ``cos(w^T x + b)`` with a random phase
-# ``b``, so every party adds a private random offset ``b^l`` drawn uniformly
-# on ``[0, 2 pi)`` to its value before the tree sum over ``T1``. The sum of
-# all offsets but one party's (``l'``, drawn at random) is then summed over a
-# second tree ``T2`` and subtracted. The receiver is left with
-# ``w^T x + b^{l'}``: the whole sum plus one random phase, exactly what the
-# random feature needs. The trees are *totally different* (no subtree of more
-# than one party in common), so no party can subtract a ``T2`` partial sum of
-# offsets from a ``T1`` partial sum and unmask a group of other parties.
+# ``b``. In skfed every party but one adds to its value a uniform mask drawn
+# from its own cryptographic generator, fresh for every entry, in a ring
+# (integers modulo ``2^64`` standing for fixed-point numbers), and sends the
+# masked value up a tree ``T1``; the masks go up a second tree ``T2`` and are
+# subtracted, so they cancel exactly. The one party ``l'`` (drawn at random)
+# adds its private offset ``b^{l'}`` instead of a mask: the receiver is left
+# with ``w^T x + b^{l'}``, the whole sum plus one random phase, exactly what
+# the random feature needs. ``l'`` only ever sends inside a sum that carries
+# the others' fresh masks, and the trees are *totally different* (no subtree
+# of more than one party in common), so no party can subtract a ``T2``
+# partial sum of masks from a ``T1`` partial sum and unmask a group of
+# others: everything but the result looks uniformly random.
 
 
 def masked_partial(state):
-    """Run on one party: its value and its private offset (kept by the party)."""
+    """Run on one party: its value and its private offset (only ``l'``'s is
+    used; the others mask with fresh ring masks drawn inside the protocol)."""
     value = partial_score(state)
     offset = np.random.default_rng([state.seed, 1]).uniform(0, 2 * np.pi,
                                                             size=value.shape)
@@ -204,7 +209,7 @@ print(masked_summary.table(by="phase"))
 
 # %%
 # The masked sum costs one more round and a few more messages (the ``T2``
-# sum of offsets), all of the same size. In return, look at what ``party0``
+# sum of masks), all of the same size. In return, look at what ``party0``
 # received over ``T1``, compared with the true partial sums of the senders,
 # both taken modulo ``2 pi`` (the period of the cosine, which is all that
 # matters to FDSKL): the plain sum shows them on the diagonal, the masked
