@@ -24,7 +24,20 @@ _ZERO_WEIGHT_BINS = (
     "rows too; thresholds (and those rows' predictions) differ from removing "
     "them; integer weights >= 1 match repeated rows exactly")
 
+# FDSKL: stochastic steps over random minibatches (as SGDClassifier, which
+# sklearn xfails here too): a weighted row is drawn once per epoch with its
+# weight, a repeated row once per copy, so the models agree in expectation
+# only (tests/kernel_methods/test_fdskl_weights.py checks the weighted steps
+# exactly against a centralized re-implementation).
+_STOCHASTIC_ROWS = (
+    "minibatch SGD: a row of weight k is drawn once with weight k, its k copies "
+    "are drawn separately, so the fits match in expectation only")
+
 EXPECTED_FAILED_CHECKS = {
     name: {"check_sample_weight_equivalence_on_dense_data": _ZERO_WEIGHT_BINS}
     for name in ("SecureBoostClassifier", "SecureBoostRegressor")
 }
+EXPECTED_FAILED_CHECKS.update({
+    name: {"check_sample_weight_equivalence_on_dense_data": _STOCHASTIC_ROWS}
+    for name in ("FDSKLClassifier", "FDSKLRegressor")
+})

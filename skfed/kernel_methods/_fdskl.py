@@ -14,6 +14,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
@@ -41,6 +42,13 @@ class FDSKLClassifier(ClassifierMixin, _BaseFDSKL):
     %(partition_vertical)s
 
 __SHARED__
+
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, as in :class:`~sklearn.svm.SVC`: a row's
+        weight is its class's weight times its ``sample_weight``.
+        ``"balanced"`` gives class ``c`` the weight
+        ``n_samples / (n_classes * n_c)``. Applied by the label holder, which
+        alone knows the labels (see ``fit``).
 
     %(random_state)s
 
@@ -209,14 +217,15 @@ __SHARED__
     _parameter_constraints = {
         **_BaseFDSKL._parameter_constraints,
         "loss": [StrOptions({"logistic", "smooth_hinge", "squared"})],
+        "class_weight": [None, dict, StrOptions({"balanced"})],
     }
 
     def __init__(self, partition=None, *, loss="logistic", kernel="rbf",
                  gamma="scale", alpha=1e-4, learning_rate="auto", max_iter=500,
                  batch_size=256, n_components_per_iter=32, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-3,
-                 cache_size=200.0, random_state=None, party_keys="random_state",
-                 verbose=0):
+                 cache_size=200.0, class_weight=None, random_state=None,
+                 party_keys="random_state", verbose=0):
         super().__init__(
             partition, loss=loss, kernel=kernel, gamma=gamma, alpha=alpha,
             learning_rate=learning_rate, max_iter=max_iter, batch_size=batch_size,
@@ -225,12 +234,21 @@ __SHARED__
             n_iter_no_change=n_iter_no_change, tol=tol, cache_size=cache_size,
             random_state=random_state, party_keys=party_keys,
             verbose=verbose)
+        self.class_weight = class_weight
 
     def _loss_name(self):
         return self.loss
 
+    def _effective_weight(self, y, sample_weight):
+        """``sample_weight`` times the weight of each row's class."""
+        weight = super()._effective_weight(y, sample_weight)
+        if self.class_weight is None:
+            return weight
+        per_class = compute_sample_weight(self.class_weight, np.asarray(y))
+        return per_class if weight is None else per_class * weight
+
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the model by running FDSKL between the parties.
 
         Parameters
@@ -240,6 +258,15 @@ __SHARED__
 
         y : array-like of shape (n_samples,)
             Labels, held by the active party (or parties).
+
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights, held by the label holders with the labels (they
+            never leave them): each row's loss derivative in a step, and its
+            loss in the training and held-out monitors, is multiplied by its
+            weight (times its class's ``class_weight``). The weights are
+            scaled to mean 1 over the training rows, so integer weights
+            behave as repeated rows and ``learning_rate="auto"`` keeps its
+            meaning. ``None``: all ones.
 
         Returns
         -------
@@ -252,7 +279,7 @@ __SHARED__
         check_labels_not_single_class(self.classes_)
         Y = self._binarizer.transform(y).astype(float)
         self._n_outputs = Y.shape[1]
-        return self._fit_federated(X, Y)
+        return self._fit_federated(X, Y, self._effective_weight(y, sample_weight))
 
     def decision_function(self, X):
         """Scores ``f(x)`` computed by the parties together.
@@ -425,7 +452,7 @@ __SHARED__
         return self.loss
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit the model by running FDSKL between the parties.
 
         Parameters
@@ -436,18 +463,29 @@ __SHARED__
         y : array-like of shape (n_samples,)
             Targets, held by the active party (or parties).
 
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights, held by the label holders with the targets (they
+            never leave them): each row's loss derivative in a step, and its
+            loss in the training and held-out monitors, is multiplied by its
+            weight; the targets are centred and scaled with the weighted
+            mean and standard deviation. The weights are scaled to mean 1
+            over the training rows, so integer weights behave as repeated
+            rows. ``None``: all ones.
+
         Returns
         -------
         self : object
         """
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         y = y.astype(float)
-        self._y_mean = float(y.mean())
-        scale = float(y.std())
+        weight = self._effective_weight(y, sample_weight)
+        w = np.ones(len(y)) if weight is None else weight
+        self._y_mean = float(np.average(y, weights=w))
+        scale = float(np.sqrt(np.average((y - self._y_mean) ** 2, weights=w)))
         self._y_scale = scale if scale > 0 else 1.0
         Y = ((y - self._y_mean) / self._y_scale)[:, None]
         self._n_outputs = 1
-        return self._fit_federated(X, Y)
+        return self._fit_federated(X, Y, weight)
 
     def predict(self, X):
         """Predicted targets, computed by the parties together.

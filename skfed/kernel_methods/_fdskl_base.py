@@ -13,7 +13,11 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
 from threadpoolctl import threadpool_limits
 
 from ..base import FederatedMixin, party_seeds
@@ -102,8 +106,13 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
             features_per_step=self.n_components_per_iter, alpha=self.alpha,
             kappa=1.0, phi_sq_max=2.0, n_effective=n_train)
 
-    def _fit_federated(self, X, Y):
-        """Run FDSKL on ``X`` with the encoded targets ``Y`` (n x outputs)."""
+    def _fit_federated(self, X, Y, sample_weight=None):
+        """Run FDSKL on ``X`` with the encoded targets ``Y`` (n x outputs).
+
+        ``sample_weight`` (or ``None``) goes to the label holders only.
+        """
+        if sample_weight is not None and not sample_weight.sum() > 0:
+            raise ValueError("sample_weight must have a positive sum.")
         val_rows = np.empty(0, dtype=np.int64)
         if resolve_early_stopping(self.early_stopping, X.shape[0]):
             # Held-out rows: public ids, a seeded choice that ignores labels.
@@ -141,6 +150,9 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
         states = make_party_states(partition, X, Y, basis_seed,
                                    resolve_party_keys(self.party_keys, offset_seeds),
                                    self.kernel, None)
+        for k in partition.active_parties:
+            # The weights, as the labels, stay with the label holders.
+            states[names[k]]["sample_weight"] = sample_weight
         # Party threads call BLAS concurrently; a multi-threaded BLAS in each
         # of them oversubscribes the cores and can be 10x slower.
         with threadpool_limits(limits=1, user_api="blas"), \
@@ -199,6 +211,28 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
                 self._federation(states, record=False) as fed:
             return federated_decision(fed, names, receiver, X.shape[0],
                                       self._n_outputs, self._basis_seed)
+
+    def _effective_weight(self, y, sample_weight):
+        """The label holder's row weights (``None``: all ones)."""
+        if sample_weight is None:
+            return None
+        return _check_sample_weight(sample_weight, np.empty((len(y), 0)),
+                                    ensure_non_negative=True)
+
+    def _privacy_secrets(self, X, y=None, sample_weight=None, **fit_params):
+        from ..privacy import Secret
+
+        secrets = super()._privacy_secrets(X, y, **fit_params)
+        if y is not None:
+            sample_weight = self._effective_weight(y, sample_weight)
+        if sample_weight is not None:
+            order = self._privacy_row_order(len(X))
+            names = [party_name(k) for k in range(self.partition_.n_parties)]
+            for k in self.partition_.active_parties:
+                secrets.append(Secret(
+                    names[k], "weights", "sample_weight",
+                    np.asarray(sample_weight, dtype=float)[order]))
+        return secrets
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

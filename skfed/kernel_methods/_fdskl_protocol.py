@@ -119,11 +119,20 @@ def setup_party(state, config):
         state.rng = np.random.RandomState(config["sampling_seeds"][k])
         state.order, state.pos = np.empty(0, dtype=np.int64), 0
         state.kept = (0, copy.deepcopy(state.store))
+        # Row weights (label holders only), scaled to mean 1 over the
+        # training rows: the weighted mean loss, so that integer weights
+        # are repeated rows and the step size keeps its meaning.
+        weight = getattr(state, "sample_weight", None)
+        if weight is None:
+            state.weight = np.ones(state.n_samples)
+        else:
+            weight = np.asarray(weight, dtype=float)
+            state.weight = weight / weight[state.train_rows].mean()
         if k == 0:
             # The lead watches the training loss, starting from the zero
             # model's (every fit starts at f = 0), over its training rows.
-            zero = state.loss(state.y[state.train_rows], 0.0)
-            state.monitor = LossMonitor(float(np.sum(zero, axis=1).mean()),
+            zero = _weighted_loss(state, state.train_rows, 0.0)
+            state.monitor = LossMonitor(zero,
                                         config["batch_size"])
             state.early = EarlyStopping(config["n_iter_no_change"], config["tol"])
 
@@ -280,14 +289,21 @@ def _active_new_coefficients(state, f, learning_rate, n_new):
     with np.errstate(all="ignore"):  # a diverging f is reported, not warned
         phi_new = state.step["phi"][:B, -n_new:]
         y, fb = state.y[rows[:B]], f[:B]
-        grad = state.loss.derivative(y, fb)
+        grad = state.loss.derivative(y, fb) * state.weight[rows[:B], None]
         coef = -learning_rate / (B * n_new) * (phi_new.T @ grad)
-        report = [float(np.sum(state.loss(y, fb), axis=1).mean()),
+        report = [_weighted_loss(state, rows[:B], fb),
                   float(np.abs(f).max()), np.nan]
         if len(rows) > B:
-            report[2] = float(np.sum(state.loss(state.y[rows[B:]], f[B:]),
-                                     axis=1).mean())
+            report[2] = _weighted_loss(state, rows[B:], f[B:])
     return coef, np.array(report)
+
+
+def _weighted_loss(state, rows, f):
+    """The label holder's weighted mean loss of ``rows`` at scores ``f``
+    (weights ``state.weight``, mean 1 over the training rows)."""
+    loss = np.sum(state.loss(state.y[rows], f), axis=1)
+    w = state.weight[rows]
+    return float(loss @ w / w.sum()) if w.sum() > 0 else 0.0
 
 
 def _lead_watch(state, step, report, check):

@@ -53,7 +53,9 @@ def _features(X, ids, owner, names, basis, key_seeds, kernel, gamma):
 
 
 def _central_fdskl(X, Y, q, active, random_state, loss, lr, alpha, T, B, m,
-                   kernel, gamma):
+                   kernel, gamma, weight=None):
+    # Row weights scale each row's loss derivative (mean 1 over the rows).
+    w = np.ones(len(X)) if weight is None else weight / np.mean(weight)
     names = [party_name(k) for k in range(q)]
     owners = [names[a] for a in active]
     seeds = party_seeds(random_state, 2 + q)
@@ -73,7 +75,7 @@ def _central_fdskl(X, Y, q, active, random_state, loss, lr, alpha, T, B, m,
                 for p, (ids, c) in model.items())
         new = np.arange(t * m, (t + 1) * m)
         phi = _features(X[rows], new, owners[k], names, basis, offsets, kernel, gamma)
-        coef = -lr / (B * m) * phi.T @ L.derivative(Y[rows], f)
+        coef = -lr / (B * m) * phi.T @ (L.derivative(Y[rows], f) * w[rows, None])
         for p, (ids, c) in model.items():
             model[p] = (ids, c * (1 - lr * alpha))
         ids, c = model[owners[k]]
