@@ -369,6 +369,7 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = True
         tags.non_deterministic = self._timing_dependent()
         return tags
 
@@ -421,7 +422,8 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
         -------
         self : AVFKAMRanker
         """
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_data(self, X, y, dtype=np.float64,
+                             accept_sparse=["csr", "csc"])
         check_classification_targets(y)
         self.classes_ = np.unique(y)
         check_labels_not_single_class(self.classes_)
@@ -611,7 +613,8 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
             ``f(x) - threshold_``.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_data(self, X, reset=False, dtype=np.float64,
+                          accept_sparse=["csr", "csc"])
         return self._scores(X, [self.coefficient_stores_])[0] - self.threshold_
 
     def staged_decision_function(self, X):
@@ -631,7 +634,8 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
         scores : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_data(self, X, reset=False, dtype=np.float64,
+                          accept_sparse=["csr", "csc"])
         for scores in self._scores(X, self._checkpoint_stores):
             yield scores - self.threshold_
 

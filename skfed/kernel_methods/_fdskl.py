@@ -272,7 +272,8 @@ __SHARED__
         -------
         self : object
         """
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_data(self, X, y, dtype=np.float64,
+                             accept_sparse=["csr", "csc"])
         check_classification_targets(y)
         self._binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(y)
         self.classes_ = self._binarizer.classes_
@@ -476,7 +477,8 @@ __SHARED__
         -------
         self : object
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
+                             accept_sparse=["csr", "csc"])
         y = y.astype(float)
         weight = self._effective_weight(y, sample_weight)
         w = np.ones(len(y)) if weight is None else weight

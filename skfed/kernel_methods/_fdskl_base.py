@@ -200,7 +200,8 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
     def _decision(self, X):
         """Scores of new rows by the federated evaluation (Algorithm 2)."""
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False)
+        X = validate_data(self, X, reset=False, dtype=np.float64,
+                          accept_sparse=["csr", "csc"])
         partition = self.partition_
         names = [party_name(k) for k in range(partition.n_parties)]
         receiver = names[partition.active_parties[0]]
@@ -237,6 +238,7 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.non_deterministic = False
+        tags.input_tags.sparse = True
         return tags
 
 

@@ -45,6 +45,7 @@ import secrets
 from functools import lru_cache
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..federation import (
     AngleEncoder,
@@ -197,7 +198,7 @@ def make_party_states(partition, X, y, basis_seed, party_keys, kernel, gamma,
             key = derive_party_key(int(key), k)
         states[party_name(k)] = dict(
             index=k,
-            X=np.ascontiguousarray(X[:, columns]),
+            X=_column_block(X, columns),
             columns=columns,
             y=y if (active and y is not None) else None,
             is_active=active,
@@ -208,6 +209,14 @@ def make_party_states(partition, X, y, basis_seed, party_keys, kernel, gamma,
             store=None if stores is None else stores[k],
         )
     return states
+
+
+def _column_block(X, columns):
+    """A party's columns: a C-ordered array, or CSR for sparse input (its
+    products ``X @ omega`` are then sparse products)."""
+    if sp.issparse(X):
+        return sp.csr_matrix(sp.csc_matrix(X)[:, columns])
+    return np.ascontiguousarray(X[:, columns])
 
 
 def party_key(state):
@@ -272,7 +281,9 @@ def reference_features(X, partition, keys, feature_ids, receiver, basis_seed,
 def _party_moments(state):
     # gamma="scale" needs var(X): each party contributes its block's sums.
     X = state.X
-    return np.array([X.sum(), np.square(X).sum(), X.size, X.shape[1]], dtype=float)
+    squares = X.multiply(X).sum() if sp.issparse(X) else np.square(X).sum()
+    return np.array([X.sum(), squares, X.shape[0] * X.shape[1], X.shape[1]],
+                    dtype=float)
 
 
 def _party_set_gamma(state, gamma):
