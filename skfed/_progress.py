@@ -14,15 +14,10 @@ per-phase seconds.
 
 import time
 
+from .federation._plots import _human_bytes
+
 #: At most about this many round lines per fit.
 MAX_LINES = 40
-
-
-def _human_bytes(n):
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
 
 
 class Progress:

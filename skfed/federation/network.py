@@ -19,6 +19,14 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ._plots import plot_summary, plot_timeline
+from ._rounds import (  # noqa: F401  (_set_round: for the party runtime)
+    _set_round,
+    current_round,
+    protocol_round,
+    protocol_rounds,
+)
+
 __all__ = ["Message", "CommunicationSummary", "measure", "record_messages",
            "protocol_round", "protocol_rounds", "current_round"]
 
@@ -53,52 +61,6 @@ kept only by a :func:`record_messages` recorder, never by estimators.
 :meth:`MessageRecorder.times`), and ``round`` the protocol's round or step
 number set by the driver with :func:`protocol_round` (None outside any).
 """
-
-_round_state = threading.local()
-
-
-def current_round():
-    """The round number set by the innermost :func:`protocol_round` of this
-    thread (party threads inherit the round of the call they run), or None."""
-    return getattr(_round_state, "value", None)
-
-
-def _set_round(value):
-    _round_state.value = value
-
-
-@contextmanager
-def protocol_round(number):
-    """Mark every message sent inside as belonging to round ``number``.
-
-    Protocol drivers wrap each round (or epoch, or step) of their main loop
-    in it, so recorded :class:`Message` objects carry the round and a
-    timeline (:meth:`MessageRecorder.plot_timeline`) can group them. The
-    mark is per thread; a party running a call inherits the round of the
-    caller that sent it.
-
-    Parameters
-    ----------
-    number : int
-        The round number (the drivers count from 0).
-
-    Examples
-    --------
-    >>> from skfed.federation import Federation, protocol_round, record_messages
-    >>> with record_messages() as rec, Federation({"a": {}, "b": {}}) as fed:
-    ...     for t in range(2):
-    ...         with protocol_round(t):
-    ...             _ = fed["b"].call(lambda s, x: x, t, sender="a",
-    ...                               phase="demo").result()
-    >>> [m.round for m in rec.messages]
-    [0, 1]
-    """
-    previous = current_round()
-    _round_state.value = None if number is None else int(number)
-    try:
-        yield
-    finally:
-        _round_state.value = previous
 
 _SCALAR_BYTES = 8
 
@@ -296,36 +258,7 @@ class CommunicationSummary:
         -------
         ax : matplotlib Axes
         """
-        import matplotlib.pyplot as plt
-
-        fields, rows = self._view(by)
-        if ax is None:
-            _, ax = plt.subplots(figsize=(7, 0.35 * max(len(rows), 3) + 1.2))
-        labels = [r[0] for r in rows]
-        pos = np.arange(len(rows))
-        if by == "party":
-            series = [("sent", 2, 1, 0.0), ("received", 4, 3, 0.4)]
-            height = 0.4
-        else:
-            series = [(None, 4, 1, 0.2)]
-            height = 0.6
-        for name, b_col, m_col, offset in series:
-            values = [r[b_col] for r in rows]
-            bars = ax.barh(pos + offset - 0.2, values, height=height,
-                           label=name)
-            for bar, r in zip(bars, rows):
-                ax.annotate(f" {r[m_col]} msg", (bar.get_width(),
-                            bar.get_y() + bar.get_height() / 2),
-                            va="center", fontsize="small")
-        ax.set_yticks(pos, labels)
-        ax.invert_yaxis()
-        ax.set_xlabel("bytes")
-        ax.set_title(f"by {by}: {self.total_messages} messages, "
-                     f"{_human_bytes(self.total_bytes)}")
-        if by == "party":
-            ax.legend(loc="lower right")
-        ax.margins(x=0.15)
-        return ax
+        return plot_summary(self, by, ax)
 
 
 class MessageRecorder:
@@ -403,127 +336,9 @@ class MessageRecorder:
         -------
         ax : matplotlib Axes
         """
-        import matplotlib.pyplot as plt
-
-        rules_of = _contract_classifier(contract)
-        messages = [m for m in self.messages
-                    if rounds is None or m.round in rounds]
-        if parties is None:
-            parties = sorted({name for m in messages
-                              for name in (m.sender, m.receiver)},
-                             key=_natural_key)
-        lane = {p: i for i, p in enumerate(parties)}
-        arrows = []  # [sender, receiver, phase, round, kind, count, bytes]
-        for m in messages:
-            if m.sender not in lane or m.receiver not in lane:
-                continue
-            kind = _message_kind(m, rules_of)
-            last = arrows[-1] if arrows else None
-            if (batch and last is not None and last[:4] ==
-                    [m.sender, m.receiver, m.phase, m.round]):
-                last[4] = min(last[4], kind)
-                last[5] += 1
-                last[6] += m.n_bytes
-            else:
-                arrows.append([m.sender, m.receiver, m.phase, m.round, kind,
-                               1, m.n_bytes])
-        left_out = max(0, len(arrows) - max_arrows)
-        arrows = arrows[:max_arrows]
-        if ax is None:
-            _, ax = plt.subplots(figsize=(max(4, 1.8 * len(parties)),
-                                          min(12, 1.5 + 0.25 * len(arrows))))
-        for i in range(len(parties)):
-            ax.axvline(i, color="0.75", lw=1, zorder=0)
-        previous_round = object()
-        for y, (snd, rcv, phase, rnd, kind, count, n_bytes) in enumerate(arrows):
-            color = _KIND_COLORS[kind]
-            ax.annotate("", xy=(lane[rcv], y), xytext=(lane[snd], y),
-                        arrowprops=dict(arrowstyle="->", color=color, lw=1.5))
-            text = phase if count == 1 else f"{phase} x{count}"
-            ax.text((lane[snd] + lane[rcv]) / 2, y - 0.12, text,
-                    ha="center", va="bottom", fontsize="x-small", color=color)
-            if rnd != previous_round and rnd is not None:
-                ax.text(-0.45, y, f"round {rnd}", ha="right", va="center",
-                        fontsize="x-small", color="0.3")
-            previous_round = rnd
-        ax.set_xticks(range(len(parties)), parties)
-        ax.xaxis.tick_top()
-        ax.set_xlim(-1.2, len(parties) - 0.5)
-        ax.set_ylim(len(arrows), -1)
-        ax.set_yticks([])
-        for side in ("left", "right", "bottom"):
-            ax.spines[side].set_visible(False)
-        from matplotlib.lines import Line2D
-
-        ax.legend(handles=[Line2D([], [], color=_KIND_COLORS[k], label=label)
-                           for k, label in enumerate(_KIND_NAMES)],
-                  loc="upper left", bbox_to_anchor=(1.0, 1.0),
-                  fontsize="small", frameon=False)
-        if left_out:
-            ax.set_xlabel(f"+{left_out} more arrows not shown\n"
-                          "(see rounds=, max_arrows=)", fontsize="small")
-        return ax
-
-
-def _human_bytes(n):
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} bytes"
-
-
-def _natural_key(name):
-    import re
-
-    return [(0, int(part), "") if part.isdigit() else (1, 0, part)
-            for part in re.split(r"(\d+)", str(name)) if part]
-
-
-_KIND_NAMES = ("plaintext", "masked", "encrypted")
-_KIND_COLORS = ("tab:red", "tab:orange", "tab:green")
-
-
-def _contract_classifier(contract):
-    """A function phase -> whether the contract declares it masked."""
-    if contract is None:
-        return lambda phase: False
-    if hasattr(contract, "_privacy_contract"):
-        contract = contract._privacy_contract()
-    from ..privacy import Masked, RandomIds
-
-    cache = {}
-
-    def masked(phase):
-        if phase not in cache:
-            cache[phase] = any(isinstance(e, (Masked, RandomIds))
-                               for r in contract.rules_for(phase)
-                               for e in r.elements)
-        return cache[phase]
-
-    return masked
-
-
-def _message_kind(message, masked):
-    """0 plaintext, 1 masked, 2 encrypted."""
-    if message.n_ciphertexts:
-        return 2
-    return 1 if masked(message.phase) else 0
-
-
-def protocol_rounds(numbers):
-    """Iterate over ``numbers``, each iteration inside :func:`protocol_round`.
-
-    ``for t in protocol_rounds(range(max_iter)):`` marks the messages of
-    iteration ``t`` with round ``t`` without re-indenting the loop body. The
-    previous round comes back when the loop ends (also on ``break``).
-    """
-    previous = current_round()
-    try:
-        for number in numbers:
-            _round_state.value = None if number is None else int(number)
-            yield number
-    finally:
-        _round_state.value = previous
+        return plot_timeline(self.messages, ax=ax, contract=contract,
+                             parties=parties, rounds=rounds, batch=batch,
+                             max_arrows=max_arrows)
 
 
 _active_recorders = []
