@@ -22,6 +22,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..kernel_approximation import RandomFourierBasis
+from ._lanczos import distributed_lanczos
 from ._setup import SERVER, derive_seed
 
 __all__ = [
@@ -316,3 +317,35 @@ def server_select_pairs(state, threshold, n_keep, tiny_ratio=1e-9):
     n = min(n, int(np.sum(theta > floor)))
     state.stash["all_ritz_values"] = theta
     return theta[:n], V[:, :n]
+
+
+def server_eigenpairs(fed, dim, matvec, *, t, lam, eta, n_lambda, s, seed,
+                      gamma, combine=None):
+    """Line 10 of Algorithm 1 and the pairs kept: DLA, then the eigenpairs
+    above the soft threshold ``eta lambda``, on the server.
+
+    On the first iteration (``lam`` None) DLA runs to ``n_lambda`` pairs
+    and ``lambda`` is chosen from them (appendix G); afterwards only pairs
+    above the threshold are needed. At least ``s`` pairs are kept every
+    iteration, so ``H`` can be built whenever the stopping rule fires.
+
+    Returns
+    -------
+    n_steps, lam, shrink, theta, V
+        Lanczos steps, ``lambda``, the threshold ``eta lambda`` and the kept
+        eigenpairs.
+    """
+    first = lam is None
+    n_steps = distributed_lanczos(
+        fed, SERVER, dim, matvec,
+        threshold=np.inf if first else eta * lam,
+        n_min=n_lambda if first else s, seed=lanczos_seed(seed, t),
+        combine=combine)
+    if first:
+        theta_all = fed[SERVER].call(server_select_pairs, np.inf,
+                                     n_lambda).result()[0]
+        lam = choose_lambda(theta_all, n_lambda)
+    shrink = eta * lam
+    theta, V = fed[SERVER].call(server_select_pairs, shrink, s).result()
+    check_finite(theta, t, gamma)
+    return n_steps, lam, shrink, theta, V

@@ -18,8 +18,8 @@ import numpy as np
 
 from ..federation.secure_sum import RingEncoder, secure_sum
 from . import _dspgd as dspgd
-from ._dspgd import SERVER, choose_lambda, phase_of
-from ._lanczos import distributed_lanczos, server_collect
+from ._dspgd import SERVER, phase_of
+from ._lanczos import server_collect
 
 __all__ = ["dspgd_without_cem"]
 
@@ -58,20 +58,10 @@ def dspgd_without_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
                                         phase=f"{phase}/rows")
                        for u, r in zip(users, rows))
 
-        first = lam is None
-        q = distributed_lanczos(
-            fed, SERVER, n_samples, matvec,
-            threshold=np.inf if first else eta * lam,
-            n_min=n_lambda if first else s, seed=dspgd.lanczos_seed(lanczos_seed, t),
+        q, lam, shrink, theta, V = dspgd.server_eigenpairs(
+            fed, n_samples, matvec, t=t, lam=lam, eta=eta, n_lambda=n_lambda,
+            s=s, seed=lanczos_seed, gamma=gamma,
             combine=dspgd.server_plain_combine(eta, n_random_features))
-        if first:
-            theta_all = fed[SERVER].call(dspgd.server_select_pairs, np.inf,
-                                         n_lambda).result()[0]
-            lam = choose_lambda(theta_all, n_lambda)
-        shrink = eta * lam
-        theta, V = fed[SERVER].call(dspgd.server_select_pairs, shrink,
-                                    s).result()
-        dspgd.check_finite(theta, t, gamma)
         values = theta[:s] + (1.0 - eta) * lam
         change = fed[SERVER].call(dspgd.server_plain_update, theta, V, shrink,
                                   values).result()

@@ -28,8 +28,8 @@ from ..federation import protocol_rounds
 from ..federation.secure_sum import RingEncoder, secure_sum
 from . import _dspgd as dspgd
 from ._coreset import distributed_kmeans
-from ._dspgd import SERVER, choose_lambda, phase_of
-from ._lanczos import distributed_lanczos, server_collect
+from ._dspgd import SERVER, phase_of
+from ._lanczos import server_collect
 from ._plain_dspgd import dspgd_without_cem
 from ._setup import setup, user_key
 
@@ -101,21 +101,9 @@ def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
                                phase=phase, encoder=gram, sender=SERVER)
             fed[SERVER].call(server_collect, total.result()).result()
 
-        first = lam is None
-        q = distributed_lanczos(
-            fed, SERVER, dims[0], matvec,
-            threshold=np.inf if first else eta * lam,
-            n_min=n_lambda if first else s, seed=dspgd.lanczos_seed(lanczos_seed, t))
-        if first:
-            theta_all = fed[SERVER].call(dspgd.server_select_pairs, np.inf,
-                                         n_lambda).result()[0]
-            lam = choose_lambda(theta_all, n_lambda)
-        shrink = eta * lam
-        # At least s pairs every iteration, so H can be built whenever the
-        # stopping rule fires.
-        theta, V = fed[SERVER].call(dspgd.server_select_pairs, shrink,
-                                    s).result()
-        dspgd.check_finite(theta, t, gamma)
+        q, lam, shrink, theta, V = dspgd.server_eigenpairs(
+            fed, dims[0], matvec, t=t, lam=lam, eta=eta, n_lambda=n_lambda,
+            s=s, seed=lanczos_seed, gamma=gamma)
         # Lines 11-14: the server broadcasts the eigenpairs; each user forms
         # its rows of the eigenvectors and of B_{t+1} (soft threshold).
         fed.gather(fed[u].call(dspgd.user_update_from_eigenpairs, theta, V,
