@@ -18,6 +18,8 @@ from skfed.ensemble import _boosting, _grower, _histogram
 from skfed.federation import record_messages
 from skfed.privacy import audit, check_messages
 
+from ._boost_plants import plant_in_row_ids_slot
+
 X, Y = make_classification(240, 10, n_informative=5, random_state=0)
 SMALL = dict(n_estimators=2, max_depth=3, key_size=512, random_state=0)
 
@@ -82,21 +84,7 @@ def test_plaintext_gradients_beside_the_ciphertexts(monkeypatch):
 def test_plaintext_fixed_point_gradients_in_the_row_ids_slot(monkeypatch):
     # Integers, where integers (row ids) are allowed: only the semantic check
     # can tell that they are the gradients, rounded to fixed point.
-    original_active = _boosting.active_gradients
-    original_passive = _boosting.passive_receive_gradients
-
-    def leaky_active(state, *args):
-        message = original_active(state, *args)
-        if message is None:
-            return None
-        layout, rows, encrypted = message
-        return layout, [rows, state.qg[0]], encrypted
-
-    def passive(state, layout, rows, encrypted):
-        return original_passive(state, layout, rows[0], encrypted)
-
-    monkeypatch.setattr(_boosting, "active_gradients", leaky_active)
-    monkeypatch.setattr(_boosting, "passive_receive_gradients", passive)
+    plant_in_row_ids_slot(monkeypatch, lambda state: state.qg[0])
     fitted, messages = _fit_recorded(SecureBoostClassifier(**SMALL))
     found = _found(check_messages(fitted, messages, X, Y), "gradients")
     assert "party0's gradients (first-round gradients" in found
@@ -105,22 +93,10 @@ def test_plaintext_fixed_point_gradients_in_the_row_ids_slot(monkeypatch):
 def test_sampled_labels_as_int64(monkeypatch):
     # With subsample < 1 the leak is a row subset: it matches the labels of
     # the rows sampled in that round, not the full label vector.
-    original_active = _boosting.active_gradients
-    original_passive = _boosting.passive_receive_gradients
+    def sampled_labels(state):
+        return state.y[np.flatnonzero(state.position >= 0)].astype(np.int64)
 
-    def leaky_active(state, *args):
-        message = original_active(state, *args)
-        if message is None:
-            return None
-        layout, rows, encrypted = message
-        sample = np.flatnonzero(state.position >= 0)
-        return layout, [rows, state.y[sample].astype(np.int64)], encrypted
-
-    def passive(state, layout, rows, encrypted):
-        return original_passive(state, layout, rows[0], encrypted)
-
-    monkeypatch.setattr(_boosting, "active_gradients", leaky_active)
-    monkeypatch.setattr(_boosting, "passive_receive_gradients", passive)
+    plant_in_row_ids_slot(monkeypatch, sampled_labels)
     fitted, messages = _fit_recorded(SecureBoostClassifier(**SMALL, subsample=0.7))
     found = _found(check_messages(fitted, messages, X, Y), "gradients")
     assert "labels of the rows sampled in round 1" in found

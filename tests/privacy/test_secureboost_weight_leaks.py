@@ -3,9 +3,11 @@
 import numpy as np
 from sklearn.datasets import make_classification
 
-from skfed.ensemble import SecureBoostClassifier, _boosting
+from skfed.ensemble import SecureBoostClassifier
 from skfed.federation import record_messages
 from skfed.privacy import check_messages
+
+from ._boost_plants import plant_in_row_ids_slot
 
 X, Y = make_classification(200, 8, random_state=0)
 W = np.random.default_rng(0).integers(1, 6, size=Y.size).astype(np.float64)
@@ -25,20 +27,6 @@ def test_clean_weighted_fit():
 def test_weights_in_the_row_ids_slot(monkeypatch):
     # Integers, where integers (row ids) are allowed: only the semantic check
     # against the "weights" secret tells that they are the weights.
-    original_active = _boosting.active_gradients
-    original_passive = _boosting.passive_receive_gradients
-
-    def leaky_active(state, *args):
-        message = original_active(state, *args)
-        if message is None:
-            return None
-        layout, rows, encrypted = message
-        return layout, [rows, state.w.astype(np.int64)], encrypted
-
-    def passive(state, layout, rows, encrypted):
-        return original_passive(state, layout, rows[0], encrypted)
-
-    monkeypatch.setattr(_boosting, "active_gradients", leaky_active)
-    monkeypatch.setattr(_boosting, "passive_receive_gradients", passive)
+    plant_in_row_ids_slot(monkeypatch, lambda state: state.w.astype(np.int64))
     found = " | ".join(v.found for v in _violations() if v.phase == "gradients")
     assert "party0's weights" in found
