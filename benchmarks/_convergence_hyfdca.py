@@ -21,16 +21,16 @@ import numpy as np
 from scipy.optimize import minimize
 from sklearn.datasets import load_breast_cancer
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
+from _common import hard_variants
 from skfed.linear_model import HyFDCAClassifier
-from skfed.linear_model._hyfdca import DivergenceError
+from skfed.exceptions import DivergenceError
 from skfed.linear_model._hyfdca_protocol import loss_values
 
 LOSSES = ("hinge", "squared_hinge", "logistic")
 NOTE = ("final primal objective / the centralised optimum of the same "
-        "objective (plaintext mode; defaults)")
+        "objective (plaintext mode, defaults)")
 
 
 def primal_objective(X, y, w, b, lam, loss):
@@ -93,17 +93,13 @@ def central_optimum(X, y, lam, loss, fit_intercept=True):
 
 def _settings(quick):
     X, y = load_breast_cancer(return_X_y=True)
-    Xs = StandardScaler().fit_transform(X)
-    rng = np.random.RandomState(0)
-    unscaled = Xs * np.logspace(0, 3, X.shape[1])[None, :]
-    near = Xs.copy()
-    near[:, 0] = 1.0 + 1e-8 * rng.normal(size=len(X))
-    wide = np.hstack([Xs, rng.normal(size=(len(X), 40 if quick else 200))])
+    hard = hard_variants(X, quick)
+    Xs = hard["standardised"]
     return y, {
         "standardised": (Xs, {}),
-        "unscaled": (unscaled, {}),
-        "wide (many columns)": (wide, {}),
-        "near-constant column": (near, {}),
+        "unscaled": (hard["unscaled"], {}),
+        "wide (many columns)": (hard["wide"], {}),
+        "near-constant column": (hard["near-constant column"], {}),
         "partial participation 50% random": (Xs, {"participation": 0.5}),
         "partial participation 50% cyclic": (Xs, {"participation": 0.5,
                                                   "schedule": "cyclic"}),

@@ -20,22 +20,11 @@ from sklearn.ensemble import (
     HistGradientBoostingRegressor,
 )
 from sklearn.metrics import log_loss, mean_squared_error
-from sklearn.preprocessing import StandardScaler
 
+from _common import hard_variants
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
 
 NOTE = "training loss / HistGradientBoosting's (same rounds, depth, lr, bins)"
-
-
-def _settings(X, quick):
-    Xs = StandardScaler().fit_transform(X)
-    rng = np.random.RandomState(0)
-    unscaled = Xs * np.logspace(0, 3, X.shape[1])[None, :]
-    near = Xs.copy()
-    near[:, 0] = 1.0 + 1e-8 * rng.normal(size=len(X))
-    wide = np.hstack([Xs, rng.normal(size=(len(X), 40 if quick else 200))])
-    return {"standardised": Xs, "unscaled": unscaled,
-            "near-constant column": near, "wide": wide}
 
 
 def _row(name, loss, setting, ours, reference, X, y, score):
@@ -72,15 +61,15 @@ def cases(quick=False):
     def mse(est, X, y):
         return mean_squared_error(y, est.predict(X))
 
-    for setting, Xt in _settings(X, quick).items():
+    for setting, Xt in hard_variants(X, quick).items():
         yield _row("SecureBoostClassifier", "log_loss", setting,
                    SecureBoostClassifier(**common),
                    HistGradientBoostingClassifier(**reference), Xt, y, logloss)
-    for setting, Xt in _settings(Xc, quick).items():
+    for setting, Xt in hard_variants(Xc, quick).items():
         yield _row("SecureBoostClassifier", "log_loss (3 classes)", setting,
                    SecureBoostClassifier(**common),
                    HistGradientBoostingClassifier(**reference), Xt, yc, logloss)
-    for setting, Xt in _settings(Xr, quick).items():
+    for setting, Xt in hard_variants(Xr, quick).items():
         yield _row("SecureBoostRegressor", "squared_error", setting,
                    SecureBoostRegressor(**common),
                    HistGradientBoostingRegressor(**reference), Xt, yr, mse)

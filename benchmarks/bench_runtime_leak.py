@@ -28,17 +28,10 @@ import warnings
 import numpy as np
 
 import skfed
+from _common import rss_kib
 from skfed.crypto import InsecureKeyWarning
 from skfed.ensemble import SecureBoostClassifier
 from skfed.federation import _pool as pool_module
-
-
-def rss_kib():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return -1
 
 
 def disable_pool():

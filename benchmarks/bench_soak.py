@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import skfed  # noqa: E402
+from _common import rss_kib  # noqa: E402
 from skfed.federation import FederationTimeoutError  # noqa: E402
 from skfed.partition import HybridPartition  # noqa: E402
 from skfed.utils import all_estimators  # noqa: E402
@@ -75,14 +76,6 @@ NOT_SOAKED = {"PSIAudit"}  # audits of other runs, not federated fits
 FAULT_RATE = 0.25
 PARTY_TIMEOUT = 3.0
 KINDS = ("raise", "hang", "garbage")
-
-
-def rss_kib():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return -1
 
 
 def make_data(name, rng):
