@@ -73,7 +73,8 @@ class PrivacyMixin:
 
         from .privacy import Secret
 
-        X = np.asarray(X, dtype=float)
+        # the semantic checks compare dense columns (sparse input included)
+        X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
         partition = self.partition_
         names = self._privacy_party_names()
         labels = None

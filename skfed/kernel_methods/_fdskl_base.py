@@ -11,6 +11,7 @@ prediction is the federated evaluation of Algorithm 2 on new rows.
 from numbers import Integral, Real
 
 import numpy as np
+from sklearn.utils.validation import _num_samples
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import (
@@ -227,7 +228,7 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
         if y is not None:
             sample_weight = self._effective_weight(y, sample_weight)
         if sample_weight is not None:
-            order = self._privacy_row_order(len(X))
+            order = self._privacy_row_order(_num_samples(X))
             names = [party_name(k) for k in range(self.partition_.n_parties)]
             for k in self.partition_.active_parties:
                 secrets.append(Secret(

@@ -20,6 +20,7 @@ import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
+from sklearn.utils.validation import _num_samples
 
 from ..base import party_seeds
 from ..kernel_approximation import keyed_directions, spectral_directions
@@ -230,7 +231,7 @@ class KernelPrivacyMixin:
     def _privacy_secrets(self, X, y=None, **fit_params):
         # The messages refer to rows in the parties' order: so do the secrets.
         secrets = super()._privacy_secrets(X, y, **fit_params)
-        order = self._privacy_row_order(len(X))
+        order = self._privacy_row_order(_num_samples(X))
         for secret in secrets:
             if secret.kind != "rows" and len(secret.values) == len(order):
                 secret.values = np.asarray(secret.values)[order]

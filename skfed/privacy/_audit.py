@@ -119,6 +119,9 @@ def audit(estimator, X, y=None, attacks=None, **fit_params):
         else:
             fitted.fit(X, y, **fit_params)
     messages = list(recorder.messages)
+    # The checks and attacks score against dense columns, whatever was fitted.
+    if hasattr(X, "toarray"):
+        X = X.toarray()
     violations = check_messages(fitted, messages, X, y, **fit_params)
     rows = []
     for attack in fitted._privacy_attacks():

@@ -258,3 +258,31 @@ def test_element_validator_reports_its_problem():
     assert check_messages(Validated(), [msg("a", "p", "exp", good)]) == []
     found = check_messages(Validated(), [msg("a", "p", "exp", bad)])
     assert len(found) == 1 and "raw ids?" in found[0].found
+
+
+def test_semantic_checks_accept_sparse_input():
+    import scipy.sparse as sp
+
+    from skfed.kernel_methods import FDSKLClassifier
+    from skfed.partition import VerticalPartition
+
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0))
+    with record_messages() as rec:
+        model = FDSKLClassifier(VerticalPartition(3), max_iter=10,
+                                random_state=0).fit(Xs, Y)
+    assert check_messages(model, rec.messages, Xs, Y) == []
+    assert len(model._privacy_secrets(Xs, Y)) == 4  # 3 column blocks, labels
+
+
+def test_audit_accepts_sparse_input():
+    import scipy.sparse as sp
+
+    from skfed.kernel_methods import FDSKLClassifier
+    from skfed.partition import VerticalPartition
+    from skfed.privacy import audit
+
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 0.5, X, 0.0))
+    report = audit(FDSKLClassifier(VerticalPartition(3), max_iter=10,
+                                   random_state=0), Xs, Y)
+    assert report.violations == []
+    assert len(report.attacks) > 0
