@@ -34,7 +34,7 @@ from ._convergence import (
     validation_split,
     warn_not_converged,
 )
-from ._fdskl_protocol import owner_capacity, setup_party, train
+from ._fdskl_protocol import setup_party, train
 from ._privacy import KernelPrivacyMixin
 from ._vertical_features import (
     federated_decision,
@@ -135,9 +135,11 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
         seeds = party_seeds(self.random_state, 2 + q)
         basis_seed, sampling_seed, offset_seeds = seeds[0], seeds[1], seeds[2:]
         m = self.n_components_per_iter
-        capacity = max(owner_capacity(k, len(owners), self.max_iter, m)
-                       for k in range(len(owners)))
-        n_cache_rows = int(min(n_samples, self.cache_size * 2**20 // (8 * capacity)))
+        # A saved row costs its owner n_outputs floats (its partial sum of
+        # Algorithm 2) and every party one counter per owner (the public
+        # bookkeeping of which features the row already has).
+        row_bytes = 8 * (n_outputs + len(owners))
+        n_cache_rows = int(min(n_samples, self.cache_size * 2**20 // row_bytes))
         config = dict(
             names=names, owners=owners, n_samples=n_samples,
             n_cache_rows=n_cache_rows, n_outputs=n_outputs,

@@ -17,14 +17,26 @@ that is ``-gamma`` times the unbiased estimate of the functional gradient
 with the kernel approximated by the ``m`` new features.
 
 Locally saved features. Algorithm 2 (line 4) reuses ``omega_j^T x + b`` "if
-it is locally saved" and runs Algorithm 3 otherwise. An owner keeps
-``phi_j(x_i)`` of the training rows it received, so each pair ``(i, j)``
-crosses the network once: when row ``i`` is drawn again, only the features
-created since its last visit go through Algorithm 3. Which pairs are needed
-is a function of the public history (the rows and feature ids broadcast at
-each step, and by whom), so every party derives it itself and nothing beyond
-the paper's messages is sent. ``n_cache_rows`` bounds the memory: rows past
-it are recomputed every time, which is the paper's plain loop.
+it is locally saved" and runs Algorithm 3 otherwise. Each pair ``(i, j)`` of
+a saved row crosses the network once: when row ``i`` is drawn again, only the
+features created since its last visit go through Algorithm 3. Which pairs
+are needed is a function of the public history (the rows and feature ids
+broadcast at each step, and by whom), so every party derives it itself and
+nothing beyond the paper's messages is sent. What the owner saves is not
+the features themselves but what Algorithm 2 makes of them: per saved row,
+the partial sum ``sum_j alpha_j phi_j(x_i)`` over the features it already
+received, in the units of its :class:`~._vertical_features.CoefficientStore`
+(coefficients only ever decay, all by the same factor, after they are
+created, so the running scale of the store brings the sum up to date). That
+is ``n_outputs`` floats per row instead of one per (row, feature), so the
+byte budget (``cache_size``) covers every row of most tables; rows past
+``n_cache_rows`` are recomputed every time, which is the paper's plain loop.
+
+Local compute. Every step is a few matrix products over blocks of rows and
+features: the parties project blocks of rows on blocks of their directions
+(``X_G omega_G``), the owner takes the cosines of all received pairs at once
+and multiplies them with its coefficients; nothing loops over features or
+pairs in Python.
 
 Guard and early stopping. The first active party (the *lead*) watches the
 mean loss of every minibatch (:class:`~._convergence.LossMonitor`): a
@@ -112,9 +124,9 @@ def setup_party(state, config):
     if me in state.owners:
         k = state.owners.index(me)
         state.store = CoefficientStore(state.n_outputs)
-        state.capacity = owner_capacity(k, len(state.owners), config["max_iter"],
-                                        config["m"])
-        state.phi_cache = None  # rows x features, allocated on first use
+        # Algorithm 2's saved values: sum_j alpha_j phi_j(x) per saved row,
+        # in the store's raw units (see the module docstring).
+        state.partial = np.zeros((state.n_cache_rows, state.n_outputs))
         state.loss = get_loss(config["loss"])
         state.rng = np.random.RandomState(config["sampling_seeds"][k])
         state.order, state.pos = np.empty(0, dtype=np.int64), 0
@@ -197,21 +209,25 @@ def _pairs(state, owner, excluded):
     """The needed pairs of a group, block of rows by block of rows.
 
     The group is the owner's features whose ``l'`` is ``excluded`` (all of
-    them when there is one party). Yields ``(rows, cols, need)`` for
-    consecutive blocks of the step's rows: the columns (positions in the
-    owner's list) from the block's smallest start, and the needed-pair
-    mask. Concatenated, the blocks list the pairs in row-major order; a
-    block of saved rows (or of held-out rows) spans only the few features
-    they miss.
+    them when there is one party). The step's rows are taken in the order
+    of their first needed feature (a public order: every party derives it
+    from the public history), in blocks of ``_ROW_BLOCK``. Yields
+    ``(idx, cols, need)`` per block: the rows' positions in the step, the
+    columns (positions in the owner's list) from the block's smallest
+    start, and the needed-pair mask. Concatenated, the blocks list the
+    pairs in row-major order; rows with similar starts share a block, so
+    the dense products waste little on pairs that are not needed.
     """
     start, width = state.step["requests"][owner]
     excluded_of = state.history[owner].excluded
-    for a in range(0, len(start), _ROW_BLOCK):
-        first = start[a:a + _ROW_BLOCK]
-        cols = np.arange(int(first.min()), width)
+    order = np.argsort(start, kind="stable")
+    for a in range(0, len(order), _ROW_BLOCK):
+        idx = order[a:a + _ROW_BLOCK]
+        first = start[idx]
+        cols = np.arange(int(first[0]), width)
         if excluded is not None:
             cols = cols[excluded_of[cols] == excluded]
-        yield slice(a, a + len(first)), cols, cols[None, :] >= first[:, None]
+        yield idx, cols, cols[None, :] >= first[:, None]
 
 
 def _party_pair_projection(state, owner, excluded):
@@ -222,45 +238,52 @@ def _party_pair_projection(state, owner, excluded):
     """
     rows, ids_of = state.step["rows"], state.history[owner].ids
     values, offsets = [], []
-    for block, cols, need in _pairs(state, owner, excluded):
+    for idx, cols, need in _pairs(state, owner, excluded):
         ids = ids_of[cols]
-        v = state.X[rows[block]] @ state.omega[:, ids]
+        v = state.X[rows[idx]] @ state.omega[:, ids]
         values.append(v[need])
         offsets.append(np.broadcast_to(state.offsets[ids], v.shape)[need])
     return np.concatenate(values), np.concatenate(offsets)
 
 
 def _owner_save_features(state, received):
-    """The owner turns ``omega^T x + b`` into ``phi`` and saves it (Alg. 2, l. 4-5).
+    """The owner turns ``omega^T x + b`` into ``phi`` and ``f^l`` (Alg. 2).
 
-    ``received`` maps each group (excluded party) to the values of its pairs.
-    The features never leave the owner.
+    ``received`` maps each group (excluded party) to the values of its
+    pairs. The cosines of a block of pairs are multiplied at once with the
+    coefficients of their features; a saved row adds the result to its
+    partial sum, a row past the budget (which received every feature) takes
+    it as it is. The features without a coefficient yet (this step's new
+    ones, at the creator) are kept for the gradient. Nothing leaves the owner.
     """
     me = state.names[state.index]
     rows = state.step["rows"]
-    start, width = state.step["requests"][me]
-    if state.phi_cache is None:
-        state.phi_cache = np.zeros((state.n_cache_rows, state.capacity))
-    slots = state.cache_slot[rows]
-    cached = slots >= 0
-    if cached.all():
-        phi = state.phi_cache[slots, :width]  # a copy, valid left of each start
-    else:
-        phi = np.zeros((len(rows), width))
-        phi[cached] = state.phi_cache[slots[cached], :width]
+    _, width = state.step["requests"][me]
+    store = state.store
+    n_coef, raw = len(store), store.raw_coef
+    fresh = np.zeros((len(rows), state.n_outputs))
+    new_phi = np.zeros((len(rows), width - n_coef))
     for excluded, values in received.items():
         done = 0
-        for block, cols, need in _pairs(state, me, excluded):
-            part = phi[block][:, cols]
-            k = int(need.sum())
-            part[need] = np.sqrt(2.0) * np.cos(values[done:done + k])
-            phi[block][:, cols] = part  # phi[block] is a view
+        for idx, cols, need in _pairs(state, me, excluded):
+            k = int(np.count_nonzero(need))
+            phi = np.zeros(need.shape)
+            phi[need] = np.cos(values[done:done + k])
             done += k
-    # Only the columns from the smallest start of a saved row on changed.
+            split = int(np.searchsorted(cols, n_coef))
+            if split:
+                fresh[idx] += phi[:, :split] @ raw[cols[:split]]
+            if split < len(cols):
+                new_phi[np.ix_(idx, cols[split:] - n_coef)] = phi[:, split:]
+    fresh *= np.sqrt(2.0)
+    new_phi *= np.sqrt(2.0)
+    slots = state.cache_slot[rows]
+    cached = slots >= 0
     if cached.any():
-        lo = int(start[cached].min())
-        state.phi_cache[slots[cached], lo:width] = phi[cached, lo:]
-    state.step["phi"] = phi
+        state.partial[slots[cached]] += fresh[cached]
+        fresh[cached] = state.partial[slots[cached]]
+    state.step["local"] = fresh * store.scale
+    state.step["new_phi"] = new_phi
 
 
 def _party_local_decision(state):
@@ -269,7 +292,7 @@ def _party_local_decision(state):
     n_rows = len(state.step["rows"])
     if store is None or len(store) == 0:
         return np.zeros((n_rows, state.n_outputs))
-    return state.step["phi"][:, :len(store)] @ store.coef
+    return state.step["local"]
 
 
 def _is_check(state, new_ids):
@@ -287,7 +310,7 @@ def _active_new_coefficients(state, f, learning_rate, n_new):
     """
     rows, B = state.step["rows"], state.step["n_batch"]
     with np.errstate(all="ignore"):  # a diverging f is reported, not warned
-        phi_new = state.step["phi"][:B, -n_new:]
+        phi_new = state.step["new_phi"][:B]
         y, fb = state.y[rows[:B]], f[:B]
         grad = state.loss.derivative(y, fb) * state.weight[rows[:B], None]
         coef = -learning_rate / (B * n_new) * (phi_new.T @ grad)
@@ -355,11 +378,21 @@ def _party_decay(state, factor):
     """Algorithm 1, line 10: every holder of coefficients scales them."""
     store = getattr(state, "store", None)
     if store is not None:
-        store.decay(factor)
+        folded = store.decay(factor)
+        if folded != 1.0:  # the saved partial sums are in the raw units
+            state.partial *= folded
 
 
 def _owner_add(state, new_ids, coef):
+    """Algorithm 1, line 9: the creator saves its new coefficients, and adds
+    their terms to the saved partial sums of this step's saved rows."""
     state.store.add(new_ids, coef)
+    rows = state.step["rows"]
+    slots = state.cache_slot[rows]
+    cached = slots >= 0
+    if cached.any():
+        raw_new = state.store.raw_coef[-len(new_ids):]
+        state.partial[slots[cached]] += state.step["new_phi"][cached] @ raw_new
 
 
 def _sum_local(state, value_offset):

@@ -125,10 +125,29 @@ class CoefficientStore:
         self._coef = np.vstack([self._coef, coef / self._scale])
 
     def decay(self, factor):
+        """Scale every coefficient by ``factor`` in O(1).
+
+        Returns the factor by which :attr:`raw_coef` was multiplied (1.0
+        unless the running scale was folded in), so that sums kept in raw
+        units (FDSKL's saved partial decisions) can follow.
+        """
         self._scale *= factor
         if self._scale < 1e-150:  # fold the scale in before it underflows
+            folded = self._scale
             self._coef = self._coef * self._scale
             self._scale = 1.0
+            return folded
+        return 1.0
+
+    @property
+    def raw_coef(self):
+        """The coefficients divided by :attr:`scale` (no copy)."""
+        return self._coef
+
+    @property
+    def scale(self):
+        """The running product of the decays since the last fold."""
+        return self._scale
 
     @property
     def coef(self):
