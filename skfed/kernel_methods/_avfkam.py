@@ -3,36 +3,23 @@
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import numbers
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.metrics import roc_auc_score
-from sklearn.model_selection import train_test_split
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._docstrings import fill_doc
 from ..base import FederatedMixin, check_labels_not_single_class, party_seeds
-from ..federation import Local, balanced_tree, tree_sum
-from ..kernel_approximation import KERNELS
+from ..federation import Local
 from ..losses import get_loss
-from ..partition import VerticalPartition
 from . import _avfkam_protocol as protocol
-from ._convergence import (
-    auto_learning_rate,
-    check_decay,
-    check_every,
-    divergence_error,
-    resolve_early_stopping,
-    split_seed,
-    warn_not_converged,
-)
+from . import _avfkam_training as training
+from ._avfkam_fitting import _AVFKAMFitMixin
+from ._convergence import check_decay, check_every
 from ._privacy import KernelPrivacyMixin
 from ._vertical_features import (
     CoefficientStore,
-    federated_decision,
     federated_gamma,
     make_party_states,
     masked_features,
@@ -44,8 +31,8 @@ __all__ = ["AVFKAMRanker"]
 
 
 @fill_doc
-class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
-                   BaseEstimator):
+class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
+                   ClassifierMixin, BaseEstimator):
     """Asynchronous vertical federated kernel AUC maximisation (AVFKAM).
 
     A kernel model ``f(x) = sum_i alpha_i phi_i(x)`` on random Fourier
@@ -133,11 +120,13 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
         Least gain of held-out AUC that counts as an improvement.
 
     party_delays : None, array-like of shape (n_parties,) or dict, default=None
-        Straggler simulation: a slowdown factor per party (``dict`` maps a
-        party index to its factor, others get 1). When given, one training
-        iteration of a party with factor ``s`` costs ``s`` milliseconds of
-        simulated work on top of the real computation. Passive parties run
-        no training iterations, so their factor has no effect.
+        Straggler simulation, as the paper's section 6.3: a slowdown factor
+        ``s >= 1`` per party (``dict`` maps a party index to its factor,
+        others get 1). A party with factor ``s`` takes ``s`` times its own
+        work per update: after computing a step it waits ``s - 1`` times the
+        time that computation took (the paper's delay fraction ``d`` is ``s =
+        1 + d``). Passive parties run no updates, so their factor has no
+        effect.
 
     %(random_state)s
     %(party_keys)s
@@ -209,11 +198,12 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
     -----
     The protocol (Algorithms 1-3 of the paper):
 
-    1. Preprocessing (Algorithm 3): for every seed of the pool and every
-       training row, each active party obtains ``phi(x) = sqrt(2) cos(omega^T
-       x + b)`` by a masked sum over a tree ``T1`` whose offsets are removed
-       over a totally different tree ``T2``; no party sees another's
-       ``omega_G^T x_G``. Each active party keeps its own features.
+    1. Preprocessing (appendix C, Algorithm 3): each active party replays
+       its own sampling to learn the seeds training will draw (from its
+       share of the pool: the active parties split it), and obtains ``phi(x)
+       = sqrt(2) cos(omega^T x + b)`` of every row for those seeds by a
+       masked sum over a tree ``T1`` whose masks are removed over a totally
+       different tree ``T2``; no party sees another's ``omega_G^T x_G``.
     2. Each active party, in its own thread, repeats: sample positive rows,
        negative rows and feature seeds; collect ``f(x+)`` and ``f(x-)`` as the
        tree sum of every coefficient holder's local ``f^l`` (Algorithm 2);
@@ -221,57 +211,26 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
        5-6); decay its own earlier coefficients by ``1 - learning_rate *
        alpha`` and send the decay to the other holders without waiting.
 
-    Choices where the paper is silent or that we made:
-
-    - Only active parties create coefficients (Algorithm 1 runs on active
-      workers), so passive parties hold none and are not asked for ``f^l``
-      during training: the sampled row ids never reach them (an ordered
-      pair of rows would reveal labels).
-    - A step may use several pairs and several seeds (``batch_size``,
-      ``features_per_step``); the coefficient of seed ``j`` is the pair
-      average divided by the number of seeds (an average of unbiased kernel
-      gradient estimates). The paper's loop is ``1``/``1``; larger blocks
-      amortise the messages of a step and converge in far fewer steps.
-    - Coefficients of the same pool seed are summed (one entry per seed).
-    - ``max_iter`` is a global budget shared by the active parties.
-    - The synchronous mode runs rounds: all read, all decay (one factor per
-      update of the round), all add their coefficients.
-    - ``predict`` thresholds ``f`` at the midpoint of the class means of the
-      training scores, since a pairwise loss leaves ``f``'s level free.
-    - ``party_delays`` sleeps in the party's driver thread, so a slow party
-      still answers the others' requests for ``f^l`` (a slow training worker
-      next to a responsive server); the paper's delay fraction ``d x`` is a
-      factor ``1 + d`` here.
+    Choices where the paper is silent (the user guide gives the reasons):
+    only active parties hold coefficients, so passive parties never see
+    training row ids; a step may average several pairs and seeds
+    (``batch_size``, ``features_per_step``; ``1``/``1`` is the paper's
+    loop); coefficients of the same pool seed are summed; ``max_iter`` is a
+    budget shared by the active parties; the synchronous mode runs rounds
+    (all read, all decay, all add); ``predict`` thresholds ``f`` at the
+    midpoint of the class means of the training scores.
 
     Step size and convergence: ``learning_rate="auto"`` is ``min(1 / (S c
-    + lambda), B m / (2 S n))`` with ``c = 2 + 6 / (B m)``. The first term is
-    ``1 / L`` for the curvature of a step, which moves the pairs'
-    differences by ``gamma A l'`` with ``A`` the step's matrix of feature
-    differences (largest eigenvalue at most 8, about 2 on average), ``c``
-    interpolating by the samples of a step as the expected smoothness of
-    minibatch SGD does. The second bounds the random-feature noise: with a
-    finite pool of seeds, one seed per update moves ``f`` at every row by a
-    fluctuation that feeds back into the residuals; measured on 569
-    standardised rows, the paper's loop (``B = m = 1``) diverges at 0.0625
-    and holds at 0.004, and the bound gives 4.4e-4. With the defaults the
-    curvature term binds. The former fixed default (0.2) made the paper's
-    loop reach ``NaN``.
-
-    Divergence guard: each active party judges its own updates from the
-    pairwise losses it computes anyway; an update with a non-finite loss or
-    score, a running loss above ten times the zero model's (``l(0)``) or a
-    score beyond ``1e6`` is not applied, every loop stops, the active
-    parties go back to the copies of their coefficients kept at the check
-    with the lowest running loss, and ``fit`` raises a ``FloatingPointError``
-    naming ``learning_rate`` whose ``estimator`` attribute is a fitted copy
-    with that iterate. A fit whose running loss ends above twice its best
-    warns (:class:`~sklearn.exceptions.ConvergenceWarning`), as does early
-    stopping that runs out of ``max_iter``.
-
-    Early stopping: the preprocessing computes the features of every row,
-    so the held-out rows cost no masked sum. At a check the other active
-    parties send their ``f^l`` at those rows to the lead (they know the
-    split; passive parties do not), and the lead scores their AUC.
+    + lambda), B m / (2 S n))`` with ``c = 2 + 6 / (B m)``: the curvature of
+    a step (``1 / L``) and a bound on the random-feature noise of a finite
+    pool (the user guide derives both). Each active party judges its own
+    updates from their pairwise losses: a non-finite or exploding update is
+    not applied, every loop stops, the parties go back to the iterate kept
+    at the check with the lowest running loss, and ``fit`` raises a
+    ``FloatingPointError`` naming ``learning_rate`` (its ``estimator``
+    attribute is a fitted copy with that iterate). A running loss that ends
+    above twice its best, or early stopping that runs out of ``max_iter``,
+    warns (:class:`~sklearn.exceptions.ConvergenceWarning`).
 
     Determinism: the synchronous mode, and the asynchronous mode with a
     single active party (its own calls run in order on its thread), give the
@@ -281,15 +240,10 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
     varies little between runs.
 
     What each party learns: passive parties get uniformly masked partial
-    sums (fresh ring masks per row and feature, as in FDSKL) and
-    ``gamma``, never labels, row ids of training steps, scores or
+    sums and ``gamma``, never labels, training row ids, scores or
     coefficients; active parties get the features of their own seeds and
-    the other active parties' ``f^l`` at the rows they sample. Each party's
-    coefficients stay with it, and each party draws its block of the
-    random directions from its own key (``party_keys``), so the active
-    party cannot solve for another party's columns; it can still estimate
-    their pairwise distances (the kernel), inherent to the method. See the
-    user guide for what :func:`skfed.privacy.audit` measures.
+    the other active parties' ``f^l`` at the rows they sample (see the user
+    guide and :func:`skfed.privacy.audit`).
 
     References
     ----------
@@ -310,32 +264,7 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
 
     _privacy_protocol = "avfkam"
 
-    _parameter_constraints = {
-        "partition": [None, numbers.Integral, list, tuple, VerticalPartition],
-        "gamma": [StrOptions({"scale"}), Interval(numbers.Real, 0, None,
-                                                  closed="neither")],
-        "kernel": [StrOptions(set(KERNELS))],
-        "alpha": [Interval(numbers.Real, 0, None, closed="left")],
-        "learning_rate": [StrOptions({"auto"}),
-                          Interval(numbers.Real, 0, None, closed="neither")],
-        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
-        "n_random_features": [Interval(numbers.Integral, 1, None, closed="left")],
-        "batch_size": [Interval(numbers.Integral, 1, None, closed="left")],
-        "features_per_step": [Interval(numbers.Integral, 1, None, closed="left")],
-        "loss": [StrOptions({"squared", "logistic"})],
-        "asynchronous": ["boolean"],
-        "early_stopping": [StrOptions({"auto"}), "boolean"],
-        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
-        "n_iter_no_change": [Interval(numbers.Integral, 1, None, closed="left")],
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
-        "party_delays": [None, "array-like", dict],
-        "random_state": ["random_state"],
-        "party_keys": [StrOptions({"random_state", "os"})],
-        "verbose": ["verbose"],
-    }
 
-    #: seconds of simulated work per unit of ``party_delays``
-    _delay_unit = 1e-3
     #: checkpoints recorded during training (for staged scores)
     _n_checkpoints = 20
 
@@ -382,30 +311,6 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
 
     # ------------------------------------------------------------------ fit
 
-    def _check_delays(self, n_parties):
-        if self.party_delays is None:
-            return None
-        if isinstance(self.party_delays, dict):
-            factors = np.ones(n_parties)
-            for k, v in self.party_delays.items():
-                if not (isinstance(k, numbers.Integral) and 0 <= k < n_parties):
-                    raise ValueError(
-                        f"party_delays names party {k!r}, but the partition has "
-                        f"parties 0..{n_parties - 1}.")
-                factors[k] = v
-        else:
-            factors = np.asarray(self.party_delays, dtype=float).ravel()
-            if factors.shape != (n_parties,):
-                raise ValueError(
-                    f"party_delays has {factors.size} factor(s) but the "
-                    f"partition has {n_parties} parties; give one per party "
-                    "or a dict {party index: factor}.")
-        if not np.all(np.isfinite(factors)) or np.any(factors < 0):
-            raise ValueError(
-                "party_delays must be non-negative slowdown factors (1 = normal "
-                f"speed), got {factors.tolist()}.")
-        return {party_name(k): float(f) for k, f in enumerate(factors)}
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Run the AVFKAM protocol on the parties' column blocks.
@@ -450,12 +355,16 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
         basis_seed, key_seeds = seeds[0], seeds[2:2 + q]
         loop_seeds = seeds[2 + q:]
         D = self.n_random_features
-        stores = [protocol.PooledCoefficientStore(D) if n in active
-                  else CoefficientStore() for n in names]
+        if D < len(active):
+            raise ValueError(
+                f"n_random_features={D} is below the number of active parties "
+                f"({len(active)}), which split the pool of seeds between them. "
+                "Increase n_random_features.")
         # Each party's key fixes its block of omega and its phases.
         states = make_party_states(partition, X, y_signed, basis_seed,
                                    resolve_party_keys(self.party_keys, key_seeds),
-                                   self.kernel, None, stores=stores)
+                                   self.kernel, None,
+                                   stores=[CoefficientStore() for _ in names])
         hyper = {"loss": get_loss(self.loss, pairwise=True),
                  "learning_rate": learning_rate,
                  "n_iter_no_change": self.n_iter_no_change, "tol": self.tol}
@@ -465,25 +374,30 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
             # gamma (and 'scale' from tree-summed moments), shared with FDSKL.
             self.gamma_ = federated_gamma(fed, names, lead, self.gamma)
             # Preprocessing (appendix C, Algorithm 3): each active party
-            # obtains phi of all training rows for the whole pool, masked.
-            pool = np.arange(D)
-            for p in active:
-                phi = masked_features(fed, names, p, None, pool, basis_seed,
+            # replays its sampling, then obtains phi of every row for the
+            # seeds of its share of the pool that training will draw, masked.
+            for rank, p in enumerate(active):
+                steps = (self.max_iter if self.asynchronous else
+                         len(range(rank, self.max_iter, len(active))))
+                ids = fed[p].call(
+                    protocol.plan_steps, Local(loop_seeds[names.index(p)]),
+                    Local(self.batch_size), Local(self.features_per_step),
+                    Local(protocol.sub_pool(D, rank, len(active))),
+                    Local(steps), Local(split)).result()
+                phi = masked_features(fed, names, p, None, ids, basis_seed,
                                       phase="preprocess").result()
-                fed[p].call(protocol.keep_features, Local(phi),
-                            Local(loop_seeds[names.index(p)]),
-                            Local(self.batch_size), Local(self.features_per_step),
-                            Local(hyper), Local(split)).result()
+                fed[p].call(protocol.keep_features, Local(phi), Local(ids),
+                            Local(hyper)).result()
             # Training (Algorithm 1 in every active party's own thread).
-            plan = protocol.TrainingPlan(
+            plan = training.TrainingPlan(
                 fed, names, active, self.max_iter,
-                1.0 - learning_rate * self.alpha, delays, self._delay_unit,
+                1.0 - learning_rate * self.alpha, delays,
                 max(1, self.max_iter // self._n_checkpoints), self.verbose,
                 check_every=check_every(self.max_iter),
                 validate=split is not None, batch_size=self.batch_size,
                 reference=hyper["loss"](0.0))
-            run = (protocol.run_asynchronous if self.asynchronous
-                   else protocol.run_synchronous)
+            run = (training.run_asynchronous if self.asynchronous
+                   else training.run_synchronous)
             self.training_time_ = run(plan)
             # What the watching party reports for the messages below.
             watcher = plan.divergence[0] if plan.divergence else lead
@@ -508,95 +422,7 @@ class AVFKAMRanker(KernelPrivacyMixin, FederatedMixin, ClassifierMixin,
         self._report_convergence(plan, learning_rate)
         return self
 
-    def _learning_rate(self, n_train):
-        """The step size: the given one, or ``"auto"`` resolved."""
-        if self.learning_rate != "auto":
-            return float(self.learning_rate)
-        # A pair's feature difference phi(x+) - phi(x-): its square is at
-        # most 8 and on average 2 - 2 k(x+, x-) <= 2. The model lives on a
-        # pool of n_random_features features: the noise spreads over at
-        # most that many directions.
-        return auto_learning_rate(
-            get_loss(self.loss, pairwise=True), batch_size=self.batch_size,
-            features_per_step=min(self.features_per_step,
-                                  self.n_random_features),
-            alpha=self.alpha, kappa=2.0, phi_sq_max=8.0,
-            n_effective=min(n_train, self.n_random_features))
-
-    def _validation_split(self, y_signed):
-        """``(training rows, held-out rows)`` or ``None`` (no early stopping).
-
-        Stratified by label: only the active parties, who hold the labels,
-        ever learn it (the preprocessing computes the features of every
-        row, and training row ids never reach the passive parties).
-        """
-        if not resolve_early_stopping(self.early_stopping, len(y_signed)):
-            return None
-        rows = np.arange(len(y_signed))
-        try:
-            train, held_out = train_test_split(
-                rows, test_size=self.validation_fraction, stratify=y_signed,
-                random_state=np.random.RandomState(split_seed(self.random_state)))
-        except ValueError as exc:
-            raise ValueError(
-                f"validation_fraction={self.validation_fraction:g} cannot hold "
-                "out rows of both classes and keep both for training "
-                f"({exc}). Change validation_fraction or set "
-                "early_stopping=False.") from None
-        return np.sort(train), np.sort(held_out)
-
-    def _report_convergence(self, plan, learning_rate):
-        """Raise on a divergence, warn when the fit merely did not converge."""
-        if plan.divergence is not None:
-            party, status, step = plan.divergence
-            raise divergence_error(
-                self, status, step, self.max_iter, plan.monitor_state,
-                learning_rate, self.n_iter_,
-                f"Lower learning_rate (or leave it to 'auto') or alpha; "
-                f"reported by {party}")
-        if plan.rising():
-            warn_not_converged(
-                self, "the training loss rose to more than twice its best "
-                f"after {self.n_iter_} iterations (learning_rate="
-                f"{learning_rate:.4g}): the step is too large to settle. "
-                "Lower learning_rate.")
-        elif plan.validate and not plan.stopped_early:
-            warn_not_converged(
-                self, f"max_iter={self.max_iter} iterations ended before the "
-                f"held-out AUC stopped improving for {self.n_iter_no_change} "
-                "checks. Increase max_iter (or learning_rate).")
-
-    def _training_threshold(self, fed, active, lead):
-        # The active parties tree-sum their f^l at every training row to the
-        # lead, who holds the labels and sets the threshold.
-        every_row = slice(None)
-        parts = {p: fed[p].call(protocol.local_scores, Local(every_row))
-                 for p in active}
-        total = tree_sum(fed, balanced_tree(active), parts, phase="threshold")
-        total = total.result() if hasattr(total, "result") else total
-        return float(fed[lead].call(protocol.training_threshold,
-                                    Local(total)).result())
-
     # -------------------------------------------------------------- predict
-
-    def _scores(self, X, stores_list):
-        """``f(x)`` of each model in ``stores_list`` (per-party stores), by
-        federated decision (Algorithm 2) in one federation."""
-        partition = self.partition_
-        names = [party_name(k) for k in range(partition.n_parties)]
-        lead = party_name(partition.active_parties[0])
-        states = make_party_states(partition, X, None, self._basis_seed,
-                                   self._party_keys, self.kernel, self.gamma_,
-                                   stores=stores_list[0])
-        out = []
-        with self._federation(states, record=False) as fed:
-            for stores in stores_list:
-                # Each party loads its own coefficients of this model.
-                fed.gather(fed[p].call(protocol.set_store, Local(store))
-                           for p, store in zip(names, stores))
-                out.append(federated_decision(fed, names, lead, X.shape[0], 1,
-                                              self._basis_seed)[:, 0])
-        return out
 
     def decision_function(self, X):
         """Ranking scores: higher means more likely ``classes_[1]``.

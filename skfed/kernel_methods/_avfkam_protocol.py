@@ -2,10 +2,21 @@
 
 Zhang et al. (KDD 2024), Algorithms 1-3. Party functions are plain functions
 of the party's private state and the message it received; the training loops
-(:func:`run_asynchronous`, :func:`run_synchronous`) run in one *driver*
-thread per active party and act only through ``fed[...].call``, so every
-party's own thread stays free to answer the other parties while its loop is
-busy (a party thread that waited on another party could deadlock).
+that call them (one driver thread per active party) are in
+:mod:`._avfkam_training`.
+
+Preprocessing at the paper's order (appendix C). The paper restores every
+sample of training from a random seed, so the features of a step can be
+computed before training ("if we use the same rand seed in preprocessing and
+training, our complexity is O(t) in preprocessing"): one masked aggregation
+of ``omega_i^T x + b`` per seed the training will use, over every row (any
+row may be sampled, and Algorithm 2 reads ``phi_i(x)`` of every earlier seed
+at it). Here each active party replays its own sampling for the most steps
+it can take (:func:`plan_steps`) and asks only for the seeds that replay
+draws; and the active parties split the pool of ``n_random_features`` seeds
+between them (seed ``j`` belongs to the active party of rank ``j mod m``), so
+the preprocessing of the whole federation aggregates each pool seed at most
+once, whatever the number of active parties.
 
 Model. Only an active party creates coefficients (Algorithm 1 runs on active
 workers; the dominator saves the new ``alpha_i``), so a passive party's
@@ -26,25 +37,13 @@ parties learn nothing of the split.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import threading
-import time
-from collections import deque
-
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from .._progress import Progress
-from ..federation import Local, balanced_tree, protocol_rounds, tree_sum
-from ..federation.network import _set_round
 from ._convergence import EarlyStopping, LossMonitor
 from ._vertical_features import CoefficientStore
 
-__all__ = [
-    "PooledCoefficientStore",
-    "TrainingPlan",
-    "run_asynchronous",
-    "run_synchronous",
-]
+__all__ = ["PooledCoefficientStore", "sub_pool", "row_ids"]
 
 
 class PooledCoefficientStore(CoefficientStore):
@@ -58,13 +57,18 @@ class PooledCoefficientStore(CoefficientStore):
     ``(1 - gamma lambda)`` decay of :class:`CoefficientStore` is kept.
     ``feature_ids`` and ``coef`` list only the seeds used so far, so the
     store works with :func:`~._vertical_features.federated_decision`.
+
+    ``seeds`` names the pool seed of every entry (default: entry ``i`` is
+    seed ``i``): a party keeps entries only for the seeds it preprocessed.
     """
 
-    def __init__(self, n_pool):
+    def __init__(self, n_pool, seeds=None):
         # Not CoefficientStore.__init__: feature_ids is derived here.
         self.n_outputs = 1
         self._dense = np.zeros(int(n_pool))
         self._used = np.zeros(int(n_pool), dtype=bool)
+        self._seeds = (None if seeds is None
+                       else np.asarray(seeds, dtype=np.int64))
         self._scale = 1.0
         self.n_created = 0
 
@@ -98,14 +102,21 @@ class PooledCoefficientStore(CoefficientStore):
 
     @property
     def feature_ids(self):
-        return np.flatnonzero(self._used).astype(np.int64)
+        used = np.flatnonzero(self._used).astype(np.int64)
+        seeds = getattr(self, "_seeds", None)  # absent in older pickles
+        return used if seeds is None else seeds[used]
 
     @property
     def coef(self):
         return self.dense_coef[self._used].reshape(-1, 1)
 
+    def empty(self):
+        """A zero store over the same seeds."""
+        return PooledCoefficientStore(len(self._dense),
+                                      getattr(self, "_seeds", None))
+
     def copy(self):
-        out = PooledCoefficientStore(len(self._dense))
+        out = self.empty()
         out._dense, out._used = self.dense_coef, self._used.copy()
         out.n_created = self.n_created
         return out
@@ -114,38 +125,88 @@ class PooledCoefficientStore(CoefficientStore):
 # --------------------------------------------------------------------------
 # Party functions (run on the party's own thread).
 
-def keep_features(state, features, rng_seed, batch_size, features_per_step,
-                  hyper, split=None):
-    """Appendix C: an active party keeps phi of every training row, locally.
+def sub_pool(n_random_features, rank, n_active):
+    """The pool seeds of the active party of ``rank``: ``j mod m == rank``.
 
-    ``split`` is ``(training rows, held-out rows)`` when early stopping is on
-    (the active parties' own choice; passive parties never see it). The
-    party also sets up the watch over its steps' losses, and the lead its
-    patience counter.
+    Public: every party can tell which party owns a seed.
     """
-    state.Z = features
-    state.rng = np.random.RandomState(rng_seed)
+    return np.arange(rank, n_random_features, n_active, dtype=np.int64)
+
+
+def row_ids(rows, n_rows):
+    """Row ids as a deployment sends them: 4 bytes each below 2^32 rows."""
+    return rows.astype(np.uint32 if n_rows < 2**32 else np.int64)
+
+
+def _training_rows(state, split):
     train = np.arange(len(state.y)) if split is None else split[0]
+    return train[state.y[train] > 0], train[state.y[train] < 0]
+
+
+def _draw(state, rng, n_seeds):
+    """Algorithm 1, line 2 for a block: ``B`` positive and ``B`` negative
+    rows (concatenated) and ``features_per_step`` of the ``n_seeds`` seeds."""
+    B = state.batch_size
+    pos = state.positives[rng.randint(len(state.positives), size=B)]
+    neg = state.negatives[rng.randint(len(state.negatives), size=B)]
+    seeds = rng.choice(n_seeds, size=state.features_per_step, replace=False)
+    return np.concatenate([pos, neg]), seeds
+
+
+def plan_steps(state, rng_seed, batch_size, features_per_step, seeds,
+               max_steps, split=None):
+    """Appendix C: replay this party's sampling to learn its seeds.
+
+    The samples of training come from this party's own generator and do not
+    depend on the model, so replaying it for the most steps the party can
+    take (``max_steps``) gives every seed it will draw. Returns those seeds
+    (pool ids, sorted): the only ones whose features it asks for.
+    ``split`` is ``(training rows, held-out rows)`` when early stopping is
+    on (the active parties' own choice; passive parties never see it).
+    """
+    state.positives, state.negatives = _training_rows(state, split)
     state.validation_rows = None if split is None else split[1]
-    state.positives = train[state.y[train] > 0]
-    state.negatives = train[state.y[train] < 0]
     state.batch_size = batch_size
-    state.features_per_step = min(features_per_step, features.shape[1])
+    state.features_per_step = min(features_per_step, len(seeds))
+    state.rng_seed = rng_seed
+    replay = np.random.RandomState(rng_seed)
+    used = np.zeros(len(seeds), dtype=bool)
+    for _ in range(max_steps):
+        used[_draw(state, replay, len(seeds))[1]] = True
+        if used.all():
+            break
+    # column of each seed of the party's pool in its features (-1: unused)
+    state.column = np.where(used, np.cumsum(used) - 1, -1)
+    return np.asarray(seeds, dtype=np.int64)[used]
+
+
+def keep_features(state, features, seeds, hyper):
+    """Appendix C: an active party keeps ``phi`` of every row for its seeds.
+
+    ``features`` has one column per seed of :func:`plan_steps` (in that
+    order). The party also sets up the watch over its steps' losses, and
+    the lead its patience counter.
+    """
+    state.Z = np.ascontiguousarray(features)
+    state.rng = np.random.RandomState(state.rng_seed)  # the replayed stream
+    state.store = PooledCoefficientStore(len(seeds), seeds)
     state.hyper = hyper  # public hyper-parameters: loss, learning rate
     # Every fit starts at f = 0, where each pair's loss is l(0).
-    state.monitor = LossMonitor(float(hyper["loss"](0.0)), batch_size)
+    state.monitor = LossMonitor(float(hyper["loss"](0.0)), state.batch_size)
     state.early = EarlyStopping(hyper["n_iter_no_change"], hyper["tol"])
 
 
 def sample_step(state):
-    """Algorithm 1, line 2: positive rows, negative rows, feature seeds; and
-    this party's own ``f^l`` at those rows (its share of line 3)."""
-    rng, B = state.rng, state.batch_size
-    pos = state.positives[rng.randint(len(state.positives), size=B)]
-    neg = state.negatives[rng.randint(len(state.negatives), size=B)]
-    seeds = rng.choice(state.Z.shape[1], size=state.features_per_step,
-                       replace=False)
-    return (pos, neg, seeds), local_scores(state, np.concatenate([pos, neg]))
+    """Algorithm 1, line 2: positive rows, negative rows and feature seeds
+    (columns of the kept features); and this party's own ``f^l`` at those
+    rows (its share of line 3). The rows go out as the ids a deployment
+    sends (:func:`row_ids`)."""
+    rows, seeds = _draw(state, state.rng, len(state.column))
+    columns = state.column[seeds]
+    if columns.min() < 0:  # more steps than plan_steps replayed
+        raise RuntimeError("a step drew a seed that was not preprocessed")
+    rows = row_ids(rows, len(state.y))
+    return (rows, columns), local_scores(state, rows)
 
 
 def local_scores(state, rows):
@@ -161,12 +222,13 @@ def prepare_update(state, f_rows, sample):
     pairs of the step and divided by the number of seeds (an average of
     ``features_per_step`` unbiased estimates of the kernel gradient).
     """
-    pos, neg, seeds = sample
-    B = len(pos)
+    rows, seeds = sample
+    B = len(rows) // 2
     with np.errstate(all="ignore"):  # a diverging f is reported, not warned
         d = f_rows[:B] - f_rows[B:]
         slope = state.hyper["loss"].derivative(d)
-        diff = state.Z[np.ix_(pos, seeds)] - state.Z[np.ix_(neg, seeds)]
+        block = state.Z[np.ix_(rows, seeds)]
+        diff = block[:B] - block[B:]
         alpha = -state.hyper["learning_rate"] * (slope @ diff) / (B * len(seeds))
         loss = float(np.mean(state.hyper["loss"](d)))
         status = state.monitor.observe(loss, np.abs(f_rows).max())
@@ -184,6 +246,14 @@ def commit_update(state):
     pending = state.stash.pop("pending")
     if pending is not None:
         state.store.add(*pending)
+
+
+def apply_update(state, factor):
+    """Lines 4-5 after :func:`prepare_update`: own decay and save (a step
+    judged non-finite or exploding is dropped)."""
+    if state.stash.get("pending") is not None:
+        decay(state, factor)
+    commit_update(state)
 
 
 def update(state, f_rows, sample, factor):
@@ -225,8 +295,7 @@ def snapshot(state):
 def restore(state, store):
     """Back to a copy of this party's own coefficients kept at a check
     (``None``: the zero model every fit starts from)."""
-    state.store = (PooledCoefficientStore(len(state.store.dense_coef))
-                   if store is None else store.copy())
+    state.store = state.store.empty() if store is None else store.copy()
 
 
 def final_store(state):
@@ -244,314 +313,3 @@ def training_threshold(state, f_all):
     natural zero; this threshold balances the two classes' means.
     """
     return 0.5 * (f_all[state.y > 0].mean() + f_all[state.y < 0].mean())
-
-
-# --------------------------------------------------------------------------
-# Driver side.
-
-class TrainingPlan:
-    """What the active parties' loops share: the coordinator's bookkeeping.
-
-    The iteration budget (the paper's global counter ``t``), the checkpoints
-    and the first failure are coordinator state, not party data: no party
-    reads another's model through it. So are the guard's records: the mean
-    pairwise loss the loops report between two checks (every
-    ``check_every`` iterations), the iterate kept at the check with the
-    lowest one (copies each active party made of its own coefficients), the
-    first divergence an active party reported, and the held-out AUC the lead
-    computed at each check (``validate``).
-    """
-
-    def __init__(self, fed, names, active, max_iter, decay_factor, delays,
-                 delay_unit, checkpoint_every, verbose=0, check_every=None,
-                 validate=False, batch_size=1, reference=1.0):
-        self.fed = fed
-        self.names = names
-        self.active = active  # the parties that hold coefficients
-        self.max_iter = max_iter
-        self.decay_factor = decay_factor
-        self.delays = delays  # party name -> slowdown factor (or None)
-        self.delay_unit = delay_unit
-        self.checkpoint_every = checkpoint_every
-        self.verbose = verbose
-        self.done = 0
-        self.per_party = dict.fromkeys(active, 0)
-        self.checkpoints = []  # (seconds, iterations, {party: future})
-        self.losses = deque(maxlen=200)
-        self.failure = None
-        self.stop = threading.Event()
-        self._lock = threading.Lock()
-        self.start = None
-        self.check_every = check_every or max_iter + 1
-        self.validate = validate
-        self.window = []  # losses reported since the last check
-        self.curve = []  # mean loss of each window
-        # Running loss weighted by pairs (about the last 256), as the
-        # parties' own monitors: the iterate kept is the best one at a check.
-        self.weight = batch_size / (batch_size + 256.0)
-        self.running = self.reference = float(reference)
-        self.best_loss = float("inf")
-        self.kept = (0, None)  # (iteration, {party: future copy}); 0: f = 0
-        self.divergence = None  # (party, status, iteration)
-        self.validation = []  # the lead's held-out AUC at each check
-        self.stopped_early = False
-        self.next_check = self.check_every
-        self.halt = False  # synchronous mode: decided once per round
-
-    def report(self, party, n_iter, loss, status):
-        """A loop reports its step's loss; a status stops every loop."""
-        with self._lock:
-            self.losses.append(loss)
-            if status is None:
-                self.window.append(loss)
-                self.running += self.weight * (loss - self.running)
-            elif self.divergence is None:
-                self.divergence = (party, status, n_iter)
-        if status is not None:
-            self.stop.set()
-
-    def maybe_check(self, n_iter):
-        """At every ``check_every``-th iteration: keep the iterate if its
-        recent loss is the best so far; validate (early stopping)."""
-        with self._lock:
-            if n_iter < self.next_check or self.stop.is_set():
-                return
-            self.next_check += self.check_every
-            if self.window:
-                self.curve.append(float(np.mean(self.window)))
-            self.window = []
-            keep = self.running < self.best_loss
-            if keep:
-                self.best_loss = self.running
-        if keep:
-            copies = {p: self.fed[p].call(snapshot, phase="checkpoint")
-                      for p in self.active}
-            with self._lock:
-                self.kept = (n_iter, copies)
-        if self.validate:
-            auc, stop = validate(self)
-            with self._lock:
-                self.validation.append(auc)
-                if stop and not self.stop.is_set():
-                    self.stopped_early = True
-                    self.stop.set()
-
-    def rising(self):
-        """The running loss ended at more than twice its best (unstable)."""
-        return (np.isfinite(self.best_loss) and self.running > 2 * self.best_loss
-                and self.running > 0.1 * self.reference)
-
-    def restore_kept(self):
-        """Every active party goes back to its copy of the kept iterate."""
-        n_iter, copies = self.kept
-        self.fed.gather(self.fed[p].call(restore, Local(None if copies is None
-                                                        else copies[p].result()))
-                        for p in self.active)
-        return n_iter
-
-    def claim(self, party):
-        """The global number of ``party``'s next iteration, or 0 when done."""
-        with self._lock:
-            if self.done >= self.max_iter or self.stop.is_set():
-                return 0
-            self.done += 1
-            self.per_party[party] += 1
-            return self.done
-
-    def maybe_checkpoint(self, n_iter):
-        # Intermediate checkpoints only; the final model is recorded after
-        # every loop has finished.
-        if n_iter % self.checkpoint_every == 0 and n_iter < self.max_iter:
-            self.take_checkpoint(n_iter)
-
-    def take_checkpoint(self, n_iter):
-        seconds = time.perf_counter() - self.start
-        futures = {p: self.fed[p].call(snapshot, phase="checkpoint")
-                   for p in self.active}
-        with self._lock:
-            self.checkpoints.append((seconds, n_iter, futures))
-        if self.verbose:  # one line per checkpoint (at most ~20 of them)
-            recent = np.mean(self.losses) if self.losses else float("nan")
-            progress = Progress("AVFKAM", self.max_iter, self.verbose,
-                                fed=self.fed, unit="iteration")
-            progress.start = self.start
-            progress.report(n_iter, f"recent pairwise loss {recent:.4f}",
-                            last=True)
-
-    def simulate_work(self, party):
-        # party_delays: the party's own iteration costs factor x unit seconds
-        # (a sleep in its driver, so its thread still answers the others).
-        factor = self.delays.get(party) if self.delays else None
-        if factor:
-            time.sleep(factor * self.delay_unit)
-
-    def fail(self, party, exc):
-        with self._lock:
-            if self.failure is None:
-                self.failure = (party, exc)
-        self.stop.set()
-
-
-def aggregate_scores(plan, party, rows, own):
-    """Algorithm 1, line 3: ``f(x)`` at ``rows`` as the tree sum of ``f^l``.
-
-    The row ids go to the other coefficient holders (active parties, who hold
-    the labels anyway); each answers with its ``f^l`` read from its current,
-    possibly stale, coefficients, summed up a tree led by ``party`` (whose
-    own ``f^l`` is ``own``).
-    """
-    fed = plan.fed
-    if len(plan.active) == 1:
-        return own
-    contributions = {party: own}
-    for other in plan.active:
-        if other != party:
-            contributions[other] = fed[other].call(
-                local_scores, rows, sender=party, phase="train/scores")
-    tree = balanced_tree([party] + [p for p in plan.active if p != party])
-    total = tree_sum(fed, tree, contributions, phase="train/scores-sum")
-    return total.result() if hasattr(total, "result") else total
-
-
-def validate(plan):
-    """The lead's held-out AUC: every active party's ``f^l`` at the held-out
-    rows (which only active parties know), tree-summed to the lead."""
-    fed, lead = plan.fed, plan.active[0]
-    parts = {p: (fed[p].call(validation_scores) if p == lead else
-                 fed[p].call(validation_scores, sender=lead,
-                             phase="validation/request"))
-             for p in plan.active}
-    tree = balanced_tree([lead] + [p for p in plan.active if p != lead])
-    total = tree_sum(fed, tree, parts, phase="validation/scores")
-    total = total.result() if hasattr(total, "result") else total
-    return fed[lead].call(lead_validate, Local(total)).result()
-
-
-def _asynchronous_loop(plan, party):
-    fed = plan.fed
-    pending_decays = deque()
-    while n_iter := plan.claim(party):
-        _set_round(n_iter)  # this driver thread's messages: round n_iter
-        # 2: sample a positive row, a negative row and a feature seed.
-        sample, own = fed[party].call(sample_step,
-                                      phase="train/sample").result()
-        # 3: f(x+), f(x-) from every holder's (possibly stale) f^l.
-        f_rows = aggregate_scores(plan, party, np.concatenate(sample[:2]), own)
-        plan.simulate_work(party)
-        # 4-5: new coefficient and own decay, saved locally ...
-        loss, status = fed[party].call(update, Local(f_rows), Local(sample),
-                                       Local(plan.decay_factor),
-                                       phase="train/update").result()
-        plan.report(party, n_iter, loss, status)
-        if status is not None:
-            break  # the step was not applied; nobody needs to decay
-        plan.maybe_check(n_iter)
-        plan.maybe_checkpoint(n_iter)
-        # ... and only *inform* the others: nobody waits for their decay.
-        for other in plan.active:
-            if other != party:
-                pending_decays.append(fed[other].call(
-                    decay, plan.decay_factor, sender=party,
-                    phase="train/decay"))
-        while pending_decays and pending_decays[0].done():
-            pending_decays.popleft().result()  # surfaces a failed decay
-    fed.gather(pending_decays)
-
-
-def _synchronous_loop(plan, party, rank, barrier, round_end):
-    # VFKAM, the paper's synchronous counterpart (Figure 2a): in round r all
-    # active parties read the same model, then every update is applied, then
-    # the next round starts. The decays of one round commute, so the result
-    # does not depend on thread timing.
-    fed = plan.fed
-    m = len(plan.active)
-    n_rounds = -(-plan.max_iter // m)
-    for r in protocol_rounds(range(n_rounds)):
-        works = r * m + rank < plan.max_iter
-        if works:
-            sample, own = fed[party].call(sample_step,
-                                          phase="train/sample").result()
-            f_rows = aggregate_scores(plan, party, np.concatenate(sample[:2]),
-                                      own)
-            plan.simulate_work(party)
-            loss, status = fed[party].call(prepare_update, Local(f_rows),
-                                           Local(sample),
-                                           phase="train/update").result()
-            plan.report(party, r * m + rank + 1, loss, status)
-        barrier.wait()  # every read of round r is done
-        if works:
-            futures = [fed[party].call(decay, Local(plan.decay_factor))]
-            futures += [fed[other].call(decay, plan.decay_factor, sender=party,
-                                        phase="train/decay")
-                        for other in plan.active if other != party]
-            fed.gather(futures)
-        barrier.wait()  # every decay of round r is done
-        if works:
-            fed[party].call(commit_update, phase="train/update").result()
-            with plan._lock:
-                plan.per_party[party] += 1
-                plan.done += 1
-        round_end.wait()  # round r is complete
-        if plan.halt:  # decided by the round's end action, for all at once
-            break
-
-
-def _run_drivers(plan, targets):
-    plan.start = time.perf_counter()
-    threads = []
-    for party, target in targets.items():
-        def body(party=party, target=target):
-            try:
-                target()
-            except BaseException as exc:  # reported by the caller
-                plan.fail(party, exc)
-        threads.append(threading.Thread(target=body, name=f"skfed-avfkam-{party}",
-                                        daemon=True))
-    for t in threads:
-        t.start()
-    for t in threads:
-        while t.is_alive():  # in slices, so that Ctrl-C is seen at once
-            t.join(0.1)
-    if plan.failure is not None:
-        party, exc = plan.failure
-        raise RuntimeError(
-            f"The training loop of active party '{party}' failed: "
-            f"{type(exc).__name__}: {exc}") from exc
-    if plan.divergence is not None:
-        plan.done = plan.restore_kept()
-    plan.take_checkpoint(plan.done)  # the final model
-    return time.perf_counter() - plan.start
-
-
-def run_asynchronous(plan):
-    """Algorithm 1: each active party loops on its own, without waiting."""
-    return _run_drivers(plan, {p: (lambda p=p: _asynchronous_loop(plan, p))
-                               for p in plan.active})
-
-
-def run_synchronous(plan):
-    """The synchronous counterpart: every round waits for every party."""
-    m = len(plan.active)
-    every = plan.checkpoint_every
-
-    def after_round():  # run by one driver when all have finished a round
-        if plan.divergence is None:
-            plan.maybe_check(plan.done)
-        if every <= plan.done < plan.max_iter and plan.done % every < m:
-            plan.take_checkpoint(plan.done)
-        plan.halt = plan.stop.is_set()
-
-    barrier = threading.Barrier(m)
-    round_end = threading.Barrier(m, action=after_round)
-    original_fail = plan.fail
-
-    def fail(party, exc):
-        original_fail(party, exc)
-        barrier.abort()  # release the other drivers
-        round_end.abort()
-
-    plan.fail = fail
-    return _run_drivers(plan, {
-        p: (lambda p=p, k=k: _synchronous_loop(plan, p, k, barrier,
-                                                   round_end))
-        for k, p in enumerate(plan.active)})

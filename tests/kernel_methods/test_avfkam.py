@@ -21,6 +21,7 @@ from skfed.privacy import check_messages
 from skfed.kernel_approximation import keyed_directions
 from skfed.kernel_methods import AVFKAMRanker
 from skfed.kernel_methods import _avfkam_protocol as protocol
+from skfed.kernel_methods import _avfkam_training as training
 from skfed.kernel_methods._vertical_features import (
     party_name,
     reference_features,
@@ -56,9 +57,11 @@ def _reference_synchronous(X, y, est, q, active):
     names = [party_name(k) for k in range(q)]
     gamma = 1.0 / (X.shape[1] * X.var())
     D = est.n_random_features
-    Z = {a: _central_features(X, np.arange(D), names, party_name(a), basis_seed,
+    # the active parties split the pool: seed j belongs to rank j mod m
+    pools = {a: protocol.sub_pool(D, r, len(active)) for r, a in enumerate(active)}
+    Z = {a: _central_features(X, pools[a], names, party_name(a), basis_seed,
                               offset_seeds, gamma) for a in active}
-    w = {a: np.zeros(D) for a in active}
+    w = {a: np.zeros(len(pools[a])) for a in active}
     rng = {a: np.random.RandomState(loop_seeds[a]) for a in active}
     ys = np.where(y == 1, 1.0, -1.0)
     pos, neg = np.flatnonzero(ys > 0), np.flatnonzero(ys < 0)
@@ -72,7 +75,8 @@ def _reference_synchronous(X, y, est, q, active):
         for a in workers:
             p = pos[rng[a].randint(len(pos), size=est.batch_size)]
             n = neg[rng[a].randint(len(neg), size=est.batch_size)]
-            j = rng[a].choice(D, size=est.features_per_step, replace=False)
+            j = rng[a].choice(len(pools[a]), size=est.features_per_step,
+                              replace=False)
             f = sum(Z[b][np.r_[p, n]] @ w[b] for b in active)
             slope = loss.derivative(f[:len(p)] - f[len(p):])
             diff = Z[a][np.ix_(p, j)] - Z[a][np.ix_(n, j)]
@@ -82,7 +86,14 @@ def _reference_synchronous(X, y, est, q, active):
         for a, (j, alpha) in new.items():
             np.add.at(w[a], j, alpha)
         done += len(workers)
-    return w, Z
+    return w, Z, pools
+
+
+def _pool_coef(store, pool):
+    """A fitted store's coefficients over the party's share of the pool."""
+    out = np.zeros(len(pool))
+    out[np.searchsorted(pool, store.feature_ids)] = store.coef[:, 0]
+    return out
 
 
 @pytest.mark.parametrize("q, active", [(2, (0,)), (3, (0, 2))])
@@ -92,11 +103,12 @@ def test_synchronous_fit_equals_central_reference(q, active):
                        asynchronous=False, random_state=3,
                        **{**SMALL, "max_iter": 41})
     est.fit(X, y)
-    w, Z = _reference_synchronous(X, y, est, q, list(active))
+    w, Z, pools = _reference_synchronous(X, y, est, q, list(active))
     for a in active:
         # angles are added in Z_{2^32} (resolution 1.5e-9 rad)
-        np.testing.assert_allclose(est.coefficient_stores_[a].dense_coef, w[a],
-                                   rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose(
+            _pool_coef(est.coefficient_stores_[a], pools[a]), w[a],
+            rtol=1e-6, atol=1e-9)
     for k in range(q):
         if k not in active:
             assert len(est.coefficient_stores_[k]) == 0
@@ -126,7 +138,7 @@ def test_one_step_is_the_hand_computed_update():
     est = AVFKAMRanker(2, random_state=1, max_iter=1, n_random_features=50,
                        batch_size=1, features_per_step=1, learning_rate=0.3,
                        asynchronous=False).fit(X, y)
-    w, Z = _reference_synchronous(X, y, est, 2, [0])
+    w, Z, _ = _reference_synchronous(X, y, est, 2, [0])
     j = np.flatnonzero(w[0])
     assert len(j) == 1 and est.coefficient_stores_[0].feature_ids.tolist() == j.tolist()
     coef = est.coefficient_stores_[0].coef[0, 0]
@@ -170,16 +182,39 @@ def test_asynchronous_runs_are_close():
 def test_straggler_does_fewer_updates_only_in_asynchronous_mode():
     X, y = _data()
     part = VerticalPartition(3, active_parties=(0, 1))
-    kw = dict(SMALL, max_iter=60, party_delays=[1, 6, 1], random_state=0)
+    # party1 takes 50x its own work per update: it waits 49x what its step
+    # took to compute. Waiting scales with the measured work, so a loaded
+    # machine slows both parties alike; ~10x fewer updates are typical, the
+    # assertion asks for 3x.
+    kw = dict(SMALL, max_iter=60, party_delays=[1, 50, 1], random_state=0)
     fast = AVFKAMRanker(part, **kw).fit(X, y)
     slow = AVFKAMRanker(part, asynchronous=False, **kw).fit(X, y)
-    # a loaded 2-core CI machine compresses the 6x ratio (40 vs 20 seen); the
-    # claim is only that the straggler does clearly fewer updates
-    assert fast.n_iter_per_party_["party0"] > 1.3 * fast.n_iter_per_party_["party1"]
+    counts = fast.n_iter_per_party_
+    assert counts["party0"] > 3 * counts["party1"], counts
+    assert sum(counts.values()) == 60
+    # the synchronous rounds wait for the straggler: equal counts, always
     assert slow.n_iter_per_party_ == {"party0": 30, "party1": 30}
-    # sync pays the straggler's 6 ms in every round: 30 rounds >= 180 ms
-    assert slow.training_time_ > 0.18
-    assert fast.training_time_ < slow.training_time_
+
+
+@pytest.mark.parametrize("asynchronous", [True, False])
+def test_straggler_waits_its_factor_minus_one_times_its_own_work(
+        monkeypatch, asynchronous):
+    # Deterministic: the waits are recorded instead of slept.
+    waits = []
+    monkeypatch.setattr(training.time, "sleep", waits.append)
+    X, y = _data()
+    est = AVFKAMRanker(VerticalPartition(3, active_parties=(0, 1)),
+                       party_delays={1: 4}, asynchronous=asynchronous,
+                       random_state=0, **{**SMALL, "max_iter": 20}).fit(X, y)
+    # one wait per update of the straggler, none for party0 (factor 1)
+    assert len(waits) == est.n_iter_per_party_["party1"] > 0
+    assert all(w > 0 for w in waits)
+    plan = training.TrainingPlan(None, ["party0"], ["party0"], 1, 1.0,
+                                 {"party0": 4.0}, 1)
+    waits.clear()
+    plan.straggle("party0", 0.01)
+    assert waits == [pytest.approx(0.03)]
+    assert plan.slept["party0"] == pytest.approx(0.03)
 
 
 def test_party_delays_as_dict_and_checkpoints():
@@ -187,7 +222,6 @@ def test_party_delays_as_dict_and_checkpoints():
     est = AVFKAMRanker(2, party_delays={0: 2}, random_state=0, **SMALL).fit(X, y)
     assert est.checkpoint_iters_[-1] == est.n_iter_
     assert np.all(np.diff(est.checkpoint_times_) >= 0)
-    assert est.training_time_ >= SMALL["max_iter"] * 2e-3
     stages = list(est.staged_decision_function(X))
     assert len(stages) == len(est.checkpoint_iters_)
     np.testing.assert_allclose(stages[-1], est.decision_function(X))
@@ -297,7 +331,10 @@ def test_string_labels_rank_the_second_class():
     ({}, "multiclass", "Only binary classification"),
     ({}, "single", "one class"),
     ({"party_delays": [1, 2, 3]}, "binary", "one per party"),
-    ({"party_delays": [1, -2]}, "binary", "non-negative"),
+    ({"party_delays": [1, 0.5]}, "binary", ">= 1"),
+    ({"n_random_features": 1,
+      "partition": VerticalPartition(2, active_parties=(0, 1))}, "binary",
+     "below the number of active"),
     ({"party_delays": {5: 2}}, "binary", "names party 5"),
     ({"loss": "hinge"}, "binary", "loss"),
     ({"learning_rate": 0}, "binary", "learning_rate"),
@@ -309,7 +346,7 @@ def test_bad_input_errors(params, y_kind, match):
     elif y_kind == "single":
         y = np.zeros(len(y))
     with pytest.raises(ValueError, match=match):
-        AVFKAMRanker(2, **{**SMALL, **params}).fit(X, y)
+        AVFKAMRanker(**{"partition": 2, **SMALL, **params}).fit(X, y)
 
 
 @pytest.mark.parametrize("asynchronous", [True, False])
