@@ -40,8 +40,9 @@ Usage::
     python benchmarks/bench_secureboost.py --variants --quick --keys 2048
                                       # weights, GOSS, colsample vs default
     python benchmarks/bench_secureboost.py --multiclass --keys 2048
-    python benchmarks/bench_secureboost.py --a9a --keys 2048   # wide, depth 6
                                       # digits: per-class vs multi-output trees
+    python benchmarks/bench_secureboost.py --a9a --keys 2048   # wide, depth 6:
+                                      # a9a-shaped, 2 trees, beside commit 51c1df5
 
 The machine may be shared: the load average is printed with the results.
 """
@@ -74,6 +75,8 @@ from threadpoolctl import threadpool_limits
 
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
 
+from _secureboost_wide import BASELINE, wide
+
 
 def credit_like(n_rows, n_features, seed=0):
     X, y = make_classification(n_rows, n_features, n_informative=min(8, n_features),
@@ -94,10 +97,11 @@ def round_seconds(X, y, encryption, key_size, n_jobs, fit_params=None, **extra):
     with contextlib.redirect_stdout(out):
         clf.fit(X, y, **(fit_params or {}))
     text = out.getvalue()
-    match = re.search(r", ([0-9.]+) s, ([0-9.]+) kB sent", text)
+    match = re.search(r", ([0-9.]+) s, ([0-9.]+) (GB|MB|kB|B) sent", text)
     steps = dict((k, float(v)) for k, v in re.findall(r"(\w+) ([0-9.]+)",
                                                        text.split("seconds:")[1]))
-    return float(match.group(1)), float(match.group(2)), steps
+    unit = {"GB": 1e6, "MB": 1e3, "kB": 1.0, "B": 1e-3}[match.group(3)]
+    return float(match.group(1)), float(match.group(2)) * unit, steps
 
 
 def phe_seconds_per_row(key_size, n_sample=20):
@@ -220,36 +224,6 @@ def multiclass(key_size, n_jobs, rounds=20):
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
-def a9a_like(n_rows=32_561, n_features=123, seed=0):
-    """Binary columns with a9a's shape and density (~11% ones, 14 per row)."""
-    rng = np.random.default_rng(seed)
-    # a9a one-hot encodes 14 categorical/binned attributes: one 1 per group.
-    groups = np.array_split(np.arange(n_features), 14)
-    X = np.zeros((n_rows, n_features))
-    for group in groups:
-        weights = rng.dirichlet(np.ones(group.size))
-        X[np.arange(n_rows), rng.choice(group, size=n_rows, p=weights)] = 1.0
-    logit = X @ rng.normal(0, 1, n_features) - 1.2
-    y = (rng.random(n_rows) < 1 / (1 + np.exp(-logit))).astype(int)
-    return X, y
-
-
-def a9a(n_rows, key_size, n_jobs):
-    """Seconds per tree on an a9a-shaped table (depth 6), split by step."""
-    X, y = a9a_like(n_rows)
-    print(f"SecureBoost, one tree of an a9a-shaped table ({n_rows} x {X.shape[1]} "
-          f"binary, {X.mean():.1%} ones), depth 6, {key_size}-bit keys, 2 parties, "
-          f"n_jobs={n_jobs}")
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    seconds, kb, steps = round_seconds(X, y, "paillier", key_size, n_jobs,
-                                       max_depth=6)
-    plain, _, _ = round_seconds(X, y, None, key_size, n_jobs, max_depth=6)
-    print(f"tree {seconds:.2f} s ({plain:.2f} s in plaintext mode), {kb:.0f} kB; "
-          + ", ".join(f"{k} {v:.2f} s" for k, v in steps.items()))
-    print("(histograms include the passive party's packing and re-randomisation)")
-    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-
-
 def audit_table(rounds=5, key_size=1024):
     """``skfed.privacy.audit`` of SecureBoost settings on one standard table."""
     import warnings
@@ -305,6 +279,13 @@ def main():
     parser.add_argument("--a9a", action="store_true",
                         help="seconds per depth-6 tree on an a9a-shaped table "
                              "(first key size; --quick: rows / 10) and exit")
+    parser.add_argument("--trees", type=int, default=2,
+                        help="--a9a: trees to fit (the first also builds key tables)")
+    parser.add_argument("--baseline", default=BASELINE,
+                        help="--a9a: git revision measured beside this code "
+                             "('none' to skip; default: before sparse histograms)")
+    parser.add_argument("--baseline-trees", type=int, default=None,
+                        help="--a9a: trees fitted with the baseline (default --trees)")
     parser.add_argument("--n-jobs", type=int, default=2, help="crypto worker threads")
     parser.add_argument("--keys", type=int, nargs="+", default=[1024, 2048])
     parser.add_argument("--tables", nargs="+", default=["30000x23", "150000x10"],
@@ -323,7 +304,9 @@ def main():
     shapes = [(int(t.split("x")[0]) // scale, int(t.split("x")[1]))
               for t in args.tables]
     if args.a9a:
-        a9a(32_561 // scale, args.keys[0], args.n_jobs)
+        wide(32_561 // scale, args.keys[0], args.n_jobs, trees=args.trees,
+             baseline=None if args.baseline == "none" else args.baseline,
+             baseline_trees=args.baseline_trees)
         return
     if args.variants:
         variants(*shapes[0], args.keys[0], args.n_jobs)

@@ -31,6 +31,7 @@ from ..crypto import PlaintextArray, concatenate
 from ._binning import BinMapper
 from ._packing import histogram_sums, pack_candidates, unpack_candidates
 from ._sampling import tree_columns
+from ._sparse_histogram import NodeBins, candidate_sums
 
 __all__ = [
     "setup_party",
@@ -148,25 +149,43 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
         positions = state.position[rows]
         keep = positions >= 0  # rows without gradients were not sampled
         bins = state.bins[rows[keep]][:, features]
+        plan = None
         per_group = []
         for group in groups:
-            hist = histogram_sums(state.encrypted[group][positions[keep]], bins,
-                                  missing_bin + 1, n_jobs)
-            # Cumulative sums over bins: left sums of every threshold.
-            columns = [hist[:, 0]]
-            for b in range(1, missing_bin):
-                columns.append(columns[-1] + hist[:, b])
-            cum = _stack(columns)
-            candidates = cum[f_all[right], b_all[right]]
-            if not right.all():
-                f, v = f_all[~right], b_all[~right]
-                with_missing = cum[f, v] + hist[f, np.full(f.size, missing_bin)]
-                candidates = concatenate([candidates, with_missing])
+            encrypted = state.encrypted[group]
+            if isinstance(encrypted, PlaintextArray):
+                candidates = _dense_candidates(encrypted[positions[keep]], bins,
+                                               f_all, b_all, right, missing_bin)
+            else:
+                # Sparse-aware: each feature's fullest bin is derived from
+                # the node total (see _sparse_histogram).
+                plan = plan or NodeBins(bins, missing_bin + 1)
+                key = encrypted.public_key
+                hist = plan.histogram(encrypted.ciphertexts[positions[keep]],
+                                      key.nsquare, n_jobs)
+                candidates = candidate_sums(hist, f_all, b_all, ~right, missing_bin,
+                                            key)
             layout = layouts[group] if layouts.ndim == 2 else layouts
             per_group.append(pack_candidates(candidates[secret_order], layout,
                                              n_jobs))
         messages.append(per_group if output < 0 else per_group[0])
     return (ids if new else None), messages
+
+
+def _dense_candidates(encrypted, bins, f_all, b_all, right, missing_bin):
+    """Candidate left sums from a full histogram (plaintext mode), canonical order."""
+    hist = histogram_sums(encrypted, bins, missing_bin + 1)
+    # Cumulative sums over bins: left sums of every threshold.
+    columns = [hist[:, 0]]
+    for b in range(1, missing_bin):
+        columns.append(columns[-1] + hist[:, b])
+    cum = _stack(columns)
+    candidates = cum[f_all[right], b_all[right]]
+    if not right.all():
+        f, v = f_all[~right], b_all[~right]
+        with_missing = cum[f, v] + hist[f, np.full(f.size, missing_bin)]
+        candidates = concatenate([candidates, with_missing])
+    return candidates
 
 
 def _stack(columns):
