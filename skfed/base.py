@@ -150,6 +150,9 @@ class FederatedMixin(PrivacyMixin):
 
     def _resolve_partition(self, X, sample_party=None):
         """Resolve ``self.partition`` against ``X`` and store ``partition_``."""
+        if hasattr(X, "partition_for"):  # PartyData: one table per party
+            self.partition_ = X.partition_for(self.partition, self._partition_kind)
+            return self.partition_
         self.partition_ = resolve_partition(
             self.partition, X, kind=self._partition_kind,
             feature_names=getattr(self, "feature_names_in_", None),

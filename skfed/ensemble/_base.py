@@ -22,6 +22,8 @@ from sklearn.utils.validation import (
 )
 
 from ..base import FederatedMixin, party_seeds
+from ..federation._party_data import PartyData, party_data_predict_input
+from ..federation._remote import RemoteValue
 from ._boosting import run_secureboost, weighted_row_bound
 from ._loss import LOSSES
 from ._packing import GradientLayout
@@ -258,6 +260,11 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         return self
 
     def _set_importances(self, partition, active_index):
+        if any(isinstance(r, RemoteValue) for r in self._records):
+            # Fitted on PartyData: the lookup tables stay with their parties.
+            self.feature_importances_ = np.full(self.n_features_in_, np.nan)
+            self.gain_importances_ = self.feature_importances_.copy()
+            return
         counts = np.zeros(self.n_features_in_)
         for k, records in enumerate(self._records):
             columns = partition.columns(k)
@@ -311,8 +318,11 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
 
     def _raw_predict(self, X, staged=False):
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan",
-                          dtype=np.float64)
+        if isinstance(X, PartyData):  # each party's table loaded at its home
+            X = party_data_predict_input(self, X, allow_nan=True)
+        else:
+            X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan",
+                              dtype=np.float64)
         partition = self.partition_
         names = [party_name(k) for k in range(partition.n_parties)]
         active_index = partition.active_parties[0]

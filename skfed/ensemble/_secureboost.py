@@ -12,6 +12,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import check_labels_not_single_class
+from ..federation._party_data import PartyData, party_data_fit_input
 from ._base import _BaseSecureBoost
 from ._docs import _document
 
@@ -119,9 +120,14 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
         -------
         self : SecureBoostClassifier
         """
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
-                             dtype=np.float64)
-        y = self._more_validation(y)
+        if isinstance(X, PartyData):  # each party's table loaded at its home
+            X, y = party_data_fit_input(self, X, y, allow_nan=True,
+                                        encode_labels=True)
+            check_labels_not_single_class(self.classes_)
+        else:
+            X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
+                                 dtype=np.float64)
+            y = self._more_validation(y)
         n_classes = self.classes_.size
         if n_classes == 2:
             return self._fit(X, y.astype(np.float64), self._loss_name(), 1, True,
@@ -294,8 +300,11 @@ class SecureBoostRegressor(RegressorMixin, _BaseSecureBoost):
         -------
         self : SecureBoostRegressor
         """
-        X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
-                             dtype=np.float64, y_numeric=True)
+        if isinstance(X, PartyData):  # each party's table loaded at its home
+            X, y = party_data_fit_input(self, X, y, allow_nan=True)
+        else:
+            X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
+                                 dtype=np.float64, y_numeric=True)
         return self._fit(X, y.astype(np.float64), self._loss_name(), 1, False,
                          sample_weight)
 

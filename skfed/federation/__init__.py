@@ -29,6 +29,7 @@ from .network import (
     protocol_rounds,
     record_messages,
 )
+from ._party_data import PartyData
 from .party import (
     FederationTimeoutError,
     Local,
@@ -49,6 +50,7 @@ __all__ = [
     "PartyStopped",
     "check_stop",
     "Local",
+    "PartyData",
     "Federation",
     "Message",
     "MessageRecorder",

@@ -1,0 +1,425 @@
+"""Data that stays home: each party's table loaded where the party runs.
+
+:class:`PartyData` names, per party, where its table is (a CSV or Parquet
+path on the party's own host, or a callable the party runs) and the id
+column to align on. A vertical estimator takes it in place of ``X``: each
+party's *home* (a long-lived Ray actor placed by the party's
+``ray_actor_options``, see :func:`~skfed.federation._ray.home_actor`) reads
+its own table, the parties align their rows by a private set intersection
+(:func:`skfed.alignment.private_set_intersection`) run between the homes,
+each home validates its block, and the estimator's parties run at the homes
+on what they hold there. The driver gets counts and shapes, never a block.
+
+With the threads backend the same object works in one process (the
+"homes" are dictionaries of this process), which is how tests compare it
+with the in-memory fit.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import os
+import uuid
+
+import numpy as np
+
+from .. import _config
+from ..partition import VerticalPartition
+from ._ray import HomeList, HomeRef, RemoteValue
+
+__all__ = ["PartyData", "party_data_fit_input", "party_data_predict_input"]
+
+#: The homes of the threads backend: ``{party name: dict}`` in this process.
+_local_homes = {}
+
+
+def _on_ray():
+    return _config.get_config()["backend"] == "ray"
+
+
+def _at_home(name, fn, *args):
+    """``fn(home, *args)`` run by party ``name``'s home (its actor on Ray)."""
+    if _on_ray():
+        from ._ray import home_actor, import_ray
+
+        actor = home_actor(name)
+        return import_ray().get(actor.at_home.remote(fn, args))
+    return fn(_local_homes.setdefault(str(name), {}), *args)
+
+
+def _read(source):
+    """The table of a source: a DataFrame (runs on the party's home)."""
+    import pandas as pd
+
+    if callable(source):
+        table = source()
+    else:
+        path = os.fspath(source)
+        if path.endswith((".parquet", ".pq")):
+            table = pd.read_parquet(path)
+        else:
+            table = pd.read_csv(path)
+    if not isinstance(table, pd.DataFrame):
+        table = pd.DataFrame(table)
+    return table
+
+
+def _load(home, key, source, id_column, label):
+    """Home: read the table, check its id column; say what it holds."""
+    from ..alignment._psi import _kinds
+
+    table = _read(source)
+    if id_column not in table.columns:
+        raise ValueError(f"The table has no id column {id_column!r}.")
+    ids = table[id_column]
+    if ids.isna().any() or ids.duplicated().any():
+        raise ValueError(f"The id column {id_column!r} has missing or repeated "
+                         "ids; each row needs its own id.")
+    ids = ids.tolist()
+    kinds = _kinds(ids)
+    if len(kinds) != 1 or None in kinds:
+        raise TypeError(f"The ids in column {id_column!r} must be all integers "
+                        "or all strings.")
+    has_label = label is not None and label in table.columns
+    features = [c for c in table.columns if c not in (id_column, label)]
+    if not features:
+        raise ValueError("The table has no feature column besides the id "
+                         "(and the label).")
+    home[key + ("table",)] = table
+    home[key + ("ids",)] = ids
+    return len(table), len(features), has_label, kinds.pop()
+
+
+def _keep_rows(home, key, rows, id_column, label, allow_nan, encode):
+    """Home: keep the aligned rows, sorted by id; validate; split the label."""
+    from sklearn.utils import check_array
+
+    table = home.pop(key + ("table",))
+    home.pop(key + ("ids",), None)
+    block = table.iloc[np.asarray(rows, dtype=np.intp)]
+    block = block.sort_values(id_column, kind="stable").set_index(id_column)
+    classes = None
+    if label is not None and label in block.columns:
+        y = block.pop(label).to_numpy()
+        if encode is None:  # prediction: the labels are not used
+            y = None
+        elif encode:
+            from sklearn.preprocessing import LabelEncoder
+            from sklearn.utils.multiclass import check_classification_targets
+
+            check_classification_targets(y)
+            encoder = LabelEncoder().fit(y)
+            classes, y = encoder.classes_, encoder.transform(y)
+        else:
+            y = check_array(y, ensure_2d=False, dtype=np.float64)
+        if y is not None:
+            home[key + ("y",)] = y
+    home[key + ("X",)] = check_array(
+        block, dtype=np.float64, ensure_all_finite="allow-nan" if allow_nan else True)
+    return home[key + ("X",)].shape, classes
+
+
+def _save(home, path, values):
+    """Home: write what it keeps of a model to a path on its own host."""
+    import joblib
+
+    joblib.dump(values, path)
+    return path
+
+
+class PartyData:
+    """Each party's table, loaded by the party where it lives.
+
+    Pass it to a vertical estimator's ``fit``, ``predict`` (and the like) in
+    place of ``X``. Every party reads its own table on its own *home* (with
+    ``skfed.set_config(backend="ray")``: a long-lived Ray actor placed by the
+    party's ``ray_actor_options``, for example a custom resource of the host
+    that holds the file); the parties then align their rows on the id column
+    by a private set intersection run between the homes (each keeps the ids
+    every party holds, sorted), and each validates its block. The driver
+    (the process that calls ``fit``) learns the number of common rows, each
+    party's number of columns and, for a classifier, the classes; it never
+    holds a party's block, and a message from party A to party B travels as
+    a Ray object reference that only B's actor fetches.
+
+    Parameters
+    ----------
+    sources : dict of str to path or callable
+        By party name, in party order: a path (on the party's host) to a CSV
+        file or a Parquet file (``.parquet``/``.pq``, needs pyarrow), or a
+        callable with no arguments, run by the party, returning a DataFrame.
+        Each table has the id column; the label holder's also has the label
+        column, named by the ``y`` given to ``fit``.
+
+    id_column : str, default="id"
+        The column the parties align on (integers or strings, distinct
+        within a table).
+
+    Attributes
+    ----------
+    parties : list of str
+        The party names, in order.
+
+    n_rows_ : int
+        The number of common rows, once loaded (by a ``fit`` or ``predict``).
+
+    alignment_communication_ : CommunicationSummary
+        The messages of the private set intersection, once loaded.
+
+    Notes
+    -----
+    The estimator's partition is the parties' tables: party ``k`` holds the
+    columns of ``sources``'s ``k``-th table (the ``partition`` parameter is
+    not used) and the label holder is the active party. With the threads
+    backend the homes are in this process (for tests and teaching).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from skfed.ensemble import SecureBoostClassifier
+    >>> from skfed.federation import PartyData
+    >>> bank = pd.DataFrame({"id": [1, 2, 3, 4, 5, 6], "income": [1., 5, 2, 6, 3, 7],
+    ...                      "default": [0, 1, 0, 1, 0, 1]})
+    >>> shop = pd.DataFrame({"id": [6, 5, 4, 3, 2, 1, 9], "visits": [1., 2, 3, 4, 5, 6, 7]})
+    >>> data = PartyData({"bank": lambda: bank, "shop": lambda: shop})
+    >>> clf = SecureBoostClassifier(n_estimators=2, encryption=None, random_state=0)
+    >>> clf.fit(data, "default").predict(data).tolist()
+    [0, 1, 0, 1, 0, 1]
+    """
+
+    def __init__(self, sources, id_column="id"):
+        if not isinstance(sources, dict) or len(sources) < 2:
+            raise ValueError("PartyData needs a dict {party name: source} of at "
+                             "least two parties.")
+        self.sources = {str(k): v for k, v in sources.items()}
+        self.id_column = id_column
+        self._key = None
+        self._loaded = None
+
+    @property
+    def parties(self):
+        return list(self.sources)
+
+    def __repr__(self):
+        return f"PartyData(parties={self.parties}, id_column={self.id_column!r})"
+
+    # -- loading --------------------------------------------------------------
+
+    def _homes_alive(self):
+        if not _on_ray():
+            return all(name in _local_homes for name in self.parties)
+        from ._ray import _homes
+
+        return all(_homes.get(name, (None, None))[1] is self._loaded["actors"][name]
+                   for name in self.parties)
+
+    def _load(self, label, allow_nan, encode):
+        """Load, align and validate on the homes once per label and backend.
+
+        ``encode``: True (class codes) or False (numbers) for a fit's labels,
+        None for a prediction (the label column, if any, is dropped).
+        """
+        settings = (label, allow_nan, _on_ray())
+        old = self._loaded
+        if (old is not None and old["settings"] == settings
+                and (encode is None or old["encode"] == encode)
+                and self._homes_alive()):
+            return old
+        from ..alignment._psi import run_psi
+
+        names = self.parties
+        key = ("party_data", uuid.uuid4().hex)
+        info = [_at_home(name, _load, key, self.sources[name], self.id_column, label)
+                for name in names]
+        kinds = {kind for *_, kind in info}
+        if len(kinds) > 1:
+            raise TypeError(
+                f"The parties' ids in column {self.id_column!r} are of different "
+                f"types ({sorted(kinds)}); convert them to one type.")
+        holders = [k for k, (_, _, has_label, _) in enumerate(info) if has_label]
+        if encode is not None and label is not None and len(holders) != 1:
+            raise ValueError(
+                f"Exactly one party's table must have the label column {label!r}; "
+                f"found it in {len(holders)}.")
+        hub = holders[0] if holders else 0
+        if _on_ray():
+            ids = [HomeList(HomeRef(name, key + ("ids",))) for name in names]
+        else:
+            ids = [_local_homes[name][key + ("ids",)] for name in names]
+        rows, summary = run_psi(ids, hub=hub, party_names=names)
+        if len(rows[0]) == 0:
+            raise ValueError(f"The parties have no id in common in column "
+                             f"{self.id_column!r}.")
+        shapes = [_at_home(name, _keep_rows, key, rows[k], self.id_column, label,
+                           allow_nan, encode)
+                  for k, name in enumerate(names)]
+        actors = {}
+        if _on_ray():
+            from ._ray import home_actor
+
+            actors = {name: home_actor(name) for name in names}
+        self._key = key
+        self._loaded = {"settings": settings, "encode": encode, "key": key,
+                        "hub": hub,
+                        "widths": [shape[1] for shape, _ in shapes],
+                        "n_rows": shapes[0][0][0], "classes": shapes[hub][1],
+                        "actors": actors, "label": label}
+        self.n_rows_ = shapes[0][0][0]
+        self.alignment_communication_ = summary
+        return self._loaded
+
+    def _blocks(self, loaded):
+        return _PartyBlocks(self.parties, loaded["key"], loaded["widths"],
+                            loaded["n_rows"], loaded["hub"])
+
+    def save_shares(self, estimator, directory):
+        """Each party writes its share of a fitted estimator on its own host.
+
+        After a fit on this data with the Ray backend, what each party
+        learned (its trees' thresholds, its coefficients, ...) is kept by its
+        home; the estimator holds references. Each home writes the values
+        it keeps for ``estimator`` to ``directory/<party>.joblib`` on its own
+        host (a list, in the order of the estimator's attributes).
+
+        Parameters
+        ----------
+        estimator : fitted estimator
+        directory : str
+            A directory that exists on every party's host.
+
+        Returns
+        -------
+        paths : dict of str to str
+            By party: the file it wrote.
+        """
+        kept = {}
+        _collect_remote(vars(estimator), kept)
+        paths = {}
+        for name in self.parties:
+            path = os.path.join(os.fspath(directory), f"{name}.joblib")
+            values = kept.get(name, [])
+            if not _on_ray():
+                values = [_resolve_local(v) for v in values]
+            paths[name] = _at_home(name, _save, path, values)
+        return paths
+
+
+def _collect_remote(obj, out):
+    if isinstance(obj, RemoteValue):
+        out.setdefault(obj.party, []).append(obj)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _collect_remote(v, out)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _collect_remote(v, out)
+
+
+def _resolve_local(ref):
+    """A :class:`HomeRef` read from an in-process home (threads backend)."""
+    if not isinstance(ref, HomeRef):
+        return ref
+    value = _local_homes[ref.home][ref.key]
+    if ref.columns is not None:
+        value = value[:, ref.columns]
+    if ref.dtype is not None:
+        value = value.astype(ref.dtype)
+    return np.array(value, copy=True)
+
+
+class _PartyBlocks:
+    """What the driver holds in place of ``X``: shapes and references.
+
+    ``blocks[:, columns]`` (the columns of one party, as the partition gives
+    them) is a :class:`HomeRef` to that party's block on its home, which the
+    party's actor reads when a federation starts; with the threads backend,
+    the block itself.
+    """
+
+    ndim = 2
+    dtype = np.dtype(np.float64)
+
+    def __init__(self, homes, key, widths, n_rows, active):
+        self.homes = list(homes)
+        self.key = key
+        self.widths = list(widths)
+        self.offsets = np.concatenate([[0], np.cumsum(widths)]).astype(int)
+        self.shape = (int(n_rows), int(self.offsets[-1]))
+        self.active = active
+
+    def __len__(self):
+        return self.shape[0]
+
+    def partition_for(self, spec, kind):
+        """The partition: party ``k`` holds its table's columns."""
+        if kind != "vertical":
+            raise ValueError("PartyData holds one table per party of a vertical "
+                             f"partition; this estimator's partition is {kind}.")
+        groups = [list(range(self.offsets[k], self.offsets[k + 1]))
+                  for k in range(len(self.homes))]
+        return VerticalPartition(groups, active_parties=(self.active,)).resolve(
+            np.empty((0, self.shape[1])))
+
+    def __getitem__(self, index):
+        if not (isinstance(index, tuple) and len(index) == 2
+                and isinstance(index[0], slice) and index[0] == slice(None)):
+            raise TypeError("The parties' blocks stay home: only whole columns "
+                            "of one party, blocks[:, columns], can be named.")
+        columns = np.asarray(index[1], dtype=np.intp).ravel()
+        k = int(np.searchsorted(self.offsets, columns.min(), side="right") - 1) \
+            if columns.size else 0
+        lo, hi = self.offsets[k], self.offsets[k + 1]
+        if columns.size and (columns.min() < lo or columns.max() >= hi):
+            raise ValueError("A party's block is named by its own columns only.")
+        local = (None if np.array_equal(columns, np.arange(lo, hi))
+                 else (columns - lo).tolist())
+        ref = HomeRef(self.homes[k], self.key + ("X",), local,
+                      shape=(self.shape[0], columns.size))
+        return ref if _on_ray() else _resolve_local(ref)
+
+    def labels(self, dtype=None):
+        ref = HomeRef(self.homes[self.active], self.key + ("y",), dtype=dtype,
+                      shape=(self.shape[0],))
+        return ref if _on_ray() else _resolve_local(ref)
+
+
+def party_data_fit_input(estimator, data, y, *, allow_nan=False,
+                         encode_labels=False):
+    """Stand-ins for ``X`` and ``y`` when ``fit`` is given a :class:`PartyData`.
+
+    Loads, aligns and validates every party's table on its home (``y`` names
+    the label column, read by the label holder) and sets the estimator's
+    ``n_features_in_`` (and ``classes_`` with ``encode_labels``, the labels
+    then kept as class codes). Returns ``(X, y)``: ``X[:, columns]`` names a
+    party's block and ``y`` the labels, both read by the parties' actors.
+    """
+    if y is not None and not isinstance(y, str):
+        raise TypeError("With PartyData, y names the label column (a str), "
+                        f"read by the party that holds it; got {type(y).__name__}.")
+    loaded = data._load(y, allow_nan, encode_labels)
+    blocks = data._blocks(loaded)
+    estimator.n_features_in_ = blocks.shape[1]
+    estimator._party_data_label = y
+    if hasattr(estimator, "feature_names_in_"):
+        del estimator.feature_names_in_
+    if encode_labels:
+        estimator.classes_ = np.asarray(loaded["classes"])
+    return blocks, (None if y is None else blocks.labels())
+
+
+def party_data_predict_input(estimator, data, *, allow_nan=False):
+    """The stand-in for ``X`` when ``predict`` is given a :class:`PartyData`.
+
+    Each party's table must have the columns it had in ``fit``.
+    """
+    partition = estimator.partition_
+    loaded = data._load(getattr(estimator, "_party_data_label", None), allow_nan,
+                        None)
+    blocks = data._blocks(loaded)
+    expected = [len(partition.columns(k)) for k in range(partition.n_parties)]
+    if blocks.widths != expected:
+        raise ValueError(
+            f"The parties' tables have {blocks.widths} feature columns; the "
+            f"model was fitted on {expected}.")
+    blocks.active = partition.active_parties[0]
+    return blocks

@@ -1,0 +1,261 @@
+"""Values that stay with the party that holds them, passed on by reference.
+
+The Ray backend's *parties at home* (see :mod:`skfed.federation._ray`)
+answer with :func:`_pack`: tuples, dicts and lists of tuples keep their
+shape, scalars stay plain, and every other value is a :class:`RemoteValue`
+in the sender's object store. A receiving actor reads what it is sent, and
+what its home keeps (:class:`HomeRef`), with :func:`_resolve`.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+
+__all__ = ["RemoteValue", "HomeRef", "HomeList"]
+
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError(
+            "The 'ray' backend needs Ray: pip install 'skfed[ray]'.") from exc
+    return ray
+
+
+def _writable(obj):
+    """Writable copies of arrays that Ray deserialised read-only (zero-copy).
+
+    With threads a party owns the arrays it receives and may update them in
+    place; the Ray backend keeps that semantics.
+    """
+    if isinstance(obj, np.ndarray):
+        return obj if obj.flags.writeable else obj.copy()
+    if isinstance(obj, tuple) and type(obj) is tuple:
+        return tuple(_writable(o) for o in obj)
+    if isinstance(obj, list):
+        return [_writable(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _writable(v) for k, v in obj.items()}
+    return obj
+
+
+_SCALAR_TYPES = (bool, int, float, complex, str, np.bool_, np.number)
+
+
+def _is_scalar(obj):
+    return obj is None or isinstance(obj, _SCALAR_TYPES)
+
+
+def _is_structure(obj):
+    """A tuple that bundles at least one non-scalar (not a record of values)."""
+    return type(obj) is tuple and not all(_is_scalar(o) for o in obj)
+
+
+class RemoteValue:
+    """A value kept in its sender's Ray object store, passed on by reference.
+
+    The driver of a federation of parties at home holds these instead of the
+    values: it hands them to the receiving party's actor, which fetches the
+    value itself. ``party`` names the sender's home, ``size`` is the
+    ``(n_scalars, n_ciphertexts, n_bytes)`` the sender measured (what
+    :func:`~skfed.federation.measure` counts) and ``length`` its ``len``.
+
+    Driver code that reads the value (arithmetic, indexing, iteration,
+    ``np.asarray``) fetches it with :meth:`fetch`; protocol code keeps that to
+    what the orchestrator may know (final predictions, scores).
+    """
+
+    __slots__ = ("ref", "party", "size", "length")
+
+    def __init__(self, ref, party, size, length):
+        self.ref = ref
+        self.party = party
+        self.size = size
+        self.length = length
+
+    def __reduce__(self):
+        return (RemoteValue, (self.ref, self.party, self.size, self.length))
+
+    def __message_size__(self):
+        if self.size is None:
+            raise TypeError(
+                f"A value kept by {self.party!r} cannot be measured as a "
+                "message; protocol messages must be numbers, numpy arrays, "
+                "encrypted arrays or containers of these.")
+        return self.size
+
+    def fetch(self):
+        """The value itself (one ``ray.get`` by the caller)."""
+        return _writable(import_ray().get(self.ref))
+
+    def __repr__(self):
+        return f"RemoteValue(party={self.party!r}, size={self.size})"
+
+    def __len__(self):
+        return len(self.fetch()) if self.length is None else self.length
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.fetch(), name)
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.fetch(), dtype=dtype)
+
+    def __iter__(self):
+        return iter(self.fetch())
+
+    def __getitem__(self, key):
+        return self.fetch()[key]
+
+    def __bool__(self):
+        return bool(self.fetch())
+
+
+def _fetched(value):
+    return value.fetch() if isinstance(value, RemoteValue) else value
+
+
+for _name in ("add", "sub", "mul", "truediv", "matmul", "eq", "ne", "lt", "le",
+              "gt", "ge"):
+    def _binary(self, other, _op=f"__{_name}__"):
+        return getattr(self.fetch(), _op)(_fetched(other))
+
+    def _reflected(self, other, _op=f"__r{_name}__"):
+        return getattr(self.fetch(), _op)(_fetched(other))
+
+    setattr(RemoteValue, f"__{_name}__", _binary)
+    if _name in ("add", "sub", "mul", "truediv", "matmul"):
+        setattr(RemoteValue, f"__r{_name}__", _reflected)
+RemoteValue.__hash__ = None
+
+
+class HomeRef:
+    """Names data a party's home actor keeps (see :class:`~skfed.federation.PartyData`).
+
+    In a party's state it stands for ``home[key]`` (optionally its columns
+    ``columns`` and cast to ``dtype``); the party's calls then run on that
+    home actor, where the data already lives, and the driver never holds it.
+    """
+
+    __slots__ = ("home", "key", "columns", "dtype", "shape")
+
+    def __init__(self, home, key, columns=None, dtype=None, shape=None):
+        self.home = str(home)
+        self.key = key
+        self.columns = columns
+        self.dtype = dtype
+        self.shape = shape
+
+    def __reduce__(self):
+        return (HomeRef, (self.home, self.key, self.columns, self.dtype, self.shape))
+
+    def astype(self, dtype, copy=True):
+        """The same data cast to ``dtype`` on its home."""
+        return HomeRef(self.home, self.key, self.columns, dtype, self.shape)
+
+    def __repr__(self):
+        return f"HomeRef(home={self.home!r}, key={self.key!r})"
+
+
+class HomeList(list):
+    """An empty list standing for a list a home keeps (``ref``, a
+    :class:`HomeRef`), for code that insists on lists (party ids)."""
+
+    def __init__(self, ref):
+        super().__init__()
+        self.ref = ref
+
+    def __reduce__(self):
+        return (HomeList, (self.ref,))
+
+
+def _homes_named(obj, found):
+    """The homes named by the :class:`HomeRef` in ``obj`` (walked)."""
+    if isinstance(obj, HomeList):
+        found.add(obj.ref.home)
+    elif isinstance(obj, HomeRef):
+        found.add(obj.home)
+    elif isinstance(obj, np.ndarray) and obj.dtype == object and obj.ndim == 0:
+        _homes_named(obj.item(), found)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _homes_named(v, found)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _homes_named(v, found)
+    return found
+
+
+def _resolve(obj, home):
+    """``obj`` with its :class:`HomeRef` read from ``home`` and its
+    :class:`RemoteValue` fetched (one ``ray.get`` for all), on the actor."""
+    remote = []
+
+    def collect(o):
+        if isinstance(o, RemoteValue):
+            remote.append(o)
+        elif isinstance(o, dict):
+            for v in o.values():
+                collect(v)
+        elif isinstance(o, (list, tuple)) and not isinstance(o, HomeRef):
+            for v in o:
+                collect(v)
+
+    collect(obj)
+    values = {}
+    if remote:
+        got = import_ray().get([r.ref for r in remote])
+        values = {id(r): v for r, v in zip(remote, got)}
+
+    def build(o):
+        if isinstance(o, RemoteValue):
+            return _writable(values[id(o)])
+        if isinstance(o, HomeRef):
+            value = home[o.key]
+            if o.columns is not None:
+                value = value[:, o.columns]
+            if o.dtype is not None:
+                value = value.astype(o.dtype)
+            return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+        if isinstance(o, np.ndarray) and o.dtype == object and o.ndim == 0 \
+                and isinstance(o.item(), HomeRef):
+            return np.ascontiguousarray(build(o.item()))
+        if isinstance(o, dict) and type(o) is dict:
+            return {k: build(v) for k, v in o.items()}
+        if type(o) is tuple:
+            return tuple(build(v) for v in o)
+        if type(o) is list:
+            return [build(v) for v in o]
+        if isinstance(o, HomeList):
+            return build(o.ref)
+        return _writable(o)
+
+    return build(obj)
+
+
+def _pack(obj, party, top=True):
+    """A direct answer: structure and scalars plain, every other value kept
+    in this actor's object store as a :class:`RemoteValue`."""
+    if _is_scalar(obj):
+        return obj
+    if type(obj) is tuple and (top or _is_structure(obj)):
+        return tuple(_pack(o, party, False) for o in obj)
+    if type(obj) is dict and all(_is_scalar(k) for k in obj):
+        return {k: _pack(v, party, False) for k, v in obj.items()}
+    if type(obj) is list and (not obj or all(_is_structure(o) for o in obj)):
+        return [_pack(o, party, False) for o in obj]
+    from .network import measure
+
+    try:
+        size = measure(obj)
+    except TypeError:
+        size = None
+    try:
+        length = len(obj)
+    except TypeError:
+        length = None
+    return RemoteValue(import_ray().put(obj), party, size, length)
