@@ -2,15 +2,17 @@
 
 The driver :meth:`HyFDCAClassifier._algorithm_1` reads as Algorithm 1 of
 Overman, Blum and Klabjan; the party functions live in
-:mod:`._hyfdca_protocol`, the exchanges in :mod:`._hyfdca_exchange` and the
-privacy contract in :mod:`._hyfdca_privacy`.
+:mod:`._hyfdca_protocol` (their one-dimensional maths in :mod:`._hyfdca_dual`,
+their encryption in :mod:`._hyfdca_encryption`), the exchanges in
+:mod:`._hyfdca_exchange`, the privacy contract in :mod:`._hyfdca_privacy`,
+the checks and the clients' blocks (dense or CSR) and weights in
+:mod:`._hyfdca_data`, and the class Notes in :mod:`._hyfdca_docs`.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
 import copy
-import math
 import numbers
 import time
 import warnings
@@ -32,6 +34,9 @@ from ..federation import Local, protocol_rounds
 from ..partition import (HorizontalPartition, HybridPartition,
                          VerticalPartition)
 from . import _hyfdca_protocol as P
+from ._hyfdca_docs import with_notes
+from ._hyfdca_data import (check_encodable, check_participation,
+                           check_sample_party, client_blocks, row_weights)
 from ._hyfdca_exchange import SERVER, Participation, Protocol, client_name
 from ._hyfdca_privacy import HyFDCAPrivacyMixin
 
@@ -39,6 +44,7 @@ __all__ = ["HyFDCAClassifier", "DivergenceError"]
 
 
 @fill_doc
+@with_notes
 class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                        LinearClassifierMixin, ClassifierMixin, BaseEstimator):
     """Linear classifier trained by HyFDCA on a hybrid federated split.
@@ -189,62 +195,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
 
     Notes
     -----
-    One round (Algorithm 1 with the practical local method, Algorithm 5):
-
-    1. The server picks the participants; the row groups whose clients all
-       take part move this round.
-    2. The round's point: the duals plus momentum. Each client sends its
-       part ``X_k^T (y * delta) / (lambda N)`` of the change of ``w`` by
-       secure aggregation (pairwise ring masks): the server learns one sum
-       per column group. It sends each client the weights of its columns.
-    3. SecureInnerProduct (Algorithm 2): each client encrypts
-       ``x_{k,i}^T w_k`` for its rows; the server adds the parts of each
-       row and returns ``enc(x_i^T w)``, which the clients decrypt. Skipped
-       when clients hold whole rows: they compute it themselves.
-    4. LocalDualMethod: every client computes its rows' dual direction and
-       sends its part of the direction's change of ``w`` by secure
-       aggregation; one client per row group reports two kinds of sums over
-       its rows (losses, and conjugates along the direction).
-    5. The server computes ``P`` and ``D`` exactly, stops when the gap is
-       below ``tol``, else chooses the step length by line search on ``D``
-       and sends it; the clients move their duals, the server its ``w``.
-
-    Choices where the paper is silent or loose, and where skfed departs:
-
-    - The server holds no dual variable, not even encrypted: the clients of
-      a row group compute the same step from the same inputs, so nothing
-      needs averaging, and ``w`` is kept exact by summing the changes the
-      clients send. The paper's per-client ``w_hat_k`` in plaintext, which
-      let the server read a client's row, becomes one secure sum per column
-      group.
-    - The coordinate step uses ``||x_i||^2`` (the paper's closed form omits
-      it, i.e. assumes unit-norm rows). The squared norms are summed once at
-      setup like the inner products: the clients of a row group learn
-      ``||x_i||^2`` of their rows.
-    - The paper's constant ``gamma_t`` with all coordinates updated against
-      the same ``w`` overshoots on correlated features; the line search,
-      momentum and curvature scale of ``step_size="auto"`` make one pass
-      per round converge (see the user guide for measured rounds).
-    - Partial participation: the paper's stale variables are avoided; a row
-      group's duals move only when all its clients are present.
-    - Fixed-point scale: the clients agree on the binary order of magnitude
-      of their largest row part (a federated maximum) before anything is
-      encrypted; every encryption and secure sum is scaled from it (and from
-      ``||w||``, which the server sends as one exponent per round), with 40
-      significant bits. Encrypted and plaintext fits agree to ~1e-10.
-    - Multiclass problems are solved one-vs-rest, all classes in the same
-      messages.
-    - The clients share one Paillier key pair generated from the operating
-      system's randomness (never ``random_state``); the server never holds a
-      key. Horizontal splits need no encryption at all (every exchange is a
-      secure sum).
-
-    What each party learns (see the user guide for the measured audit): the
-    server sees ciphertexts of the inner products and squared norms, one
-    sum per column group of the clients' weight changes, the per-row-group
-    loss and conjugate sums, and the model ``w``; client ``k`` sees the
-    margins, squared norms and duals of its own rows and the weights of its
-    own columns.
+    %(hyfdca_notes)s
 
     References
     ----------
@@ -317,16 +268,24 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
     # ------------------------------------------------------------------ fit
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_party=None):
+    def fit(self, X, y, sample_weight=None, sample_party=None):
         """Run HyFDCA on the clients' blocks.
 
         Parameters
         ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
-            The whole table; each client only ever holds its own block.
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The whole table; each client only ever holds its own block
+            (CSR when ``X`` is sparse: CSR, CSC or COO).
 
         y : array-like of shape (n_samples,)
             Class labels; each client holds the labels of its rows.
+
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights ``s_i``, held with the labels by the
+            clients of each row's row group (they never leave them): row
+            ``i``'s loss counts ``s_i`` times in an average over the total
+            weight (see Notes), so integer weights equal repeated rows and
+            zero weights equal removed rows. ``None``: all ones.
 
         sample_party : array-like of int of shape (n_samples,), default=None
             Row group of every row (ids ``0..n_row_groups-1``), instead of
@@ -337,31 +296,24 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         -------
         self : HyFDCAClassifier
         """
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        X, y = validate_data(self, X, y, dtype=np.float64,
+                             accept_sparse=["csr", "csc", "coo"])
+        weights = row_weights(sample_weight, X)
         check_classification_targets(y)
         self.classes_, y_index = np.unique(y, return_inverse=True)
         check_labels_not_single_class(self.classes_)
-        if sample_party is not None and isinstance(
-                self.partition, (VerticalPartition, list, tuple)):
-            raise ValueError(
-                "sample_party was given, but the partition is vertical (one "
-                "row group: every client holds every row). Pass a "
-                "HybridPartition or HorizontalPartition to split rows.")
+        check_sample_party(self.partition, sample_party)
         partition = self._resolve_partition(X, sample_party)
-        self._check_encodable(X)
-        if self.participation < 1 and partition.n_row_groups == 1:
-            raise ValueError(
-                f"participation={self.participation} needs at least two row "
-                "groups, but this partition has one (a vertical split: every "
-                "client holds part of every row, so no dual variable can move "
-                "while a client is away); use participation=1.0 or split the "
-                "rows too with a HybridPartition.")
+        check_encodable(X, alpha=self.alpha, fit_intercept=self.fit_intercept,
+                        intercept_scaling=self.intercept_scaling,
+                        encryption=self.encryption)
+        check_participation(self.participation, partition)
         if len(self.classes_) == 2:
             Y = np.where(y_index == 1, 1.0, -1.0)[:, None]
         else:  # one-vs-rest: one +-1 column per class
             Y = np.where(y_index[:, None] == np.arange(len(self.classes_)),
                          1.0, -1.0)
-        w = self._run_protocol(X, Y, partition)
+        w = self._run_protocol(X, Y, weights, partition)
         n_features = X.shape[1]
         self.coef_ = np.ascontiguousarray(w[:n_features].T)
         if self.fit_intercept:
@@ -369,45 +321,6 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         else:
             self.intercept_ = np.zeros(w.shape[1])
         return self
-
-    def _check_encodable(self, X):
-        """Refuse, before any party starts, data no fixed-point scale fits."""
-        with np.errstate(over="ignore"):
-            sq = np.einsum("ij,ij->i", X, X) + (
-                self.intercept_scaling ** 2 if self.fit_intercept else 0.0)
-        bound = float(np.sqrt(np.max(sq, initial=0.0))) / self.alpha
-        if not (np.all(np.isfinite(sq)) and math.isfinite(bound)
-                and bound < 2.0 ** 500):
-            if self.encryption is None:  # no encoding to speak of here
-                raise ValueError(
-                    "HyFDCA cannot fit this X: its values are too large "
-                    f"(largest |x| = {float(np.max(np.abs(X))):.3g}); the "
-                    "squared row norms divided by alpha overflow the "
-                    "protocol's arithmetic (they must stay below 2**500). "
-                    "Rescale the features (for example with StandardScaler) "
-                    "or raise alpha.")
-            raise ValueError(
-                "HyFDCA cannot encode this X: its row norms (largest |x| = "
-                f"{float(np.max(np.abs(X))):.3g}) divided by alpha overflow "
-                "the fixed-point range, so rescale the features (for example "
-                "with StandardScaler) or raise alpha.")
-
-    def _client_blocks(self, X, partition):
-        """Each client's block, and the global weight ids of its columns."""
-        n_features = X.shape[1]
-        blocks, rows, columns = {}, {}, {}
-        for k in range(partition.n_clients):
-            r_idx = partition.client_rows(k)
-            c_idx = partition.client_columns(k)
-            block = X[np.ix_(r_idx, c_idx)]
-            ids = c_idx
-            if self.fit_intercept and partition.client_cell(k)[1] == 0:
-                # The constant column travels with column group 0.
-                block = np.hstack([block, np.full((len(r_idx), 1),
-                                                  float(self.intercept_scaling))])
-                ids = np.append(c_idx, n_features)
-            blocks[k], rows[k], columns[k] = block, r_idx, ids
-        return blocks, rows, columns
 
     def _grid(self):
         grid = P.LINE_SEARCH_GRID[self.loss]
@@ -417,14 +330,15 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         return grid[[0, -1]] * float(self.step_size) if self.loss != (
             "squared_hinge") else np.array([0.0, 0.5, 1.0]) * float(self.step_size)
 
-    def _run_protocol(self, X, Y, partition):
+    def _run_protocol(self, X, Y, weights, partition):
         n_samples, n_features = X.shape
         K = partition.n_clients
         C = partition.n_column_groups
         R = partition.n_row_groups
         lam = float(self.alpha)
         whole_rows = C == 1
-        blocks, rows, columns = self._client_blocks(X, partition)
+        blocks, rows, columns = client_blocks(
+            X, partition, self.fit_intercept, self.intercept_scaling)
         row_group_of = {k: partition.client_cell(k)[0] for k in range(K)}
         # Keys: one pair shared by the clients; the server never holds one.
         # Whole rows need no encryption at all: no key then.
@@ -447,7 +361,8 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
             # choice (they compute the same step). Whole rows: the client's own.
             seed = client_seeds[k] if whole_rows else group_seeds[row_group_of[k]]
             states[client_name(k)] = P.client_state(
-                blocks[k], Y[rows[k]], private_key, loss=self.loss, lam=lam,
+                blocks[k], Y[rows[k]],
+                None if weights is None else weights[rows[k]], private_key, loss=self.loss, lam=lam,
                 n_samples=n_samples, whole_rows=whole_rows,
                 local_iterations=self.local_iterations, seed=seed,
                 n_jobs=self.n_jobs, n_slots=n_slots, n_holders=C,
@@ -455,15 +370,21 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         participants = Participation(partition, float(self.participation),
                                      self.schedule, seeds[0])
         largest_rows = max(len(r) for r in rows.values())
+        # N of the average: the number of rows, or with weights the total
+        # weight, which the clients sum securely at setup.
+        total = {"N": n_samples}
 
         def ring_encoder(scale, n_terms):
-            return P.weight_change_encoder(self.loss, lam, n_samples,
-                                           largest_rows, scale, n_terms)
+            return P.weight_change_encoder(
+                self.loss, lam, total["N"], largest_rows, scale, n_terms,
+                weighted=weights is not None)
 
         start = time.perf_counter()
         with self._federation(states) as fed:
             protocol = Protocol(fed, partition, columns, Y.shape[1],
                                 ring_encoder)
+            if weights is not None:
+                total["N"] = protocol.total_weight(range(K))
             w, curve, n_iter, gap = self._algorithm_1(
                 fed, protocol, partition, participants, grid)
             seconds = fed.gather(fed[name].call(P.crypto_seconds)
@@ -571,4 +492,5 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = True
+        tags.input_tags.sparse = True
         return tags

@@ -16,6 +16,8 @@ import math
 import numpy as np
 from scipy.special import expit, xlogy
 
+from ._hyfdca_data import row_reader
+
 __all__ = ["LINE_SEARCH_GRID", "ZERO_MODEL_LOSS", "loss_values",
            "conjugate_values", "dual_step"]
 
@@ -112,23 +114,29 @@ def _logistic_step_scalar(a, b, c):
     return 1.0 / (1.0 + math.exp(-s)) if s > -700 else 0.0
 
 
-def _sequential_pass(loss, X, signs, a, margins, sqnorm, lam_n, beta, order):
+def _sequential_pass(loss, X, signs, a, margins, sqnorm, lam_n, beta, order,
+                     weights):
     """One client's local dual coordinate ascent on whole rows (one task).
 
     Exact SDCA on the client's own rows (CoCoA's local solver, curvature
     scaled by ``beta``): each step sees the margins moved by the previous
-    steps, through the client's local copy of its change of ``w``. Returns
-    the change of ``a``.
+    steps, through the client's local copy of its change of ``w``. Row ``i``
+    of weight ``s_i`` has curvature ``s_i ||x_i||^2 / (lambda N)`` and moves
+    ``w`` by ``s_i`` times its dual step (see the estimator's Notes).
+    ``X`` is dense or CSR (rows read as index/value pairs). Returns the
+    change of ``a``.
     """
     a = a.copy()
     start = a.copy()
-    Xs = X * signs[:, None]
+    read = row_reader(X)
     dw = np.zeros(X.shape[1])
     for i in order:
-        c = beta * sqnorm[i] / lam_n
+        s = weights[i]
+        c = beta * s * sqnorm[i] / lam_n
         if c <= 0.0:
             continue
-        b = margins[i] + beta * float(Xs[i] @ dw)
+        columns, values = read(i)
+        b = margins[i] + beta * signs[i] * float(values @ dw[columns])
         if loss == "hinge":
             new = min(1.0, max(0.0, a[i] + (1.0 - b) / c))
         elif loss == "squared_hinge":
@@ -136,7 +144,7 @@ def _sequential_pass(loss, X, signs, a, margins, sqnorm, lam_n, beta, order):
         else:
             new = _logistic_step_scalar(a[i], b, c)
         if new != a[i]:
-            dw += (new - a[i]) / lam_n * Xs[i]
+            dw[columns] += (s * (new - a[i]) * signs[i] / lam_n) * values
             a[i] = new
     return a - start
 

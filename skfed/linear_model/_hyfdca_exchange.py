@@ -14,7 +14,7 @@ estimator's ``_algorithm_1`` calls these in the order of Algorithm 1.
 import numpy as np
 
 from ..federation import Local
-from ..federation.secure_sum import secure_sum
+from ..federation.secure_sum import RingEncoder, secure_sum
 from . import _hyfdca_protocol as P
 
 __all__ = ["SERVER", "client_name", "Participation", "Protocol"]
@@ -164,6 +164,32 @@ class Protocol:
                           {k: (scale,) for k in clients})
         return scale
 
+    def total_weight(self, clients):
+        """With sample weights: the total weight ``S`` of all rows, which
+        the objective's average divides by. One client per row group sends
+        the binary exponent of its group's total (the server keeps the
+        largest, ``e``, and sends it back with the request); they sum
+        ``2**-e`` times their totals securely (every share below 1, so any
+        magnitude keeps full precision); the server scales the sum back and
+        sends ``S`` to every client. The weights themselves never leave the
+        clients holding their rows."""
+        reporters = sorted(self._reporters(clients).values())
+        phase = "setup/weights"
+        self._to_server(f"{phase}/scale", self._local(
+            reporters, P.client_weight_exponent))
+        exponent = self.server.call(P.server_run, P.server_largest_exponent,
+                                    f"{phase}/scale").result()
+        name = phase if len(reporters) > 1 else f"{phase}/alone"
+        scaled = secure_sum(
+            self.fed, [client_name(k) for k in reporters], SERVER,
+            P.client_weight_sum, exponent, phase=name, sender=SERVER,
+            encoder=RingEncoder.for_bound(1.0, n_terms=len(reporters))).result()
+        total = self.server.call(P.server_set_total_weight, Local(scaled),
+                                 Local(exponent)).result()
+        self._from_server(phase, P.client_receive_total_weight,
+                          {k: (total,) for k in clients})
+        return float(total[0])
+
     def squared_norms(self, clients):
         """||x_i||^2 of every row, once, for the coordinate steps."""
         if self.whole_rows:
@@ -209,11 +235,16 @@ class Protocol:
     def no_direction(self, clients):
         self._local(clients, P.client_no_direction)
 
-    def reports(self, clients, grid):
-        """One participant per row group reports its loss/conjugate sums."""
+    def _reporters(self, clients):
+        """Row group -> its first client among ``clients``."""
         reporters = {}
         for k in clients:
             reporters.setdefault(self.row_group[k], k)
+        return reporters
+
+    def reports(self, clients, grid):
+        """One participant per row group reports its loss/conjugate sums."""
+        reporters = self._reporters(clients)
         messages = self._local(list(reporters.values()), P.client_report, grid)
         self._to_server("objective report", messages)
         stash = self.server.call(P.server_run, P.server_take,

@@ -20,6 +20,11 @@ What remains, declared below rather than hidden:
 - The clients learn, for their rows, the full inner products ``x_i^T w``
   and squared norms (hence their partners' parts, by subtraction), as in
   the paper.
+- With ``sample_weight``: every client learns the total weight of all rows
+  (the objective divides by it) and the server the binary order of
+  magnitude of each row group's total weight. A row's weight stays with the
+  clients holding the row, like its label; the reports are sums of weighted
+  losses and conjugates.
 
 Prediction sends no message: the published model ``w`` is applied where the
 whole row is (``predict`` is not federated), so the contract has no predict
@@ -28,6 +33,8 @@ rule.
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
 
 from ..federation.secure_sum import secure_sum_rules
 from ..privacy import (Aggregate, Ciphertext, Contract, Inherent, OwnShare,
@@ -61,6 +68,26 @@ def hyfdca_contract(min_rows=1):
         Rule("setup/scale", "server", "client",
              (Public("the agreed binary exponent (federated maximum)",
                      dtype="i"),)),
+        # With sample_weight: the total weight S, by secure aggregation over
+        # one client per row group (the weights never leave their rows).
+        Rule("setup/weights/scale", "client", "server",
+             (Public("binary exponent of the row group's total weight",
+                     dtype="i"),),
+             note="one integer per row group; the server keeps the maximum"),
+        *secure_sum_rules("setup/weights", "client", "server"),
+        Rule("setup/weights/request", "server", "client",
+             (Public("the largest binary exponent (shares are scaled by its "
+                     "inverse power of two)", dtype="i"),)),
+        Rule("setup/weights/alone/request", "server", "client",
+             (Public("the binary exponent of the total weight", dtype="i"),)),
+        Rule("setup/weights/alone/upload", "client", "server",
+             (Aggregate(min_rows, "the total weight of all rows, alone: one "
+                        "row group holds every row (it is the sum)",
+                        dtype="u"),)),
+        Rule("setup/weights", "server", "client",
+             (Aggregate(min_rows, "the total weight S of all rows",
+                        dtype="f"),),
+             note="the average of the objective divides by it"),
         Rule("squared norms", "client", "server",
              (Ciphertext("client", "||x_{k,i}||^2 of the client's rows"),)),
         Rule("squared norms", "server", "client",
@@ -108,6 +135,21 @@ def hyfdca_contract(min_rows=1):
 
 class HyFDCAPrivacyMixin:
     """The privacy hooks of :class:`~skfed.linear_model.HyFDCAClassifier`."""
+
+    def _privacy_secrets(self, X, y=None, sample_weight=None, **fit_params):
+        """The base secrets, plus each client's row weights (kind
+        ``"weights"``) when the fit was weighted."""
+        from ..privacy import Secret
+
+        secrets = super()._privacy_secrets(X, y, **fit_params)
+        if sample_weight is not None:
+            weight = np.asarray(sample_weight, dtype=float)
+            partition = self.partition_
+            for k in range(partition.n_clients):
+                secrets.append(Secret(f"client{k}", "weights",
+                                      f"row weights of client{k}",
+                                      weight[partition.client_rows(k)]))
+        return secrets
 
     def _privacy_contract(self):
         partition = self.partition_

@@ -26,13 +26,10 @@ duals), and the step-size state (line search, momentum, curvature scale).
 # SPDX-License-Identifier: BSD-3-Clause
 
 import math
-import time
-from functools import reduce
 
 import numpy as np
 
-from ..crypto import PackedEncoder
-from ..federation.secure_sum import RingEncoder
+from ._hyfdca_data import row_sqnorms
 from ._hyfdca_dual import (  # noqa: F401  (part of this module's interface)
     LINE_SEARCH_GRID,
     ZERO_MODEL_LOSS,
@@ -43,6 +40,14 @@ from ._hyfdca_dual import (  # noqa: F401  (part of this module's interface)
     conjugate_values,
     dual_step,
     loss_values,
+)
+from ._hyfdca_encryption import (  # noqa: F401  (part of this interface)
+    PRECISION_BITS,
+    _decrypt,
+    _encrypt,
+    _encrypted_sum,
+    crypto_seconds,
+    weight_change_encoder,
 )
 
 __all__ = [
@@ -56,25 +61,29 @@ __all__ = [
     "conjugate_values",
 ]
 
-#: significant bits of every fixed-point encryption below its bound: the
-#: bound (a power of two) comes from the data, so the precision is relative.
-PRECISION_BITS = 40
-
 # -- setup -------------------------------------------------------------------
 
-def client_state(X, Y, private_key, *, loss, lam, n_samples, whole_rows,
-                 local_iterations, seed, n_jobs, n_slots, n_holders,
+def client_state(X, Y, weights, private_key, *, loss, lam, n_samples,
+                 whole_rows, local_iterations, seed, n_jobs, n_slots, n_holders,
                  row_group):
     """Private state of one client (a dict the Federation turns into a state).
 
-    ``seed`` drives the choice and order of the coordinates: shared by the
-    clients of a row group when they hold parts of rows (they must compute
-    the same step), the client's own when it holds whole rows.
+    ``X`` is dense or CSR. ``weights`` are its rows' weights (``None``: all
+    ones), private like the labels. ``seed`` drives the choice and order of
+    the coordinates: shared by the clients of a row group when they hold
+    parts of rows (they must compute the same step), the client's own when
+    it holds whole rows. ``n_samples`` is the total weight ``N`` of the
+    average (the number of rows when unweighted; with weights it arrives by
+    :func:`client_receive_total_weight`).
     """
     n_rows, n_tasks = Y.shape
     zeros = np.zeros((n_rows, n_tasks))
+    # The duals are kept per unit weight (see the estimator's Notes): row i
+    # moves w by s_i times its dual variable. A column, for broadcasting.
+    s = np.ones((n_rows, 1)) if weights is None else np.asarray(
+        weights, dtype=np.float64).reshape(-1, 1)
     return {
-        "X": X, "Y": Y, "private_key": private_key, "loss": loss,
+        "X": X, "Y": Y, "s": s, "private_key": private_key, "loss": loss,
         "lam": lam, "N": n_samples, "whole_rows": whole_rows,
         "row_group": int(row_group),
         "H": n_rows if local_iterations == "auto" else int(local_iterations),
@@ -122,87 +131,13 @@ def server_state(client_rows, client_columns, row_group_of, n_weights,
     }
 
 
-# -- encryption helpers ---------------------------------------------------------
-
-def _encoding(state, exponent):
-    """The fixed-point layout for values of magnitude at most ``2**exponent``."""
-    if state.n_slots >= 2:
-        return PackedEncoder([2.0 ** exponent] * state.n_slots,
-                             max_summands=state.n_holders,
-                             precision_bits=PRECISION_BITS)
-    return None
-
-
-def _encrypt(state, values, exponent):
-    """Encrypt ``values`` (bounded by ``2**exponent``): ``n_slots`` values
-    per ciphertext in row-major order when packing, else one by one with the
-    shared absolute precision ``2**(exponent - PRECISION_BITS)``."""
-    start = time.perf_counter()
-    values = np.asarray(values, dtype=np.float64)
-    key = state.private_key  # the clients own the key pair (CRT encryption)
-    encoder = _encoding(state, exponent)
-    if encoder is None:
-        out = key.encrypt(values, precision=2.0 ** (exponent - PRECISION_BITS),
-                          n_jobs=state.n_jobs)
-    else:
-        n_slots = encoder.n_slots
-        flat = np.concatenate([values.ravel(),
-                               np.zeros((-values.size) % n_slots)])
-        out = key.encrypt_packed(flat.reshape(-1, n_slots), encoder,
-                                 n_jobs=state.n_jobs)
-    state.crypto_seconds += time.perf_counter() - start
-    return out
-
-
-def _decrypt(state, encrypted, shape):
-    """Decrypt into an array of ``shape`` (undoing the packing layout)."""
-    start = time.perf_counter()
-    out = np.asarray(state.private_key.decrypt(encrypted, n_jobs=state.n_jobs),
-                     dtype=np.float64)
-    out = out.ravel()[:int(np.prod(shape))]
-    state.crypto_seconds += time.perf_counter() - start
-    return out.reshape(shape)
-
-
-def _encrypted_sum(state, arrays):
-    start = time.perf_counter()
-    out = reduce(lambda a, b: a + b, arrays)
-    state.crypto_seconds += time.perf_counter() - start
-    return out
-
-
-def crypto_seconds(state):
-    """Seconds this party spent encrypting, decrypting and adding ciphertexts."""
-    return state.crypto_seconds
-
-
 # -- setup: the encoding scale, agreed before anything is encrypted -----------
-
-def weight_change_encoder(loss, lam, n_samples, largest_rows, scale, n_terms):
-    """The ring encoding of a secure sum of clients' weight changes.
-
-    A client's part ``X_k^T (y * v) / (lambda N)`` has entries of magnitude
-    at most ``n_k 2**scale A / (lambda N)`` where ``|v_i| <= A``: 1 for the
-    hinge and logistic duals (in [0, 1]); for the squared hinge's unbounded
-    duals the bound that the monotone dual ascent keeps (``a_i <= 2 sqrt(N)``
-    since ``D >= D(0) = 0``, margins at most ``2**scale * 3 / sqrt(lambda)``).
-    Every quantity is public, so the server decodes with the same encoder.
-    """
-    if loss == "squared_hinge":
-        coefficient = (4.0 * math.sqrt(n_samples) + 1.0
-                       + 3.0 * 2.0 ** scale / math.sqrt(lam))
-    else:
-        coefficient = 1.0
-    bound = largest_rows * 2.0 ** scale * coefficient / (lam * n_samples)
-    return RingEncoder.for_bound(bound, n_terms=n_terms)
-
 
 def client_scale_exponent(client):
     """``ceil(log2(max_i ||x_{k,i}||))``: one integer, the binary order of
     magnitude of the client's largest row part (a federated maximum of these
     sets every fixed-point scale)."""
-    largest = float(np.sqrt(np.max(np.einsum("ij,ij->i", client.X, client.X),
-                                   initial=0.0)))
+    largest = float(np.sqrt(np.max(row_sqnorms(client.X), initial=0.0)))
     return int(math.ceil(math.log2(largest))) if largest > 0 else -1000
 
 
@@ -215,17 +150,46 @@ def client_receive_scale(client, exponent):
     client.scale_exponent = int(exponent)
 
 
+# -- setup with sample weights: the total weight S, by secure aggregation -----
+
+def client_weight_exponent(client):
+    """``ceil(log2(sum_i s_i))`` over the row group's rows (one reporter per
+    row group): the public bound of the secure sum of the total weight."""
+    total = float(client.s.sum())
+    return int(math.ceil(math.log2(total))) if total > 0 else -1000
+
+
+def server_largest_exponent(server, exponents):
+    return int(max(exponents.values()))
+
+
+def client_weight_sum(client, exponent):
+    """The row group's total weight times ``2**-exponent`` (at most 1): its
+    share of the secure sum."""
+    return np.array([math.ldexp(float(client.s.sum()), -int(exponent))])
+
+
+def server_set_total_weight(server, scaled, exponent):
+    """The decoded sum scaled back: ``N``, the total weight of all rows."""
+    server.N = math.ldexp(float(np.asarray(scaled).ravel()[0]), int(exponent))
+    return np.array([server.N])
+
+
+def client_receive_total_weight(client, total):
+    """``N``, the total weight of all rows, that the average divides by."""
+    client.N = float(np.asarray(total).ravel()[0])
+
+
 # -- squared norms of the rows (setup, the pattern of SecureInnerProduct) ------
 
 def client_partial_sqnorms(client):
     """enc(||x_{k,i}||^2) for the client's rows (to the server)."""
-    return _encrypt(client, np.einsum("ij,ij->i", client.X, client.X),
-                    2 * client.scale_exponent)
+    return _encrypt(client, row_sqnorms(client.X), 2 * client.scale_exponent)
 
 
 def client_local_sqnorms(client):
     """A client holding whole rows (one column group) needs no one else."""
-    client.sqnorm = np.einsum("ij,ij->i", client.X, client.X)
+    client.sqnorm = row_sqnorms(client.X)
 
 
 def server_sum_over_row_groups(server, parts):
@@ -243,6 +207,12 @@ def client_receive_sqnorms(client, enc_sqnorm):
 
 # -- the round's point: duals plus momentum, and its weights ------------------
 
+def _weighted_rows_product(client, v):
+    """``X_k^T (y * s * v)``: the rows' change of ``w`` for a change ``v`` of
+    their duals (a sparse product for a CSR block)."""
+    return np.asarray(client.X.T @ (client.Y * client.s * v))
+
+
 def client_extrapolate(client, mu):
     """Move the evaluation point to ``A + mu (A - A_prev)`` (kept feasible;
     ``mu`` per row group and task) and return this client's part of the
@@ -252,7 +222,7 @@ def client_extrapolate(client, mu):
     point = _project(client.loss, client.A + mu * (client.A - client.A_prev))
     shift = point - client.point
     client.point = point
-    return client.X.T @ (client.Y * shift) / (client.lam * client.N)
+    return _weighted_rows_product(client, shift) / (client.lam * client.N)
 
 
 def server_point_weights(server, shift):
@@ -284,7 +254,8 @@ def client_receive_weights(client, w_k, exponent):
 
 def client_partial_inner_products(client):
     """ip_{k,i} = enc(x_{k,i}^T w_k) for the client's rows."""
-    return _encrypt(client, client.X @ client.w, client.ip_exponent)
+    return _encrypt(client, np.asarray(client.X @ client.w),
+                    client.ip_exponent)
 
 
 def client_receive_inner_products(client, enc_xw):
@@ -294,7 +265,7 @@ def client_receive_inner_products(client, enc_xw):
 
 def client_local_inner_products(client):
     """Whole rows on one client: x_i^T w computed locally, nothing sent."""
-    client.margins = client.Y * (client.X @ client.w)
+    client.margins = client.Y * np.asarray(client.X @ client.w)
 
 
 # -- LocalDualMethod and the direction's weights --------------------------------
@@ -321,16 +292,18 @@ def client_direction(client, beta):
         for j in range(n_tasks):
             direction[:, j] = _sequential_pass(
                 loss, client.X, client.Y[:, j], point[:, j],
-                client.margins[:, j], client.sqnorm, lam_n, beta[j], order)
+                client.margins[:, j], client.sqnorm, lam_n, beta[j], order,
+                client.s[:, 0])
     else:
         H = min(client.H, n_rows)
         chosen = (np.arange(n_rows) if H >= n_rows else
                   np.sort(client.rng.choice(n_rows, size=H, replace=False)))
-        c = client.sqnorm[chosen, None] / lam_n * beta[None, :]
+        c = (client.s[chosen] * client.sqnorm[chosen, None] / lam_n
+             * beta[None, :])
         new = dual_step(loss, point[chosen], client.margins[chosen], c)
         direction[chosen] = new - point[chosen]
     client.direction = direction
-    return client.X.T @ (client.Y * direction) / lam_n
+    return _weighted_rows_product(client, direction) / lam_n
 
 
 def client_report(client, grid):
@@ -338,10 +311,11 @@ def client_report(client, grid):
     their labels: the loss at the round's point, then ``sum g(a + s d)`` at
     each of the line search's step lengths ``s`` (2 for the hinge loss, 3
     for the squared hinge, 17 for the logistic loss)."""
-    losses = loss_values(client.loss, client.margins).sum(axis=0)
-    conj = np.stack([conjugate_values(client.loss, client.point
-                                      + s * client.direction).sum(axis=0)
-                     for s in grid])
+    weights = client.s
+    losses = (weights * loss_values(client.loss, client.margins)).sum(axis=0)
+    conj = np.stack([(weights * conjugate_values(
+        client.loss, client.point + s * client.direction)).sum(axis=0)
+        for s in grid])
     return np.vstack([losses[None, :], conj])
 
 

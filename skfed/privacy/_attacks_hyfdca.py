@@ -69,6 +69,15 @@ def _float_vectors(payload, width):
             yield leaf.reshape(width, -1)
 
 
+def _total_weight(messages):
+    """The total weight ``S`` the server sent at setup (weighted fits), or
+    ``None``."""
+    for m in messages:
+        if m.sender == "server" and m.phase == "setup/weights":
+            return float(np.ravel(m.payload[0])[0])
+    return None
+
+
 def _public_decoder(estimator, messages):
     """``decode(ring_total, n_terms)``: the secure sums' public encoding."""
     from ..linear_model._hyfdca_protocol import weight_change_encoder
@@ -78,11 +87,13 @@ def _public_decoder(estimator, messages):
     scales = [int(np.ravel(m.payload[0])[0]) for m in messages
               if m.receiver == "server" and m.phase == "setup/scale"]
     scale = max(scales) if scales else 0
+    total_weight = _total_weight(messages)
 
     def decode(total, n_terms):
         encoder = weight_change_encoder(
-            estimator.loss, float(estimator.alpha), sum(sizes), max(sizes),
-            scale, n_terms)
+            estimator.loss, float(estimator.alpha),
+            sum(sizes) if total_weight is None else total_weight, max(sizes),
+            scale, n_terms, weighted=total_weight is not None)
         return encoder.decode(total)
 
     return decode
@@ -104,8 +115,9 @@ def _candidates(estimator, messages):
         state.update(total=None, key=None, members=set())
 
     for m in messages:
-        if m.receiver != "server" or m.sender not in columns:
-            continue
+        if (m.receiver != "server" or m.sender not in columns
+                or str(m.phase).startswith("setup/weights")):
+            continue  # the total weight's sum is a scalar, not a row's
         c, width = columns[m.sender]
         payload = tuple(m.payload or ())
         if str(m.phase).endswith("/upload") and payload and isinstance(
@@ -181,8 +193,13 @@ def row_reconstruction(estimator, messages, X, y=None, **fit_params):
         used).
     X : array-like
         The fit's data, used only to score the attack.
-    y, **fit_params
+    y : array-like, optional
         Unused (the partition is read from the fitted estimator).
+
+    **fit_params
+        Unused. With sample weights the server reads the total weight
+        ``S`` from its own setup messages: the weight changes it sums are
+        scaled by ``1 / (lambda S)``.
 
     Returns
     -------
@@ -191,10 +208,12 @@ def row_reconstruction(estimator, messages, X, y=None, **fit_params):
         ``relative_error`` and ``direction_error`` of its best-recovered row
         (lower is a better attack), with their ``chance``.
     """
-    X = np.asarray(X, dtype=float)
+    # Scored against dense rows (sparse input included).
+    X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
     partition = estimator.partition_
     candidates = _candidates(estimator, messages)
-    lam_n = float(estimator.alpha) * X.shape[0]
+    total = _total_weight(messages)
+    lam_n = float(estimator.alpha) * (X.shape[0] if total is None else total)
     rng = np.random.RandomState(0)
     rows = []
     for k in range(partition.n_clients):
