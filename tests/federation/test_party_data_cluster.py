@@ -1,0 +1,194 @@
+"""Parties that live apart: PartyData on a simulated multi-node Ray cluster.
+
+One node per party, each with a custom resource naming it; each party's
+table is a CSV file in a directory only its loader names. The fits below
+run once for the module (a cluster starts slowly) while every object the
+driver fetches from Ray is recorded.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+
+import skfed
+from skfed.ensemble import SecureBoostClassifier
+from skfed.federation import PartyData, record_messages
+from skfed.partition import VerticalPartition
+
+ray = pytest.importorskip("ray")
+cluster_utils = pytest.importorskip("ray.cluster_utils")
+pytestmark = [pytest.mark.xdist_group("ray")]
+
+PARTIES = ["party0", "party1", "party2"]
+N = 80
+
+
+def _tables(rng):
+    """Three tables with some ids only one party has; party0 holds 'label'."""
+    ids = np.arange(N)
+    tables = []
+    for k in range(3):
+        own = np.concatenate([ids, 1000 * (k + 1) + np.arange(5)])  # extra ids
+        own = own[rng.permutation(own.size)]
+        df = pd.DataFrame({"id": own})
+        for j in range(2):
+            df[f"p{k}_x{j}"] = rng.normal(size=own.size)
+        tables.append(df)
+    joined = pd.concat([t.set_index("id") for t in tables], axis=1, join="inner")
+    joined = joined.sort_index()
+    label = (joined.iloc[:, 0] + joined.iloc[:, 2] - joined.iloc[:, 4]
+             + 0.3 * rng.normal(size=N) > 0).astype(int)
+    tables[0]["label"] = label.reindex(tables[0]["id"]).fillna(0).astype(int).values
+    return tables, joined.to_numpy(), label.to_numpy()
+
+
+class _DriverGets:
+    """Wraps ``ray.get`` in the driver; keeps every ref asked and value got."""
+
+    def __init__(self, original):
+        self.original = original
+        self.refs, self.values = [], []
+
+    def __call__(self, refs, *args, **kwargs):
+        out = self.original(refs, *args, **kwargs)
+        self.refs.extend(refs if isinstance(refs, list) else [refs])
+        self.values.append(out)
+        return out
+
+
+def _estimators():
+    return {
+        "SecureBoostClassifier": SecureBoostClassifier(
+            n_estimators=2, max_depth=2, key_size=512, random_state=0),
+    }
+
+
+@pytest.fixture(scope="module")
+def fits(tmp_path_factory):
+    from skfed.federation._ray import shutdown_homes
+
+    was_running = ray.is_initialized()
+    if was_running:
+        ray.shutdown()
+    cluster = cluster_utils.Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 1, "resources": {"party0": 1}})
+    for name in PARTIES[1:]:
+        cluster.add_node(num_cpus=1, resources={name: 1})
+    ray.init(address=cluster.address, include_dashboard=False,
+             log_to_driver=False, configure_logging=False)
+    tables, X, y = _tables(np.random.RandomState(0))
+    paths = {}
+    for name, table in zip(PARTIES, tables):
+        directory = tmp_path_factory.mktemp(name)
+        paths[name] = str(directory / "table.csv")
+        table.to_csv(paths[name], index=False)
+    placement = {name: {"resources": {name: 0.01}} for name in PARTIES}
+    out = {"X": X, "y": y, "tables": tables, "paths": paths, "models": {}}
+    gets = _DriverGets(ray.get)
+    try:
+        with skfed.config_context(allow_insecure_keys=True):
+            for name, estimator in _estimators().items():
+                reference = clone(estimator).set_params(partition=VerticalPartition(
+                    [[0, 1], [2, 3], [4, 5]], active_parties=(0,))).fit(X, y)
+                data = PartyData(paths)
+                with skfed.config_context(backend="ray",
+                                          ray_actor_options=placement):
+                    ray.get = gets
+                    try:
+                        with record_messages() as rec:
+                            model = estimator.fit(data, "label")
+                            predicted = model.decision_function(data)
+                    finally:
+                        ray.get = gets.original
+                    out["models"][name] = (reference, model, predicted, rec, data)
+            out["nodes"] = {
+                name: gets.original(skfed.federation._ray.home_actor(name)
+                                    .at_home.remote(_node_id, ()))
+                for name in PARTIES}
+        out["resources"] = {node["NodeID"]: node["Resources"]
+                            for node in ray.nodes() if node["Alive"]}
+        out["gets"] = gets
+        yield out
+    finally:
+        ray.get = gets.original
+        shutdown_homes()
+        ray.shutdown()
+        cluster.shutdown()
+        if was_running:  # the session's local instance (tests/conftest.py)
+            ray.init(num_cpus=2, resources={"bank_b": 1}, include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
+
+
+def _node_id(home):
+    return ray.get_runtime_context().get_node_id()
+
+
+def test_each_party_runs_on_its_own_node(fits):
+    nodes = fits["nodes"]
+    assert len(set(nodes.values())) == len(PARTIES)
+    for name, node in nodes.items():
+        assert fits["resources"][node].get(name) == 1
+
+
+@pytest.mark.parametrize("name", sorted(_estimators()))
+def test_same_model_and_messages_as_in_memory_threads(fits, name):
+    reference, model, predicted, _, data = fits["models"][name]
+    assert data.n_rows_ == N
+    np.testing.assert_allclose(predicted, reference.decision_function(fits["X"]),
+                               rtol=1e-9, atol=1e-9)
+    assert model.communication_ == reference.communication_
+    assert model.communication_.total_messages > 0
+
+
+def _arrays(obj):
+    if isinstance(obj, np.ndarray):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from _arrays(item)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            yield from _arrays(item)
+
+
+def test_driver_never_holds_a_block_or_a_payload(fits):
+    from skfed.crypto import EncryptedArray
+    from skfed.federation._remote import RemoteValue
+
+    gets = fits["gets"]
+    got = [a for value in gets.values for a in _arrays(value)]
+    assert all(not isinstance(v, EncryptedArray) for v in gets.values)
+    # No fetched array is (or contains) a column of any party's block.
+    X = fits["X"]
+    for array in got:
+        if array.ndim and array.shape[0] == X.shape[0]:
+            flat = array.reshape(X.shape[0], -1).astype(float)
+            for j in range(X.shape[1]):
+                for c in range(flat.shape[1]):
+                    assert not np.allclose(flat[:, c], X[:, j])
+    # Every message between parties travelled as a reference that the
+    # driver never fetched (only the receiving party's actor did).
+    asked = {ref.hex() for ref in gets.refs}
+    n_refs = 0
+    for *_, rec, _ in fits["models"].values():
+        for message in rec.messages:
+            for item in message.payload:
+                if isinstance(item, RemoteValue):
+                    n_refs += 1
+                    assert item.ref.hex() not in asked
+                else:
+                    assert not isinstance(item, (np.ndarray, EncryptedArray))
+    assert n_refs > 0
+
+
+def test_shares_are_kept_and_saved_at_home(fits, tmp_path):
+    import joblib
+
+    _, model, _, _, data = fits["models"]["SecureBoostClassifier"]
+    paths = data.save_shares(model, tmp_path)
+    assert sorted(paths) == PARTIES
+    # A passive party's file holds its own lookup table (its thresholds).
+    records = joblib.load(paths["party1"])
+    assert records and all(len(r) == 3 for r in records[0])
