@@ -39,12 +39,20 @@ def _on_ray():
 
 def _at_home(name, fn, *args):
     """``fn(home, *args)`` run by party ``name``'s home (its actor on Ray)."""
+    return _at_homes({name: args}, fn)[name]
+
+
+def _at_homes(calls, fn):
+    """``fn(home, *args)`` at every home of ``calls`` ({name: args}) at once."""
     if _on_ray():
         from ._ray import home_actor, import_ray
 
-        actor = home_actor(name)
-        return import_ray().get(actor.at_home.remote(fn, args))
-    return fn(_local_homes.setdefault(str(name), {}), *args)
+        refs = {name: home_actor(name).at_home.remote(fn, args)
+                for name, args in calls.items()}
+        values = import_ray().get(list(refs.values()))
+        return dict(zip(refs, values))
+    return {name: fn(_local_homes.setdefault(str(name), {}), *args)
+            for name, args in calls.items()}
 
 
 def _read(source):
@@ -229,8 +237,8 @@ class PartyData:
 
         names = self.parties
         key = ("party_data", uuid.uuid4().hex)
-        info = [_at_home(name, _load, key, self.sources[name], self.id_column, label)
-                for name in names]
+        info = list(_at_homes({name: (key, self.sources[name], self.id_column, label)
+                               for name in names}, _load).values())
         kinds = {kind for *_, kind in info}
         if len(kinds) > 1:
             raise TypeError(
@@ -250,9 +258,9 @@ class PartyData:
         if len(rows[0]) == 0:
             raise ValueError(f"The parties have no id in common in column "
                              f"{self.id_column!r}.")
-        shapes = [_at_home(name, _keep_rows, key, rows[k], self.id_column, label,
-                           allow_nan, encode)
-                  for k, name in enumerate(names)]
+        shapes = list(_at_homes({name: (key, rows[k], self.id_column, label,
+                                        allow_nan, encode)
+                                 for k, name in enumerate(names)}, _keep_rows).values())
         actors = {}
         if _on_ray():
             from ._ray import home_actor
