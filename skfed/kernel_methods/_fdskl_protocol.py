@@ -67,6 +67,7 @@ from ._vertical_features import (
     excluded_parties,
     party_directions,
     party_phases,
+    ring_angles,
     trees_for,
 )
 
@@ -119,6 +120,7 @@ def setup_party(state, config):
     first = first[:state.n_cache_rows]
     state.cache_slot[first] = np.arange(len(first))
     state.check_every = config["check_every"]
+    state.ring = len(state.names) > 1
     state.m = config["m"]
     me = state.names[state.index]
     if me in state.owners:
@@ -199,35 +201,36 @@ def _party_receive_step(state, message):
         start[cached] = hist.upto[slots[cached]]
         hist.upto[slots[cached]] = width
         state.step["requests"][owner] = (start, width)
-
-
-#: rows per block of the needed-pair enumeration
-_ROW_BLOCK = 64
+        # The step's rows by increasing start, split where the start
+        # changes: the blocks of _pairs (a public order).
+        order = np.argsort(start, kind="stable")
+        state.step.setdefault("blocks", {})[owner] = np.split(
+            order, np.flatnonzero(np.diff(start[order])) + 1)
 
 
 def _pairs(state, owner, excluded):
-    """The needed pairs of a group, block of rows by block of rows.
+    """The needed pairs of a group, as rectangles of rows x features.
 
     The group is the owner's features whose ``l'`` is ``excluded`` (all of
-    them when there is one party). The step's rows are taken in the order
-    of their first needed feature (a public order: every party derives it
-    from the public history), in blocks of ``_ROW_BLOCK``. Yields
-    ``(idx, cols, need)`` per block: the rows' positions in the step, the
-    columns (positions in the owner's list) from the block's smallest
-    start, and the needed-pair mask. Concatenated, the blocks list the
-    pairs in row-major order; rows with similar starts share a block, so
-    the dense products waste little on pairs that are not needed.
+    them when there is one party). A row needs the group's features from
+    its *start* on (the owner's feature count at its last visit; 0 for a
+    row never seen or past the budget), and the rows of one earlier step
+    share their start: so the step's rows, taken by increasing start (a
+    public order: every party derives it from the public history), fall in
+    a few blocks that each need the same features. Yields ``(idx, cols)``
+    per block: the rows' positions in the step and the columns (positions
+    in the owner's list). Concatenated row-major, the blocks list the pairs
+    of a masked sum; nothing that is not needed is computed or sent.
     """
     start, width = state.step["requests"][owner]
-    excluded_of = state.history[owner].excluded
-    order = np.argsort(start, kind="stable")
-    for a in range(0, len(order), _ROW_BLOCK):
-        idx = order[a:a + _ROW_BLOCK]
-        first = start[idx]
-        cols = np.arange(int(first[0]), width)
-        if excluded is not None:
-            cols = cols[excluded_of[cols] == excluded]
-        yield idx, cols, cols[None, :] >= first[:, None]
+    if excluded is None:
+        group = np.arange(width)
+    else:
+        group = np.flatnonzero(state.history[owner].excluded[:width] == excluded)
+    for idx in state.step["blocks"][owner]:
+        cols = group[np.searchsorted(group, start[idx[0]]):]
+        if len(cols):
+            yield idx, cols
 
 
 def _party_pair_projection(state, owner, excluded):
@@ -237,13 +240,22 @@ def _party_pair_projection(state, owner, excluded):
     their sum up ``T1`` and keeps ``b^l`` for ``T2``.
     """
     rows, ids_of = state.step["rows"], state.history[owner].ids
+    # In a masked sum (``state.ring``) only l' sends a phase, and the values
+    # leave as ring elements; the single-party loop (and the privacy
+    # replay's surrogate party) keeps floats and every phase.
+    ring = getattr(state, "ring", False)
+    keep_offsets = not ring or state.index == excluded
     values, offsets = [], []
-    for idx, cols, need in _pairs(state, owner, excluded):
+    for idx, cols in _pairs(state, owner, excluded):
         ids = ids_of[cols]
         v = state.X[rows[idx]] @ state.omega[:, ids]
-        values.append(v[need])
-        offsets.append(np.broadcast_to(state.offsets[ids], v.shape)[need])
-    return np.concatenate(values), np.concatenate(offsets)
+        values.append(np.asarray(v).ravel())
+        if keep_offsets:
+            offsets.append(np.broadcast_to(state.offsets[ids], v.shape).ravel())
+    values = np.concatenate(values) if values else np.empty(0)
+    offsets = (np.concatenate(offsets) if offsets else np.empty(0)) \
+        if keep_offsets else None
+    return (ring_angles(values) if ring else values), offsets
 
 
 def _owner_save_features(state, received):
@@ -265,10 +277,9 @@ def _owner_save_features(state, received):
     new_phi = np.zeros((len(rows), width - n_coef))
     for excluded, values in received.items():
         done = 0
-        for idx, cols, need in _pairs(state, me, excluded):
-            k = int(np.count_nonzero(need))
-            phi = np.zeros(need.shape)
-            phi[need] = np.cos(values[done:done + k])
+        for idx, cols in _pairs(state, me, excluded):
+            k = len(idx) * len(cols)
+            phi = np.cos(values[done:done + k]).reshape(len(idx), len(cols))
             done += k
             split = int(np.searchsorted(cols, n_coef))
             if split:
