@@ -48,10 +48,11 @@ partition = VerticalPartition(4, active_parties=(0, 1))
 # %%
 # A straggler
 # -----------
-# ``party_delays`` simulates computing power: one training iteration of a
-# party with factor ``s`` costs ``s`` milliseconds of simulated work. Party 1
-# is four times slower than party 0 (passive parties run no iterations).
-delays = [3, 12, 3, 3]
+# ``party_delays`` simulates computing power: a party with factor ``s``
+# takes ``s`` times its own work per update (it waits ``s - 1`` times what
+# computing its step took). Party 1 is four times slower than party 0
+# (passive parties run no updates).
+delays = [1, 4, 1, 1]
 fits = {}
 for asynchronous in (False, True):
     ranker = AVFKAMRanker(partition, asynchronous=asynchronous,
