@@ -25,9 +25,10 @@ import numpy as np
 
 from .. import _config
 from ..partition import VerticalPartition
-from ._ray import HomeList, HomeRef, RemoteValue
+from ._remote import HomeList, HomeRef, RemoteValue
 
-__all__ = ["PartyData", "party_data_fit_input", "party_data_predict_input"]
+__all__ = ["PartyData", "party_data_fit_input", "party_data_predict_input",
+           "at_home_apply"]
 
 #: The homes of the threads backend: ``{party name: dict}`` in this process.
 _local_homes = {}
@@ -327,12 +328,24 @@ def _resolve_local(ref):
     """A :class:`HomeRef` read from an in-process home (threads backend)."""
     if not isinstance(ref, HomeRef):
         return ref
-    value = _local_homes[ref.home][ref.key]
-    if ref.columns is not None:
-        value = value[:, ref.columns]
-    if ref.dtype is not None:
-        value = value.astype(ref.dtype)
-    return np.array(value, copy=True)
+    return ref.read(_local_homes[ref.home])
+
+
+def at_home_apply(value, fn, *args, shape=None):
+    """``fn(value, *args)``, computed where ``value`` lives.
+
+    For a :class:`HomeRef` (a party's data at its home, Ray backend) the
+    result is another reference, computed by that party when its state is
+    built (``shape``: the result's shape, for the driver); for an array, the
+    result itself. Estimators use it to encode the labels on the label
+    holder (``fn`` must be a module-level function).
+    """
+    if isinstance(value, HomeRef):
+        if value.transform is not None:
+            raise ValueError("at_home_apply takes a reference without a transform.")
+        return HomeRef(value.home, value.key, value.columns, value.dtype,
+                       value.shape if shape is None else shape, (fn, args))
+    return fn(value, *args)
 
 
 class _PartyBlocks:

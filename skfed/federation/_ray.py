@@ -27,7 +27,6 @@ import sklearn
 
 from .. import _config
 from ._remote import (  # noqa: F401  (import_ray, _writable: re-exported)
-    HomeList,
     HomeRef,
     RemoteValue,
     _homes_named,

@@ -137,25 +137,45 @@ class HomeRef:
     """Names data a party's home actor keeps (see :class:`~skfed.federation.PartyData`).
 
     In a party's state it stands for ``home[key]`` (optionally its columns
-    ``columns`` and cast to ``dtype``); the party's calls then run on that
-    home actor, where the data already lives, and the driver never holds it.
+    ``columns``, cast to ``dtype``, then passed through ``transform``, a
+    ``(function, args)`` pair); the party's calls then run on that home
+    actor, where the data already lives, and the driver never holds it.
     """
 
-    __slots__ = ("home", "key", "columns", "dtype", "shape")
+    __slots__ = ("home", "key", "columns", "dtype", "shape", "transform")
 
-    def __init__(self, home, key, columns=None, dtype=None, shape=None):
+    def __init__(self, home, key, columns=None, dtype=None, shape=None,
+                 transform=None):
         self.home = str(home)
         self.key = key
         self.columns = columns
         self.dtype = dtype
         self.shape = shape
+        self.transform = transform
 
     def __reduce__(self):
-        return (HomeRef, (self.home, self.key, self.columns, self.dtype, self.shape))
+        return (HomeRef, (self.home, self.key, self.columns, self.dtype,
+                          self.shape, self.transform))
 
     def astype(self, dtype, copy=True):
         """The same data cast to ``dtype`` on its home."""
-        return HomeRef(self.home, self.key, self.columns, dtype, self.shape)
+        return HomeRef(self.home, self.key, self.columns, dtype, self.shape,
+                       self.transform)
+
+    def read(self, home):
+        """The value, read from ``home`` (a dict), as a fresh array."""
+        value = home[self.key]
+        if self.columns is not None:
+            value = value[:, self.columns]
+        if self.dtype is not None:
+            value = value.astype(self.dtype)
+        if self.transform is not None:
+            fn, args = self.transform
+            value = fn(value, *args)
+        return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+
+    def __len__(self):
+        return self.shape[0]
 
     def __repr__(self):
         return f"HomeRef(home={self.home!r}, key={self.key!r})"
@@ -215,12 +235,7 @@ def _resolve(obj, home):
         if isinstance(o, RemoteValue):
             return _writable(values[id(o)])
         if isinstance(o, HomeRef):
-            value = home[o.key]
-            if o.columns is not None:
-                value = value[:, o.columns]
-            if o.dtype is not None:
-                value = value.astype(o.dtype)
-            return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+            return o.read(home)
         if isinstance(o, np.ndarray) and o.dtype == object and o.ndim == 0 \
                 and isinstance(o.item(), HomeRef):
             return np.ascontiguousarray(build(o.item()))
