@@ -201,11 +201,40 @@ def _party_receive_step(state, message):
         start[cached] = hist.upto[slots[cached]]
         hist.upto[slots[cached]] = width
         state.step["requests"][owner] = (start, width)
-        # The step's rows by increasing start, split where the start
-        # changes: the blocks of _pairs (a public order).
-        order = np.argsort(start, kind="stable")
-        state.step.setdefault("blocks", {})[owner] = np.split(
-            order, np.flatnonzero(np.diff(start[order])) + 1)
+        state.step.setdefault("blocks", {})[owner] = _row_blocks(start, width)
+
+
+#: a block of rows may compute this share of unneeded pairs (dense products
+#: over the block's widest need) to save the per-block overhead
+_SLACK = 0.25
+
+
+def _row_blocks(start, width):
+    """The step's rows in blocks for :func:`_pairs` (a public order).
+
+    Rows by increasing start; consecutive rows that share a start form a
+    unit, and units are merged while the block's dense rectangle (every row
+    over the first row's features) has at most ``_SLACK`` of unneeded pairs.
+    Returns a list of ``(idx, exact)``: the rows' positions in the step, and
+    whether they all share one start.
+    """
+    order = np.argsort(start, kind="stable")
+    units = np.split(order, np.flatnonzero(np.diff(start[order])) + 1)
+    blocks, current, need = [], [], 0
+    for unit in units:
+        n_need = (width - int(start[unit[0]])) * len(unit)
+        if current:
+            rows = sum(len(u) for u in current) + len(unit)
+            dense = (width - int(start[current[0][0]])) * rows
+            if dense - need - n_need <= _SLACK * (need + n_need):
+                current.append(unit)
+                need += n_need
+                continue
+            blocks.append(current)
+        current, need = [unit], n_need
+    if current:
+        blocks.append(current)
+    return [(np.concatenate(b), len(b) == 1) for b in blocks]
 
 
 def _pairs(state, owner, excluded):
@@ -221,16 +250,21 @@ def _pairs(state, owner, excluded):
     per block: the rows' positions in the step and the columns (positions
     in the owner's list). Concatenated row-major, the blocks list the pairs
     of a masked sum; nothing that is not needed is computed or sent.
+
+    Blocks of rows with nearby starts are merged (:func:`_row_blocks`); such
+    a block also yields the needed-pair mask (``None`` for a rectangle), and
+    its pairs are those of the mask, row-major.
     """
     start, width = state.step["requests"][owner]
     if excluded is None:
         group = np.arange(width)
     else:
         group = np.flatnonzero(state.history[owner].excluded[:width] == excluded)
-    for idx in state.step["blocks"][owner]:
+    for idx, exact in state.step["blocks"][owner]:
         cols = group[np.searchsorted(group, start[idx[0]]):]
         if len(cols):
-            yield idx, cols
+            yield idx, cols, (None if exact else
+                              cols[None, :] >= start[idx][:, None])
 
 
 def _party_pair_projection(state, owner, excluded):
@@ -240,22 +274,28 @@ def _party_pair_projection(state, owner, excluded):
     their sum up ``T1`` and keeps ``b^l`` for ``T2``.
     """
     rows, ids_of = state.step["rows"], state.history[owner].ids
-    # In a masked sum (``state.ring``) only l' sends a phase, and the values
-    # leave as ring elements; the single-party loop (and the privacy
-    # replay's surrogate party) keeps floats and every phase.
+    # In a masked sum (``state.ring``) the shares leave as ring elements and
+    # only l' adds its phases (the others' would not cancel); with one party
+    # the phase is added here. The privacy replay's surrogate party (no
+    # ``ring``) gets values and phases apart, one per pair.
     ring = getattr(state, "ring", False)
-    keep_offsets = not ring or state.index == excluded
+    phased = excluded is None or (ring and state.index == excluded)
     values, offsets = [], []
-    for idx, cols in _pairs(state, owner, excluded):
+    for idx, cols, need in _pairs(state, owner, excluded):
         ids = ids_of[cols]
-        v = state.X[rows[idx]] @ state.omega[:, ids]
-        values.append(np.asarray(v).ravel())
-        if keep_offsets:
-            offsets.append(np.broadcast_to(state.offsets[ids], v.shape).ravel())
+        v = np.asarray(state.X[rows[idx]] @ state.omega[:, ids])
+        if phased:
+            v += state.offsets[ids]
+        elif not ring:
+            b = np.broadcast_to(state.offsets[ids], v.shape)
+            offsets.append(b.ravel() if need is None else b[need])
+        values.append(v.ravel() if need is None else v[need])
     values = np.concatenate(values) if values else np.empty(0)
-    offsets = (np.concatenate(offsets) if offsets else np.empty(0)) \
-        if keep_offsets else None
-    return (ring_angles(values) if ring else values), offsets
+    if ring:
+        return ring_angles(values), None
+    if phased:
+        return values, None
+    return values, np.concatenate(offsets) if offsets else np.empty(0)
 
 
 def _owner_save_features(state, received):
@@ -277,9 +317,14 @@ def _owner_save_features(state, received):
     new_phi = np.zeros((len(rows), width - n_coef))
     for excluded, values in received.items():
         done = 0
-        for idx, cols in _pairs(state, me, excluded):
-            k = len(idx) * len(cols)
-            phi = np.cos(values[done:done + k]).reshape(len(idx), len(cols))
+        for idx, cols, need in _pairs(state, me, excluded):
+            if need is None:
+                k = len(idx) * len(cols)
+                phi = np.cos(values[done:done + k]).reshape(len(idx), len(cols))
+            else:
+                k = int(np.count_nonzero(need))
+                phi = np.zeros(need.shape)
+                phi[need] = np.cos(values[done:done + k])
             done += k
             split = int(np.searchsorted(cols, n_coef))
             if split:
@@ -408,7 +453,7 @@ def _owner_add(state, new_ids, coef):
 
 def _sum_local(state, value_offset):
     value, offset = value_offset
-    return value + offset
+    return value if offset is None else value + offset
 
 
 def _result(item):
