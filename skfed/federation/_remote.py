@@ -59,48 +59,78 @@ class RemoteValue:
 
     The driver of a federation of parties at home holds these instead of the
     values: it hands them to the receiving party's actor, which fetches the
-    value itself. ``party`` names the sender's home, ``size`` is the
-    ``(n_scalars, n_ciphertexts, n_bytes)`` the sender measured (what
-    :func:`~skfed.federation.measure` counts) and ``length`` its ``len``.
+    value itself. ``party`` names the sender's home; the sender also
+    records what the driver may know without the value: the message size
+    ``(n_scalars, n_ciphertexts, n_bytes)`` (what
+    :func:`~skfed.federation.measure` counts), the ``len``, and for an
+    array its ``shape`` and ``dtype``.
 
     Driver code that reads the value (arithmetic, indexing, iteration,
-    ``np.asarray``) fetches it with :meth:`fetch`; protocol code keeps that to
-    what the orchestrator may know (final predictions, scores).
+    ``np.asarray``, an attribute of the value's type) fetches it with
+    :meth:`fetch`; protocol code keeps that to what the orchestrator may
+    know (final predictions, scores). Asking for an attribute the value
+    does not have (``hasattr(value, "result")``) fetches nothing.
     """
 
-    __slots__ = ("ref", "party", "size", "length")
+    __slots__ = ("ref", "party", "_meta")
 
-    def __init__(self, ref, party, size, length):
+    def __init__(self, ref, party, meta):
         self.ref = ref
         self.party = party
-        self.size = size
-        self.length = length
+        self._meta = meta
+
+    @classmethod
+    def keep(cls, value, party, put):
+        """Keep ``value`` with ``put`` (``ray.put``), describing it."""
+        from .network import measure
+
+        try:
+            size = measure(value)
+        except TypeError:
+            size = None
+        try:
+            length = len(value)
+        except TypeError:
+            length = None
+        meta = {"size": size, "len": length, "type": type(value),
+                "attrs": tuple(getattr(value, "__dict__", ()))}
+        if isinstance(value, np.ndarray):
+            meta.update(shape=value.shape, dtype=value.dtype, ndim=value.ndim)
+        return cls(put(value), party, meta)
 
     def __reduce__(self):
-        return (RemoteValue, (self.ref, self.party, self.size, self.length))
+        return (RemoteValue, (self.ref, self.party, self._meta))
 
     def __message_size__(self):
-        if self.size is None:
+        if self._meta["size"] is None:
             raise TypeError(
                 f"A value kept by {self.party!r} cannot be measured as a "
                 "message; protocol messages must be numbers, numpy arrays, "
                 "encrypted arrays or containers of these.")
-        return self.size
+        return self._meta["size"]
 
     def fetch(self):
         """The value itself (one ``ray.get`` by the caller)."""
         return _writable(import_ray().get(self.ref))
 
     def __repr__(self):
-        return f"RemoteValue(party={self.party!r}, size={self.size})"
+        return (f"RemoteValue(party={self.party!r}, "
+                f"type={self._meta['type'].__name__})")
 
     def __len__(self):
-        return len(self.fetch()) if self.length is None else self.length
+        length = self._meta["len"]
+        return len(self.fetch()) if length is None else length
 
     def __getattr__(self, name):
-        if name.startswith("__"):
+        if name.startswith("__") or name == "_meta":
             raise AttributeError(name)
-        return getattr(self.fetch(), name)
+        if name in ("shape", "dtype", "ndim") and name in self._meta:
+            return self._meta[name]
+        if hasattr(self._meta["type"], name) or name in self._meta["attrs"]:
+            return getattr(self.fetch(), name)
+        raise AttributeError(
+            f"{self._meta['type'].__name__} kept by {self.party!r} has no "
+            f"attribute {name!r}")
 
     def __array__(self, dtype=None, copy=None):
         return np.asarray(self.fetch(), dtype=dtype)
@@ -263,14 +293,4 @@ def _pack(obj, party, top=True):
         return {k: _pack(v, party, False) for k, v in obj.items()}
     if type(obj) is list and (not obj or all(_is_structure(o) for o in obj)):
         return [_pack(o, party, False) for o in obj]
-    from .network import measure
-
-    try:
-        size = measure(obj)
-    except TypeError:
-        size = None
-    try:
-        length = len(obj)
-    except TypeError:
-        length = None
-    return RemoteValue(import_ray().put(obj), party, size, length)
+    return RemoteValue.keep(obj, party, import_ray().put)
