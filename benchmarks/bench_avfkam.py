@@ -23,6 +23,8 @@ paper's straggler experiment; all tables measured in one run.
 
 The machine these numbers come from may be shared with other jobs: the
 header prints the load average, and every ratio is measured within the run.
+The baselines and the numpy loop run with BLAS on one thread, as every
+party does.
 
 Run::
 
@@ -47,6 +49,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
+from threadpoolctl import threadpool_limits
 
 from skfed.base import party_seeds
 from skfed.kernel_approximation import keyed_directions, keyed_phases
@@ -66,9 +69,16 @@ def table(rows, header):
         print("" + fmt.format(*row))
 
 
-def timed(fn):
+def timed(fn, one_thread=False):
+    """``(fn(), seconds)``. ``one_thread``: BLAS on one thread, as each
+    party runs (on busy cores OpenBLAS threads spin and slow small products
+    down several times)."""
     start = time.perf_counter()
-    out = fn()
+    if one_thread:
+        with threadpool_limits(limits=1):
+            out = fn()
+    else:
+        out = fn()
     return out, time.perf_counter() - start
 
 
@@ -140,11 +150,12 @@ def baselines(Xtr, Xte, ytr, yte, n_components):
     gamma = 1.0 / (Xtr.shape[1] * _variance(Xtr))
     if Xtr.shape[0] <= SVC_MAX_ROWS:
         svc, t = timed(lambda: SVC(gamma=gamma, class_weight="balanced")
-                       .fit(Xtr, ytr))
+                       .fit(Xtr, ytr), one_thread=True)
         out["SVC"] = (roc_auc_score(yte, svc.decision_function(Xte)), t)
     sgd, t = timed(lambda: make_pipeline(
         RBFSampler(gamma=gamma, n_components=n_components, random_state=0),
-        SGDClassifier(class_weight="balanced", random_state=0)).fit(Xtr, ytr))
+        SGDClassifier(class_weight="balanced", random_state=0)).fit(Xtr, ytr),
+        one_thread=True)
     out["RBFSampler+SGD"] = (roc_auc_score(yte, sgd.decision_function(Xte)), t)
     return out
 
@@ -157,7 +168,8 @@ def ours(Xtr, Xte, ytr, yte, **params):
                            .fit(Xtr, ytr))
         out[f"AVFKAM {q} part."] = (fits[q].score(Xte, yte), t,
                                     fits[q].communication_.total_bytes)
-    scores, t = timed(lambda: centralized(Xtr, ytr, Xte, fits[1]))
+    scores, t = timed(lambda: centralized(Xtr, ytr, Xte, fits[1]),
+                      one_thread=True)
     out["numpy, same maths"] = (roc_auc_score(yte, scores), t)
     gap = np.abs(scores - fits[1].decision_function(Xte) - fits[1].threshold_)
     return out, float(gap.max())
