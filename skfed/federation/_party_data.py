@@ -24,11 +24,9 @@ import uuid
 import numpy as np
 
 from .. import _config
-from ..partition import VerticalPartition
 from ._remote import HomeList, HomeRef, RemoteValue
 
-__all__ = ["PartyData", "party_data_fit_input", "party_data_predict_input",
-           "at_home_apply"]
+__all__ = ["PartyData", "party_data_fit_input", "party_data_predict_input"]
 
 #: The homes of the threads backend: ``{party name: dict}`` in this process.
 _local_homes = {}
@@ -278,6 +276,8 @@ class PartyData:
         return self._loaded
 
     def _blocks(self, loaded):
+        from ._party_inputs import _PartyBlocks
+
         return _PartyBlocks(self.parties, loaded["key"], loaded["widths"],
                             loaded["n_rows"], loaded["hub"])
 
@@ -329,79 +329,6 @@ def _resolve_local(ref):
     if not isinstance(ref, HomeRef):
         return ref
     return ref.read(_local_homes[ref.home])
-
-
-def at_home_apply(value, fn, *args, shape=None):
-    """``fn(value, *args)``, computed where ``value`` lives.
-
-    For a :class:`HomeRef` (a party's data at its home, Ray backend) the
-    result is another reference, computed by that party when its state is
-    built (``shape``: the result's shape, for the driver); for an array, the
-    result itself. Estimators use it to encode the labels on the label
-    holder (``fn`` must be a module-level function).
-    """
-    if isinstance(value, HomeRef):
-        if value.transform is not None:
-            raise ValueError("at_home_apply takes a reference without a transform.")
-        return HomeRef(value.home, value.key, value.columns, value.dtype,
-                       value.shape if shape is None else shape, (fn, args))
-    return fn(value, *args)
-
-
-class _PartyBlocks:
-    """What the driver holds in place of ``X``: shapes and references.
-
-    ``blocks[:, columns]`` (the columns of one party, as the partition gives
-    them) is a :class:`HomeRef` to that party's block on its home, which the
-    party's actor reads when a federation starts; with the threads backend,
-    the block itself.
-    """
-
-    ndim = 2
-    dtype = np.dtype(np.float64)
-
-    def __init__(self, homes, key, widths, n_rows, active):
-        self.homes = list(homes)
-        self.key = key
-        self.widths = list(widths)
-        self.offsets = np.concatenate([[0], np.cumsum(widths)]).astype(int)
-        self.shape = (int(n_rows), int(self.offsets[-1]))
-        self.active = active
-
-    def __len__(self):
-        return self.shape[0]
-
-    def partition_for(self, spec, kind):
-        """The partition: party ``k`` holds its table's columns."""
-        if kind != "vertical":
-            raise ValueError("PartyData holds one table per party of a vertical "
-                             f"partition; this estimator's partition is {kind}.")
-        groups = [list(range(self.offsets[k], self.offsets[k + 1]))
-                  for k in range(len(self.homes))]
-        return VerticalPartition(groups, active_parties=(self.active,)).resolve(
-            np.empty((0, self.shape[1])))
-
-    def __getitem__(self, index):
-        if not (isinstance(index, tuple) and len(index) == 2
-                and isinstance(index[0], slice) and index[0] == slice(None)):
-            raise TypeError("The parties' blocks stay home: only whole columns "
-                            "of one party, blocks[:, columns], can be named.")
-        columns = np.asarray(index[1], dtype=np.intp).ravel()
-        k = int(np.searchsorted(self.offsets, columns.min(), side="right") - 1) \
-            if columns.size else 0
-        lo, hi = self.offsets[k], self.offsets[k + 1]
-        if columns.size and (columns.min() < lo or columns.max() >= hi):
-            raise ValueError("A party's block is named by its own columns only.")
-        local = (None if np.array_equal(columns, np.arange(lo, hi))
-                 else (columns - lo).tolist())
-        ref = HomeRef(self.homes[k], self.key + ("X",), local,
-                      shape=(self.shape[0], columns.size))
-        return ref if _on_ray() else _resolve_local(ref)
-
-    def labels(self, dtype=None):
-        ref = HomeRef(self.homes[self.active], self.key + ("y",), dtype=dtype,
-                      shape=(self.shape[0],))
-        return ref if _on_ray() else _resolve_local(ref)
 
 
 def party_data_fit_input(estimator, data, y, *, allow_nan=False,
