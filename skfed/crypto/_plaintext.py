@@ -98,6 +98,13 @@ class PlaintextPrivateKey:
         """As :meth:`PaillierPrivateKey.encrypt_packed`: the public key's."""
         return self.public_key.encrypt_packed(values, encoder, n_jobs=n_jobs)
 
+    def precompute_obfuscators(self, count, n_jobs=None, min_count=None):
+        """As :meth:`PaillierPrivateKey.precompute_obfuscators`: nothing to do."""
+        return False
+
+    def stop_precomputing(self):
+        """As :meth:`PaillierPrivateKey.stop_precomputing`: nothing to do."""
+
     def decrypt(self, encrypted, n_jobs=None):
         if not isinstance(encrypted, PlaintextArray):
             raise TypeError(

@@ -20,6 +20,7 @@ import phe
 from ._array import EncryptedArray
 from ._obfuscation import CRTDJNObfuscator
 from ._parallel import fork_map, parallel_map
+from ._precompute import ObfuscatorPool
 from ._raw import object_array
 from .encoding import (
     PackedEncoder,
@@ -73,6 +74,7 @@ class PaillierPrivateKey:
         # The CRT tables (and their lock) are rebuilt on demand, never pickled.
         state = dict(self.__dict__)
         state.pop("_crt_djn", None)
+        state.pop("_pool", None)  # precomputed obfuscators never travel
         return state
 
     @property
@@ -109,7 +111,59 @@ class PaillierPrivateKey:
             lambda chunk: crt_djn.obfuscators(len(chunk)), [None] * count, n_jobs,
             self._min_items_per_process())
 
-    def raw_encrypt(self, plaintexts, n_jobs=None):
+    def precompute_obfuscators(self, count, n_jobs=None, min_count=None, nice=19):
+        """Compute ``count`` obfuscators in the background for the next encryption.
+
+        Forks a worker process at the lowest priority
+        (:class:`~skfed.crypto._precompute.ObfuscatorPool`) that computes
+        fresh obfuscators while this party waits for others; the next
+        :meth:`raw_encrypt` (and :meth:`encrypt`, :meth:`encrypt_packed`)
+        takes what is ready, each obfuscator exactly once, and computes the
+        rest itself. A worker still running is stopped first.
+
+        Parameters
+        ----------
+        count : int
+            Obfuscators wanted (e.g. the next round's ciphertexts).
+        n_jobs : int or None
+            Threads building the CRT tables, if not built yet.
+        min_count : int or None
+            Below this many nothing starts (a fork costs more than it saves);
+            None: four times what key-owner encryption gives one process
+            (512 at 2048 bits, 8192 at 512 bits).
+        nice : int, default=19
+            The worker's niceness increment (19: only otherwise idle CPU).
+
+        Returns
+        -------
+        started : bool
+        """
+        if min_count is None:
+            min_count = 4 * self._min_items_per_process()
+        if count < min_count:
+            return False
+        crt_djn = self.crt_djn
+        crt_djn.build(n_jobs)
+        return self._obfuscator_pool(nice).start(count)
+
+    def stop_precomputing(self):
+        """Stop the background worker and drop the obfuscators not used."""
+        pool = self.__dict__.get("_pool")
+        if pool is not None:
+            pool.close()
+
+    def _obfuscator_pool(self, nice):
+        pool = self.__dict__.get("_pool")
+        if pool is None:
+            with _crt_lock:
+                pool = self.__dict__.get("_pool")
+                if pool is None:
+                    pool = ObfuscatorPool(self.crt_djn.obfuscators, nice)
+                    self._pool = pool
+        pool._nice = int(nice)
+        return pool
+
+    def raw_encrypt(self, plaintexts, n_jobs=None, precomputed=True):
         """Encrypt integer plaintexts as the key owner (CRT obfuscators).
 
         Same result distribution as ``public_key.raw_encrypt(plaintexts)``
@@ -125,6 +179,9 @@ class PaillierPrivateKey:
         n_jobs : int or None
             Workers: forked processes where possible, else threads (see
             Notes); the two tables are built by up to two threads.
+        precomputed : bool, default=True
+            Use the obfuscators computed ahead by
+            :meth:`precompute_obfuscators`, if any (False: compute all).
 
         Returns
         -------
@@ -161,14 +218,20 @@ class PaillierPrivateKey:
         crt_djn = self.crt_djn
         crt_djn.build(n_jobs)
 
-        def work(chunk):
-            obfuscators = crt_djn.obfuscators(len(chunk))
+        def combine(chunk, obfuscators):
             # (1 + m n) s = s + n (m s mod n)  (mod n**2), as the public path.
             return [(s + n * (m * s % n)) % nsquare for m, s in zip(chunk, obfuscators)]
 
+        def work(chunk):
+            return combine(chunk, crt_djn.obfuscators(len(chunk)))
+
+        flat = plaintexts.ravel().tolist()
+        pool = self.__dict__.get("_pool") if precomputed else None
+        ready = [] if pool is None else pool.take(len(flat))
+        head = combine(flat[:len(ready)], ready)
         return object_array(
-            fork_map(work, plaintexts.ravel().tolist(), n_jobs,
-                     self._min_items_per_process()),
+            head + fork_map(work, flat[len(ready):], n_jobs,
+                            self._min_items_per_process()),
             plaintexts.shape,
         )
 
