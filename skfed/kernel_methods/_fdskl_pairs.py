@@ -1,0 +1,200 @@
+"""FDSKL's Algorithms 2 and 3 on the parties: which (row, feature) pairs a
+step needs, each party's share of them, and the owner's saved partial sums.
+
+Functions named ``_party_*`` and ``_owner_*`` run on one party's thread (see
+:mod:`._fdskl_protocol`, whose driver calls them). The needed pairs are a
+function of the public history, so every party enumerates them in the same
+order: the steps' rows by increasing *start* (the owner's feature count at
+the row's last visit), in blocks, row-major within a block.
+
+Local compute is a few matrix products per step: a party projects blocks of
+rows on blocks of its directions (``X_G omega_G``); the owner takes the
+cosines of every received pair at once, multiplies them with its
+coefficients, and adds the result to the partial sums it saves per row
+(``sum_j alpha_j phi_j(x_i)`` in the raw units of its
+:class:`~._vertical_features.CoefficientStore`: coefficients only ever
+decay, all by one factor, so the store's running scale brings a saved sum up
+to date). No Python loop runs over features or pairs.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numpy as np
+
+from ._vertical_features import ring_angles
+
+__all__ = []
+
+
+#: a block of rows may compute this share of unneeded pairs (dense products
+#: over the block's widest need) to save the per-block overhead
+_SLACK = 0.25
+
+
+def _row_blocks(start, width):
+    """The step's rows in blocks for :func:`_pairs` (a public order).
+
+    Rows by increasing start; consecutive rows that share a start form a
+    unit, and units are merged while the block's dense rectangle (every row
+    over the first row's features) has at most ``_SLACK`` of unneeded pairs.
+    Returns a list of ``(idx, exact)``: the rows' positions in the step, and
+    whether they all share one start.
+    """
+    order = np.argsort(start, kind="stable")
+    units = np.split(order, np.flatnonzero(np.diff(start[order])) + 1)
+    blocks, current, need = [], [], 0
+    for unit in units:
+        n_need = (width - int(start[unit[0]])) * len(unit)
+        if current:
+            rows = sum(len(u) for u in current) + len(unit)
+            dense = (width - int(start[current[0][0]])) * rows
+            if dense - need - n_need <= _SLACK * (need + n_need):
+                current.append(unit)
+                need += n_need
+                continue
+            blocks.append(current)
+        current, need = [unit], n_need
+    if current:
+        blocks.append(current)
+    return [(np.concatenate(b), len(b) == 1) for b in blocks]
+
+
+def _pairs(state, owner, excluded):
+    """The needed pairs of a group, as rectangles of rows x features.
+
+    The group is the owner's features whose ``l'`` is ``excluded`` (all of
+    them when there is one party). A row needs the group's features from
+    its *start* on (the owner's feature count at its last visit; 0 for a
+    row never seen or past the budget), and the rows of one earlier step
+    share their start: so the step's rows, taken by increasing start (a
+    public order: every party derives it from the public history), fall in
+    a few blocks that each need the same features. Yields ``(idx, cols)``
+    per block: the rows' positions in the step and the columns (positions
+    in the owner's list). Concatenated row-major, the blocks list the pairs
+    of a masked sum; nothing that is not needed is computed or sent.
+
+    Blocks of rows with nearby starts are merged (:func:`_row_blocks`); such
+    a block also yields the needed-pair mask (``None`` for a rectangle), and
+    its pairs are those of the mask, row-major.
+    """
+    start, width = state.step["requests"][owner]
+    if excluded is None:
+        group = np.arange(width)
+    else:
+        group = np.flatnonzero(state.history[owner].excluded[:width] == excluded)
+    for idx, exact in state.step["blocks"][owner]:
+        cols = group[np.searchsorted(group, start[idx[0]]):]
+        if len(cols):
+            yield idx, cols, (None if exact else
+                              cols[None, :] >= start[idx][:, None])
+
+
+def _party_pair_projection(state, owner, excluded):
+    """Algorithm 3, lines 2-3, on the needed pairs of one owner's group.
+
+    Returns ``(omega_G^T x_G, b^l)`` per pair; the masked-sum helper sends
+    their sum up ``T1`` and keeps ``b^l`` for ``T2``.
+    """
+    rows, ids_of = state.step["rows"], state.history[owner].ids
+    # In a masked sum (``state.ring``) the shares leave as ring elements and
+    # only l' adds its phases (the others' would not cancel); with one party
+    # the phase is added here. The privacy replay's surrogate party (no
+    # ``ring``) gets values and phases apart, one per pair.
+    ring = getattr(state, "ring", False)
+    phased = excluded is None or (ring and state.index == excluded)
+    values, offsets = [], []
+    for idx, cols, need in _pairs(state, owner, excluded):
+        ids = ids_of[cols]
+        v = np.asarray(state.X[rows[idx]] @ state.omega[:, ids])
+        if phased:
+            v += state.offsets[ids]
+        elif not ring:
+            b = np.broadcast_to(state.offsets[ids], v.shape)
+            offsets.append(b.ravel() if need is None else b[need])
+        values.append(v.ravel() if need is None else v[need])
+    values = np.concatenate(values) if values else np.empty(0)
+    if ring:
+        return ring_angles(values), None
+    if phased:
+        return values, None
+    return values, np.concatenate(offsets) if offsets else np.empty(0)
+
+
+def _owner_save_features(state, received):
+    """The owner turns ``omega^T x + b`` into ``phi`` and ``f^l`` (Alg. 2).
+
+    ``received`` maps each group (excluded party) to the values of its
+    pairs. The cosines of a block of pairs are multiplied at once with the
+    coefficients of their features; a saved row adds the result to its
+    partial sum, a row past the budget (which received every feature) takes
+    it as it is. The features without a coefficient yet (this step's new
+    ones, at the creator) are kept for the gradient. Nothing leaves the owner.
+    """
+    me = state.names[state.index]
+    rows = state.step["rows"]
+    _, width = state.step["requests"][me]
+    store = state.store
+    n_coef, raw = len(store), store.raw_coef
+    fresh = np.zeros((len(rows), state.n_outputs))
+    new_phi = np.zeros((len(rows), width - n_coef))
+    for excluded, values in received.items():
+        done = 0
+        for idx, cols, need in _pairs(state, me, excluded):
+            if need is None:
+                k = len(idx) * len(cols)
+                phi = np.cos(values[done:done + k]).reshape(len(idx), len(cols))
+            else:
+                k = int(np.count_nonzero(need))
+                phi = np.zeros(need.shape)
+                phi[need] = np.cos(values[done:done + k])
+            done += k
+            split = int(np.searchsorted(cols, n_coef))
+            if split:
+                fresh[idx] += phi[:, :split] @ raw[cols[:split]]
+            if split < len(cols):
+                new_phi[np.ix_(idx, cols[split:] - n_coef)] = phi[:, split:]
+    fresh *= np.sqrt(2.0)
+    new_phi *= np.sqrt(2.0)
+    slots = state.cache_slot[rows]
+    cached = slots >= 0
+    if cached.any():
+        state.partial[slots[cached]] += fresh[cached]
+        fresh[cached] = state.partial[slots[cached]]
+    state.step["local"] = fresh * store.scale
+    state.step["new_phi"] = new_phi
+
+
+def _party_local_decision(state):
+    """Algorithm 2: ``f^l(x_i)`` from the coefficients this party holds."""
+    store = getattr(state, "store", None)
+    n_rows = len(state.step["rows"])
+    if store is None or len(store) == 0:
+        return np.zeros((n_rows, state.n_outputs))
+    return state.step["local"]
+
+
+def _party_decay(state, factor):
+    """Algorithm 1, line 10: every holder of coefficients scales them."""
+    store = getattr(state, "store", None)
+    if store is not None:
+        folded = store.decay(factor)
+        if folded != 1.0:  # the saved partial sums are in the raw units
+            state.partial *= folded
+
+
+def _owner_add(state, new_ids, coef):
+    """Algorithm 1, line 9: the creator saves its new coefficients, and adds
+    their terms to the saved partial sums of this step's saved rows."""
+    state.store.add(new_ids, coef)
+    rows = state.step["rows"]
+    slots = state.cache_slot[rows]
+    cached = slots >= 0
+    if cached.any():
+        raw_new = state.store.raw_coef[-len(new_ids):]
+        state.partial[slots[cached]] += state.step["new_phi"][cached] @ raw_new
+
+
+def _sum_local(state, value_offset):
+    value, offset = value_offset
+    return value if offset is None else value + offset
