@@ -360,10 +360,11 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
             # Parts of rows: the row group's clients share the coordinate
             # choice (they compute the same step). Whole rows: the client's own.
             seed = client_seeds[k] if whole_rows else group_seeds[row_group_of[k]]
+            # Row weights go, like the labels, to the clients of the rows.
             states[client_name(k)] = P.client_state(
                 blocks[k], Y[rows[k]],
-                None if weights is None else weights[rows[k]], private_key, loss=self.loss, lam=lam,
-                n_samples=n_samples, whole_rows=whole_rows,
+                None if weights is None else weights[rows[k]], private_key,
+                loss=self.loss, lam=lam, n_samples=n_samples, whole_rows=whole_rows,
                 local_iterations=self.local_iterations, seed=seed,
                 n_jobs=self.n_jobs, n_slots=n_slots, n_holders=C,
                 row_group=row_group_of[k])
