@@ -42,7 +42,7 @@ change the model.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import secrets
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -369,18 +369,29 @@ def trees_for(names, receiver, excluded):
     return _cached_trees(tuple(names), receiver, excluded)
 
 
-def _local_projection(state, rows, feature_ids):
+def _local_projection(state, rows, feature_ids, holder=None):
     # Algorithm 3, lines 2-3: the local share omega_G^T x_G (from this
-    # party's private block of omega) and its phase; the masked sum keeps the
-    # phase of l' only and masks everyone else's share with fresh ring masks.
+    # party's private block of omega) and its phase. In a masked sum only
+    # the phase of l' (``holder``) counts and the others' shares get fresh
+    # ring masks, so l' adds its phase here and every share leaves as ring
+    # elements; without ``holder`` (one party) the phase comes apart.
     X = state.X if rows is None else state.X[rows]
     ids = np.asarray(feature_ids, dtype=np.int64)
-    cache = state.stash.get("directions")
-    if cache is None or not np.array_equal(cache[0], ids):
-        # Prediction asks for the same features block after block of rows.
-        cache = (ids, party_directions(state, ids), party_phases(state, ids))
-        state.stash["directions"] = cache
-    return X @ cache[1], cache[2]
+    cache = state.stash.setdefault("directions", {})
+    key = ids.tobytes()
+    if key not in cache:
+        # Prediction asks for the same feature groups block after block of
+        # rows (one group per l').
+        if len(cache) >= 8:
+            cache.clear()
+        cache[key] = (party_directions(state, ids), party_phases(state, ids))
+    omega, phase = cache[key]
+    value = np.asarray(X @ omega)
+    if holder is None:
+        return value, phase
+    if party_name(state.index) == holder:
+        value += phase
+    return ring_angles(value), None
 
 
 def _to_features(state, parts, positions, n_features):
@@ -425,8 +436,9 @@ def masked_features(fed, names, receiver, rows, feature_ids, basis_seed,
         pos = np.flatnonzero(excluded == ex)
         # The receiver asks every party for these rows and features.
         total = masked_tree_sum(fed, trees_for(names, receiver, ex),
-                                _local_projection, rows, feature_ids[pos],
-                                phase=phase, sender=receiver, encoder=ANGLES)
+                                partial(_local_projection, holder=ex), rows,
+                                feature_ids[pos], phase=phase, sender=receiver,
+                                encoder=ANGLES)
         parts.append(total.result())
         positions.append(pos)
     return fed[receiver].call(_to_features, Local(parts), Local(positions),
