@@ -104,3 +104,27 @@ def test_packed_sparse_candidates_round_trip(keys, n_candidates):
     args = (bins, features, thresholds, missing_left)
     assert np.array_equal(G, _expected(qg, *args))
     assert np.array_equal(H, _expected(qh, *args))
+
+
+def test_sparse_table_paillier_equals_plaintext():
+    # One-hot blocks (fullest bin 0), a column mostly 1 (fullest bin 1) and
+    # missing values on the passive party's side: the derived bins feed the
+    # same splits as the plaintext mode's sums over every row.
+    from skfed.ensemble import SecureBoostClassifier
+
+    rng = np.random.default_rng(3)
+    n = 240
+    X = np.zeros((n, 10))
+    X[np.arange(n), rng.integers(0, 4, n)] = 1.0
+    X[np.arange(n), 4 + rng.integers(0, 4, n)] = 1.0
+    X[:, 8] = rng.random(n) < 0.7
+    X[:, 9] = rng.random(n) < 0.2
+    X[rng.random(n) < 0.1, 9] = np.nan
+    y = (X[:, 5] + X[:, 8] + rng.random(n) > 1.5).astype(int)
+    params = dict(n_estimators=2, max_depth=4, random_state=0,
+                  partition=[[0, 1, 2, 3], [4, 5, 6, 7, 8, 9]])
+    paillier = SecureBoostClassifier(key_size=512, n_jobs=2, **params).fit(X, y)
+    plain = SecureBoostClassifier(encryption=None, **params).fit(X, y)
+    assert paillier._records == plain._records
+    assert sum(len(r) for r in paillier._records[1:]) > 0  # passive splits
+    np.testing.assert_array_equal(paillier.predict_proba(X), plain.predict_proba(X))
