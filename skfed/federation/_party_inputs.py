@@ -22,11 +22,13 @@ from ._party_data import (
     _at_home,
     _on_ray,
     _resolve_local,
+    party_data_fit_input,
     party_data_predict_input,
 )
 from ._remote import HomeRef
 
-__all__ = ["at_home_apply", "at_home_value", "validate_data_or_party_data",
+__all__ = ["PartyData", "party_data_fit_input", "party_data_predict_input",
+           "at_home_apply", "at_home_value", "validate_data_or_party_data",
            "binarized_codes", "signed_codes", "standardised_target"]
 
 
@@ -103,8 +105,8 @@ def at_home_apply(value, fn, *args, shape=None):
     return fn(value, *args)
 
 
-def _apply_to_ref(home, ref, fn, args):
-    return fn(ref.read(home), *args)
+def _apply_to_ref(home, value, fn, args):
+    return fn(value, *args)  # the home read the reference already
 
 
 def at_home_value(value, fn, *args):

@@ -223,14 +223,23 @@ class HomeList(list):
         return (HomeList, (self.ref,))
 
 
+def _wrapped_ref(obj):
+    """The :class:`HomeRef` that ``np.asarray`` wrapped in an object array
+    (``np.ascontiguousarray(X[:, columns])`` on a stand-in), or None."""
+    if (isinstance(obj, np.ndarray) and obj.dtype == object and obj.size == 1
+            and isinstance(obj.flat[0], HomeRef)):
+        return obj.flat[0]
+    return None
+
+
 def _homes_named(obj, found):
     """The homes named by the :class:`HomeRef` in ``obj`` (walked)."""
     if isinstance(obj, HomeList):
         found.add(obj.ref.home)
     elif isinstance(obj, HomeRef):
         found.add(obj.home)
-    elif isinstance(obj, np.ndarray) and obj.dtype == object and obj.ndim == 0:
-        _homes_named(obj.item(), found)
+    elif _wrapped_ref(obj) is not None:
+        found.add(_wrapped_ref(obj).home)
     elif isinstance(obj, dict):
         for v in obj.values():
             _homes_named(v, found)
@@ -266,9 +275,8 @@ def _resolve(obj, home):
             return _writable(values[id(o)])
         if isinstance(o, HomeRef):
             return o.read(home)
-        if isinstance(o, np.ndarray) and o.dtype == object and o.ndim == 0 \
-                and isinstance(o.item(), HomeRef):
-            return np.ascontiguousarray(build(o.item()))
+        if _wrapped_ref(o) is not None:
+            return np.ascontiguousarray(build(_wrapped_ref(o)))
         if isinstance(o, dict) and type(o) is dict:
             return {k: build(v) for k, v in o.items()}
         if type(o) is tuple:
