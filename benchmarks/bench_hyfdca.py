@@ -41,6 +41,7 @@ Run::
     python benchmarks/bench_hyfdca.py --quick      # breast cancer only, 1024-bit timing
     python benchmarks/bench_hyfdca.py --acceptance # only the convergence table
     python benchmarks/bench_hyfdca.py --sparse --weights
+    python benchmarks/bench_hyfdca.py --sparse --sparse-rows 100000  # issue's size
 """
 
 import argparse
@@ -379,6 +380,8 @@ def main():
     parser.add_argument("--fedavg", action="store_true")
     parser.add_argument("--sparse", action="store_true")
     parser.add_argument("--weights", action="store_true")
+    parser.add_argument("--sparse-rows", type=int, default=20_000,
+                        help="training rows of the rcv1-like table")
     args = parser.parse_args()
     start = time.perf_counter()
     names = ["breast_cancer"] if args.quick else list(DATASETS)
@@ -395,7 +398,7 @@ def main():
     if args.fedavg or everything:
         fedavg_comparison()
     if args.sparse or everything:
-        sparse_input()
+        sparse_input(args.sparse_rows)
     if args.weights or everything:
         weights()
     print(f"\nTotal benchmark time {time.perf_counter() - start:.0f} s")

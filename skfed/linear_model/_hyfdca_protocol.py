@@ -8,15 +8,17 @@ Algorithm 1 of the paper.
 
 Client state (:func:`client_state`): its block ``X`` (its rows ``I_k``
 restricted to its columns ``M_k``, plus the intercept column on clients of
-column group 0), the labels of its rows as +-1 signs per one-vs-rest task, the
-key pair shared by the clients, the dual variables of its rows in label
-direction (``A = y * alpha``, one column per task), the point ``Y`` at which
+column group 0; dense, or CSR for sparse input, every product below then a
+sparse product), the labels of its rows as +-1 signs per one-vs-rest task,
+its rows' weights ``s`` (ones without ``sample_weight``), the key pair shared
+by the clients, the dual variables of its rows in label direction and per
+unit weight (``A = y * alpha / s``, one column per task), the point ``Y`` at which
 the round evaluates them (``A`` plus momentum), the margins ``y x^T w`` there,
 the squared row norms and the round's dual direction. Every client of a row
 group holds the same duals, margins and norms of those rows.
 
 Server state (:func:`server_state`): no data and no dual variable, not even
-encrypted. It holds the weights ``w = X^T (y * alpha) / (lambda N)`` (kept
+encrypted. It holds the weights ``w = X^T (y * s * A) / (lambda N)`` (kept
 exact by summing the clients' contributions), the per-row-group sums the
 clients report (losses at the last evaluated ``w``, conjugates at the current
 duals), and the step-size state (line search, momentum, curvature scale).
