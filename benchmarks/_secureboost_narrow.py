@@ -15,7 +15,11 @@ key:
   (``packing``: the passive party's candidate packing and re-randomisation,
   timed around :func:`skfed.ensemble._histogram.pack_candidates`;
   ``histograms``: the rest of the passive party's work; ``other``: split
-  finding, scores, messages), and their ratio to the bound's CPU seconds.
+  finding, scores, messages), and their ratio to the bound's CPU seconds;
+  ``ahead``: how many of the round's obfuscators the active party's
+  low-priority worker had computed during the previous round
+  (``PaillierPrivateKey.precompute_obfuscators``; its CPU seconds count in
+  the round that uses them).
 
 The first round also builds the key owner's CRT tables.
 
@@ -41,7 +45,7 @@ import types
 import numpy as np
 
 from skfed._progress import Progress
-from skfed.crypto import generate_keypair
+from skfed.crypto import _precompute, generate_keypair
 from skfed.ensemble import SecureBoostClassifier
 from skfed.ensemble import _boosting, _grower, _histogram
 from skfed.ensemble._packing import GradientLayout
@@ -113,13 +117,30 @@ def _patched(owner, name, value):
         setattr(owner, name, original)
 
 
+@contextlib.contextmanager
+def _counted_takes(counts):
+    """Record how many precomputed obfuscators each encryption took."""
+    original = _precompute.ObfuscatorPool.take
+
+    def take(self, count):
+        out = original(self, count)
+        counts.append(len(out))
+        return out
+
+    _precompute.ObfuscatorPool.take = take
+    try:
+        yield
+    finally:
+        _precompute.ObfuscatorPool.take = original
+
+
 def round_splits(X, y, key_size, n_jobs, rounds, **params):
     """Per-round seconds of a verbose fit: list of dicts by step."""
     clf = SecureBoostClassifier(n_estimators=rounds, max_depth=3, max_bins=32,
                                 key_size=key_size, n_jobs=n_jobs,
                                 early_stopping=False, random_state=0, verbose=2,
                                 **params)
-    packing, cpu = [], []
+    packing, cpu, ahead, taken = [], [], [], [0]
     out = io.StringIO()
     cpu_clock = types.SimpleNamespace(perf_counter=cpu_seconds)
     # CPU seconds: of each step (the fit's step clock), of the packing, and
@@ -127,8 +148,10 @@ def round_splits(X, y, key_size, n_jobs, rounds, **params):
     with _wrapped(_histogram, "pack_candidates", before=lambda: packing.append(
                 -cpu_seconds()), after=lambda _: packing.append(cpu_seconds())), \
             _patched(_grower, "time", cpu_clock), _patched(_boosting, "time", cpu_clock), \
+            _counted_takes(ahead), \
             _wrapped(Progress, "__init__", after=lambda _: cpu.append(cpu_seconds())), \
-            _wrapped(Progress, "report", before=lambda: cpu.append(cpu_seconds())), \
+            _wrapped(Progress, "report", before=lambda: (
+                cpu.append(cpu_seconds()), taken.append(sum(ahead)))), \
             contextlib.redirect_stdout(out):
         clf.fit(X, y)
     text = out.getvalue()
@@ -145,6 +168,7 @@ def round_splits(X, y, key_size, n_jobs, rounds, **params):
         known = steps["encrypt"] + steps["histograms"] + steps["decrypt"]
         total = cpu[r + 1] - cpu[r]
         splits.append({"round": seconds, "cpu": total,
+                       "ahead": taken[r + 1] - taken[r],
                        "encrypt": steps["encrypt"],
                        "histograms": steps["histograms"] - pack, "packing": pack,
                        "decrypt": steps["decrypt"], "other": total - known})
@@ -164,7 +188,7 @@ def narrow(X, y, key_size=2048, n_jobs=2, rounds=3):
           f"{table:.2f} s, best of 2)\n")
     header = (f"{'round':>5}  {'seconds':>7}  {'x bound':>7}  {'CPU s':>6}  "
               f"{'encrypt':>7}  {'hist':>6}  {'packing':>7}  {'decrypt':>7}  "
-              f"{'other':>6}  {'x bound CPU':>11}")
+              f"{'other':>6}  {'x bound CPU':>11}  {'ahead':>6}")
     print(header)
     print("-" * len(header))
     splits = round_splits(X, y, key_size, n_jobs, rounds)
@@ -172,7 +196,7 @@ def narrow(X, y, key_size=2048, n_jobs=2, rounds=3):
         print(f"{r:5d}  {s['round']:7.2f}  {s['round'] / bound:7.2f}  "
               f"{s['cpu']:6.2f}  {s['encrypt']:7.2f}  {s['histograms']:6.2f}  "
               f"{s['packing']:7.2f}  {s['decrypt']:7.2f}  {s['other']:6.2f}  "
-              f"{s['cpu'] / bound_cpu:11.2f}", flush=True)
+              f"{s['cpu'] / bound_cpu:11.2f}  {s['ahead']:6d}", flush=True)
     later = splits[1:] or splits
     wall = np.mean([s["round"] for s in later])
     cpu = np.mean([s["cpu"] for s in later])

@@ -132,6 +132,23 @@ def _encrypt_multi_output(state, bound, with_counts, rows):
     return layouts, rows, encrypted
 
 
+def active_precompute(state, start=True):
+    """Active party: the next round's obfuscators, computed while it waits.
+
+    Starts a background worker (lowest priority) computing as many fresh
+    obfuscators as this round encrypted; the next round's encryption takes
+    each of them once (``PaillierPrivateKey.precompute_obfuscators``).
+    ``start=False`` stops it and drops what was not used (end of the fit).
+    """
+    if not start:
+        state.private_key.stop_precomputing()
+        return None
+    per_row = len(state.groups) if state.multi_output else state.n_outputs
+    count = int((state.position >= 0).sum()) * per_row
+    state.private_key.precompute_obfuscators(count, state.n_jobs)
+    return None
+
+
 def weighted_row_bound(n_rows, w):
     """What the fixed-point layout must budget for: rows, or the weight total.
 
@@ -234,6 +251,9 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
         clock["encrypt"] = time.perf_counter() - start
         if use_passives:
             layout, sample, encrypted = message
+            if it + 1 < params["n_estimators"]:
+                # Not awaited: runs while the passive parties work.
+                A.call(active_precompute, phase="gradients")
             fed.gather([fed[p].call(passive_receive_gradients, layout, sample,
                                     encrypted, sender=active, phase="gradients")
                         for p in passives])
@@ -265,6 +285,7 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
             phases=clock, last=stop)
         if stop:
             break
+    A.call(active_precompute, False, phase="gradients").result()
     models = fed.gather([fed[p].call(model_of, phase="model") for p in names])
     trees = models[names.index(active)][0]
     if len(trees) != (it + 1) * n_outputs or not all(
