@@ -24,7 +24,7 @@ import uuid
 import numpy as np
 
 from .. import _config
-from ._remote import HomeList, HomeRef, RemoteValue
+from ._remote import HomeList, HomeRef, RemoteValue, leaves
 
 __all__ = ["PartyData", "party_data_fit_input", "party_data_predict_input"]
 
@@ -302,7 +302,9 @@ class PartyData:
             By party: the file it wrote.
         """
         kept = {}
-        _collect_remote(vars(estimator), kept)
+        for leaf in leaves(vars(estimator)):
+            if isinstance(leaf, RemoteValue):
+                kept.setdefault(leaf.party, []).append(leaf)
         paths = {}
         for name in self.parties:
             path = os.path.join(os.fspath(directory), f"{name}.joblib")
@@ -311,17 +313,6 @@ class PartyData:
                 values = [_resolve_local(v) for v in values]
             paths[name] = _at_home(name, _save, path, values)
         return paths
-
-
-def _collect_remote(obj, out):
-    if isinstance(obj, RemoteValue):
-        out.setdefault(obj.party, []).append(obj)
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            _collect_remote(v, out)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            _collect_remote(v, out)
 
 
 def _resolve_local(ref):

@@ -232,39 +232,33 @@ def _wrapped_ref(obj):
     return None
 
 
-def _homes_named(obj, found):
-    """The homes named by the :class:`HomeRef` in ``obj`` (walked)."""
+def leaves(obj):
+    """Every leaf of ``obj``, walking dicts, lists and tuples; a
+    :class:`HomeList` or a wrapped stand-in yields its :class:`HomeRef`."""
     if isinstance(obj, HomeList):
-        found.add(obj.ref.home)
-    elif isinstance(obj, HomeRef):
-        found.add(obj.home)
+        yield obj.ref
     elif _wrapped_ref(obj) is not None:
-        found.add(_wrapped_ref(obj).home)
+        yield _wrapped_ref(obj)
     elif isinstance(obj, dict):
         for v in obj.values():
-            _homes_named(v, found)
+            yield from leaves(v)
     elif isinstance(obj, (list, tuple)):
         for v in obj:
-            _homes_named(v, found)
+            yield from leaves(v)
+    else:
+        yield obj
+
+
+def _homes_named(obj, found):
+    """The homes named by the :class:`HomeRef` in ``obj`` (walked)."""
+    found.update(leaf.home for leaf in leaves(obj) if isinstance(leaf, HomeRef))
     return found
 
 
 def _resolve(obj, home):
     """``obj`` with its :class:`HomeRef` read from ``home`` and its
     :class:`RemoteValue` fetched (one ``ray.get`` for all), on the actor."""
-    remote = []
-
-    def collect(o):
-        if isinstance(o, RemoteValue):
-            remote.append(o)
-        elif isinstance(o, dict):
-            for v in o.values():
-                collect(v)
-        elif isinstance(o, (list, tuple)) and not isinstance(o, HomeRef):
-            for v in o:
-                collect(v)
-
-    collect(obj)
+    remote = [leaf for leaf in leaves(obj) if isinstance(leaf, RemoteValue)]
     values = {}
     if remote:
         got = import_ray().get([r.ref for r in remote])
