@@ -37,9 +37,10 @@ import numpy as np
 from ..crypto import EncryptedArray
 from ..crypto._group_sum import feature_groups, raw_group_sum
 
-__all__ = ["NodeBins"]
+__all__ = ["NodeBins", "candidate_sums"]
 
 _ONE = gmpy2.mpz(1)  # the encryption of 0 without randomness (an empty sum)
+
 
 class NodeBins:
     """The passive party's plan for one node: which (row, feature) pairs to sum.
