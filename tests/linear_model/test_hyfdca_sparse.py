@@ -34,14 +34,17 @@ def _assert_same_model(a, b, X):
                                atol=TOL * scale * 10)
 
 
-@pytest.mark.parametrize("partition", [
-    HybridPartition(2, 2), VerticalPartition(3), HorizontalPartition(3)],
-    ids=["hybrid", "vertical", "horizontal"])
-@pytest.mark.parametrize("container", [sp.csr_matrix, sp.csc_matrix,
-                                       sp.coo_array])
+@pytest.mark.parametrize("partition, container", [
+    (HybridPartition(2, 2), sp.csr_matrix),
+    (HybridPartition(2, 2), sp.csc_matrix),
+    (HybridPartition(2, 2), sp.coo_array),
+    (VerticalPartition(3), sp.csr_matrix),
+    (HorizontalPartition(3), sp.csc_matrix)],
+    ids=["hybrid-csr", "hybrid-csc", "hybrid-coo", "vertical-csr",
+         "horizontal-csc"])
 def test_sparse_fit_equals_the_dense_fit(partition, container):
     X, y = _sparse_data()
-    params = dict(partition=partition, encryption=None, max_iter=40, tol=None,
+    params = dict(partition=partition, encryption=None, max_iter=25, tol=None,
                   random_state=0)
     dense = HyFDCAClassifier(**params).fit(X, y)
     sparse = HyFDCAClassifier(**params).fit(container(X), y)
