@@ -21,7 +21,11 @@ key:
   (``PaillierPrivateKey.precompute_obfuscators``; its CPU seconds count in
   the round that uses them).
 
-The first round also builds the key owner's CRT tables.
+The first round also builds the key owner's CRT tables. Beside ours, the
+same rounds with the code of another git revision (``baseline``, default:
+the commit the issue's "today" figures describe), run in a child process on
+a copy of that revision's ``skfed`` (as ``--a9a`` does), against the same
+bound, with a check that both fit the same model.
 
 CPU seconds are this process's and its waited-for workers' (``os.times``);
 the step split reads them through the fit's own ``verbose=2`` step clock
@@ -41,31 +45,24 @@ import os
 import re
 import time
 import types
+from unittest import mock
 
 import numpy as np
+from _secureboost_wide import BASELINE, _baseline_splits, cpu_seconds
 
-from skfed._progress import Progress
-from skfed.crypto import _precompute, generate_keypair
-from skfed.ensemble import SecureBoostClassifier
-from skfed.ensemble import _boosting, _grower, _histogram
-from skfed.ensemble._packing import GradientLayout
-
-__all__ = ["encryption_bound", "narrow"]
-
-
-def cpu_seconds():
-    """CPU seconds so far of this process and its waited-for children."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+__all__ = ["encryption_bound", "narrow", "round_splits"]
 
 
 def encryption_bound(n_rows, key_size, n_jobs, repeat=2):
     """Seconds to encrypt ``n_rows`` packed gradient pairs, best of ``repeat``.
 
     Returns ``(seconds, cpu, table_seconds)``: wall-clock and CPU seconds of
-    the encryption with the key owner's CRT tables built, and the time the
-    tables took to build.
+    the encryption with the key owner's CRT tables built (a key without
+    obfuscators computed ahead), and the time the tables took to build.
     """
+    from skfed.crypto import generate_keypair
+    from skfed.ensemble._packing import GradientLayout
+
     public_key, private_key = generate_keypair(key_size)
     start = time.perf_counter()
     private_key.crt_djn.build(n_jobs)
@@ -85,123 +82,125 @@ def encryption_bound(n_rows, key_size, n_jobs, repeat=2):
     return best, best_cpu, table_seconds
 
 
-@contextlib.contextmanager
-def _wrapped(owner, name, before=None, after=None):
-    """``owner.name`` calling ``before()`` and ``after(seconds)`` around it."""
-    original = getattr(owner, name)
-
-    def timed(*args, **kwargs):
-        if before is not None:
-            before()
-        start = time.perf_counter()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            if after is not None:
-                after(time.perf_counter() - start)
-
-    setattr(owner, name, timed)
-    try:
-        yield
-    finally:
-        setattr(owner, name, original)
-
-
-@contextlib.contextmanager
-def _patched(owner, name, value):
-    original = getattr(owner, name)
-    setattr(owner, name, value)
-    try:
-        yield
-    finally:
-        setattr(owner, name, original)
-
-
-@contextlib.contextmanager
 def _counted_takes(counts):
-    """Record how many precomputed obfuscators each encryption took."""
-    original = _precompute.ObfuscatorPool.take
+    """Patch counting the obfuscators each encryption took from a pool."""
+    try:
+        from skfed.crypto._precompute import ObfuscatorPool
+    except ImportError:  # a revision without precomputed obfuscators
+        return contextlib.nullcontext()
+    take = ObfuscatorPool.take
 
-    def take(self, count):
-        out = original(self, count)
+    def counted(self, count):
+        out = take(self, count)
         counts.append(len(out))
         return out
 
-    _precompute.ObfuscatorPool.take = take
-    try:
-        yield
-    finally:
-        _precompute.ObfuscatorPool.take = original
+    return mock.patch.object(ObfuscatorPool, "take", counted)
 
 
-def round_splits(X, y, key_size, n_jobs, rounds, **params):
-    """Per-round seconds of a verbose fit: list of dicts by step."""
+def round_splits(n_rows, key_size, n_jobs, rounds):
+    """Fit ``rounds`` rounds of the credit-shaped table; per round, by step.
+
+    Returns ``(splits, check)``: per round its wall-clock and CPU seconds,
+    the CPU seconds of each step and the obfuscators computed ahead; and the
+    model after each round (sum of P(y=1) over 2,000 rows).
+    """
+    from bench_secureboost import credit_like
+
+    from skfed._progress import Progress
+    from skfed.ensemble import SecureBoostClassifier, _boosting, _grower, _histogram
+
+    X, y = credit_like(n_rows, 23)
     clf = SecureBoostClassifier(n_estimators=rounds, max_depth=3, max_bins=32,
                                 key_size=key_size, n_jobs=n_jobs,
-                                early_stopping=False, random_state=0, verbose=2,
-                                **params)
-    packing, cpu, ahead, taken = [], [], [], [0]
-    out = io.StringIO()
+                                early_stopping=False, random_state=0, verbose=2)
+    packing, marks, ahead, taken = [], [], [], []
+    pack, report = _histogram.pack_candidates, Progress.report
+
+    def timed_pack(*args, **kwargs):
+        start = cpu_seconds()
+        message = pack(*args, **kwargs)
+        packing.append(cpu_seconds() - start)
+        return message
+
+    def marked_report(self, *args, **kwargs):
+        marks.append(cpu_seconds())  # a round ends with its report
+        taken.append(sum(ahead))
+        return report(self, *args, **kwargs)
+
     cpu_clock = types.SimpleNamespace(perf_counter=cpu_seconds)
-    # CPU seconds: of each step (the fit's step clock), of the packing, and
-    # at the start of the loop and at each round's report.
-    with _wrapped(_histogram, "pack_candidates", before=lambda: packing.append(
-                -cpu_seconds()), after=lambda _: packing.append(cpu_seconds())), \
-            _patched(_grower, "time", cpu_clock), _patched(_boosting, "time", cpu_clock), \
-            _counted_takes(ahead), \
-            _wrapped(Progress, "__init__", after=lambda _: cpu.append(cpu_seconds())), \
-            _wrapped(Progress, "report", before=lambda: (
-                cpu.append(cpu_seconds()), taken.append(sum(ahead)))), \
-            contextlib.redirect_stdout(out):
+    out = io.StringIO()
+    with mock.patch.object(_histogram, "pack_candidates", timed_pack), \
+            mock.patch.object(Progress, "report", marked_report), \
+            mock.patch.object(_boosting, "time", cpu_clock), \
+            mock.patch.object(_grower, "time", cpu_clock), \
+            _counted_takes(ahead), contextlib.redirect_stdout(out):
+        marks.append(cpu_seconds())
+        taken.append(0)
         clf.fit(X, y)
     text = out.getvalue()
     totals = [float(s) for s in re.findall(r"round \d+/\d+: .*?, ([0-9.]+) s", text)]
     phases = [dict((k, float(v)) for k, v in re.findall(r"(\w+) ([0-9.]+)", line))
               for line in re.findall(r"seconds: (.*)", text)]
-    per_round = np.diff([0.0] + totals)
-    packing = np.add(packing[::2], packing[1::2]).tolist()  # -start + end
     # pack_candidates runs once per built node: depth 3 -> 1 + 1 + 2 calls.
     per_tree = len(packing) // rounds
     splits = []
-    for r, (seconds, steps) in enumerate(zip(per_round, phases)):
-        pack = sum(packing[r * per_tree:(r + 1) * per_tree])
+    for r, (seconds, steps) in enumerate(zip(np.diff([0.0] + totals), phases)):
+        packed = sum(packing[r * per_tree:(r + 1) * per_tree])
+        cpu = marks[r + 1] - marks[r]
         known = steps["encrypt"] + steps["histograms"] + steps["decrypt"]
-        total = cpu[r + 1] - cpu[r]
-        splits.append({"round": seconds, "cpu": total,
-                       "ahead": taken[r + 1] - taken[r],
+        splits.append({"round": float(seconds), "cpu": cpu,
                        "encrypt": steps["encrypt"],
-                       "histograms": steps["histograms"] - pack, "packing": pack,
-                       "decrypt": steps["decrypt"], "other": total - known})
-    return splits
+                       "histograms": steps["histograms"] - packed, "packing": packed,
+                       "decrypt": steps["decrypt"], "other": cpu - known,
+                       "ahead": taken[r + 1] - taken[r]})
+    return splits, [float(np.round(p[:, 1].sum(), 9))
+                    for p in clf.staged_predict_proba(X[:2000])]
 
 
-def narrow(X, y, key_size=2048, n_jobs=2, rounds=3):
-    """Print the narrow-data table: rounds split by step, beside the bound."""
-    n_rows, n_features = X.shape
-    print(f"SecureBoost, {n_rows} x {n_features}, {key_size}-bit keys, 2 parties, "
-          f"depth 3, 32 bins, n_jobs={n_jobs}, {rounds} rounds")
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
-          f"on {os.cpu_count()} cores")
+def _row(name, s, bound, bound_cpu):
+    return (f"{name:22s}  {s['round']:7.2f}  {s['round'] / bound:7.2f}  "
+            f"{s['cpu']:6.2f}  {s['cpu'] / bound_cpu:7.2f}  {s['encrypt']:7.2f}  "
+            f"{s['histograms']:6.2f}  {s['packing']:7.2f}  {s['decrypt']:7.2f}  "
+            f"{s['other']:6.2f}  {s['ahead']:6d}")
+
+
+def narrow(n_rows=30_000, key_size=2048, n_jobs=2, rounds=3, baseline=BASELINE):
+    """Print the narrow-data table: rounds by step, as ratios to the bound."""
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"SecureBoost, {n_rows} x 23 credit-shaped, {key_size}-bit keys, 2 parties, "
+          f"depth 3, 32 bins, n_jobs={n_jobs}, {rounds} rounds",
+          f"load average before: {load} on {os.cpu_count()} cores", sep="\n")
     bound, bound_cpu, table = encryption_bound(n_rows, key_size, n_jobs)
     print(f"encryption bound: {n_rows} packed (g, h) plaintexts in {bound:.2f} s, "
           f"{bound_cpu:.2f} CPU s (key owner's CRT path, tables built in "
           f"{table:.2f} s, best of 2)\n")
-    header = (f"{'round':>5}  {'seconds':>7}  {'x bound':>7}  {'CPU s':>6}  "
-              f"{'encrypt':>7}  {'hist':>6}  {'packing':>7}  {'decrypt':>7}  "
-              f"{'other':>6}  {'x bound CPU':>11}  {'ahead':>6}")
-    print(header)
-    print("-" * len(header))
-    splits = round_splits(X, y, key_size, n_jobs, rounds)
-    for r, s in enumerate(splits, start=1):
-        print(f"{r:5d}  {s['round']:7.2f}  {s['round'] / bound:7.2f}  "
-              f"{s['cpu']:6.2f}  {s['encrypt']:7.2f}  {s['histograms']:6.2f}  "
-              f"{s['packing']:7.2f}  {s['decrypt']:7.2f}  {s['other']:6.2f}  "
-              f"{s['cpu'] / bound_cpu:11.2f}  {s['ahead']:6d}", flush=True)
-    later = splits[1:] or splits
-    wall = np.mean([s["round"] for s in later])
-    cpu = np.mean([s["cpu"] for s in later])
-    print(f"\nrounds after the first (the first also builds the CRT tables): "
-          f"{wall:.2f} s = {wall / bound:.2f} x the encryption bound ({bound:.2f} s); "
-          f"CPU {cpu:.2f} s = {cpu / bound_cpu:.2f} x ({bound_cpu:.2f} s)")
+    header = (f"{'code, round':22s}  {'seconds':>7}  {'x bound':>7}  {'CPU s':>6}  "
+              f"{'x bound':>7}  {'encrypt':>7}  {'hist':>6}  {'packing':>7}  "
+              f"{'decrypt':>7}  {'other':>6}  {'ahead':>6}")
+    print(header, "-" * len(header), sep="\n")
+    ours, check = round_splits(n_rows, key_size, n_jobs, rounds)
+    for r, s in enumerate(ours, start=1):
+        print(_row(f"this code, round {r}", s, bound, bound_cpu), flush=True)
+    old = None
+    if baseline:
+        old, old_check = _baseline_splits(baseline, n_rows, key_size, n_jobs, rounds,
+                                          "_secureboost_narrow:round_splits")
+        for r, s in enumerate(old, start=1):
+            print(_row(f"{baseline}, round {r}", s, bound, bound_cpu), flush=True)
+        same = "same" if old_check == check else "DIFFERENT"
+        print(f"\nmodels after each round: {same} predictions (sum of P(y=1) over "
+              f"2000 rows after round {rounds}: {check[-1]} vs {old_check[-1]})")
+    print("\nrounds after the first (the first also builds the CRT tables):")
+    for name, splits in (("this code", ours), (baseline, old)):
+        if splits:
+            later = splits[1:] or splits
+            wall = np.mean([s["round"] for s in later])
+            cpu = np.mean([s["cpu"] for s in later])
+            print(f"  {name}: {wall:.2f} s = {wall / bound:.2f} x the encryption bound "
+                  f"({bound:.2f} s); {cpu:.2f} CPU s = {cpu / bound_cpu:.2f} x its "
+                  f"{bound_cpu:.2f} CPU s")
+    print("step columns: CPU seconds; ahead: obfuscators computed in the previous "
+          "round's idle time")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    return splits, bound
+    return ours, old

@@ -124,8 +124,10 @@ def tree_splits(n_rows, key_size, n_jobs, trees, encryption="paillier"):
                     for p in clf.staged_predict_proba(X[:2000])]
 
 
-def _baseline_splits(revision, n_rows, key_size, n_jobs, trees):
-    """:func:`tree_splits` with ``revision``'s skfed, in a child process."""
+def _baseline_splits(revision, n_rows, key_size, n_jobs, trees,
+                     function="_secureboost_wide:tree_splits"):
+    """``function`` (default :func:`tree_splits`) with ``revision``'s skfed,
+    in a child process; ``module:name`` of a benchmark module here."""
     root = subprocess.run(["git", "rev-parse", "--show-toplevel"], check=True,
                           capture_output=True, text=True,
                           cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
@@ -141,9 +143,8 @@ def _baseline_splits(revision, n_rows, key_size, n_jobs, trees):
                 "sys.meta_path[:] = [f for f in sys.meta_path if '__editable__' "
                 "not in str(getattr(f, '__module__', ''))]; "
                 "import skfed; assert skfed.__file__.startswith(sys.argv[1]); "
-                "from _secureboost_wide import tree_splits; "
-                f"print(json.dumps(tree_splits({n_rows}, {key_size}, {n_jobs}, "
-                f"{trees})))")
+                "from {} import {} as run; ".format(*function.split(":")) +
+                f"print(json.dumps(run({n_rows}, {key_size}, {n_jobs}, {trees})))")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([tmp, here])}
         result = subprocess.run([sys.executable, "-c", code, tmp], check=True, env=env,
                                 capture_output=True, text=True, cwd=tmp)

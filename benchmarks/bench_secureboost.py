@@ -43,6 +43,8 @@ Usage::
                                       # digits: per-class vs multi-output trees
     python benchmarks/bench_secureboost.py --a9a --keys 2048   # wide, depth 6:
                                       # a9a-shaped, 2 trees, beside commit 51c1df5
+    python benchmarks/bench_secureboost.py --narrow --keys 2048  # 30,000 x 23:
+                                      # rounds / encryption bound, beside 51c1df5
 
 The machine may be shared: the load average is printed with the results.
 """
@@ -75,6 +77,7 @@ from threadpoolctl import threadpool_limits
 
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
 
+from _secureboost_narrow import narrow
 from _secureboost_wide import BASELINE, wide
 
 
@@ -279,6 +282,9 @@ def main():
     parser.add_argument("--a9a", action="store_true",
                         help="seconds per depth-6 tree on an a9a-shaped table "
                              "(first key size; --quick: rows / 10) and exit")
+    parser.add_argument("--narrow", action="store_true",
+                        help="rounds of the first table over the encryption bound "
+                             "(first key size; --trees rounds, at least 3) and exit")
     parser.add_argument("--trees", type=int, default=2,
                         help="--a9a: trees to fit (the first also builds key tables)")
     parser.add_argument("--baseline", default=BASELINE,
@@ -307,6 +313,10 @@ def main():
         wide(32_561 // scale, args.keys[0], args.n_jobs, trees=args.trees,
              baseline=None if args.baseline == "none" else args.baseline,
              baseline_trees=args.baseline_trees)
+        return
+    if args.narrow:
+        narrow(shapes[0][0], args.keys[0], args.n_jobs, rounds=max(3, args.trees),
+               baseline=None if args.baseline == "none" else args.baseline)
         return
     if args.variants:
         variants(*shapes[0], args.keys[0], args.n_jobs)
