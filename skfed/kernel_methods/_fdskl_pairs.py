@@ -21,6 +21,7 @@ to date). No Python loop runs over features or pairs.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import numpy as np
+import scipy.sparse as sp
 
 from ._vertical_features import ring_angles
 
@@ -90,6 +91,22 @@ def _pairs(state, owner, excluded):
                               cols[None, :] >= start[idx][:, None])
 
 
+def _project(X_block, omega, ids):
+    """``X_block @ omega[:, ids]``, dense, without copying all of ``omega``.
+
+    For sparse rows only the directions of the columns they use are taken
+    (a wide sparse block touches few of its columns), so the cost follows
+    the nonzeros, not the width of the party's block.
+    """
+    if not sp.issparse(X_block):
+        return X_block @ omega[:, ids]
+    X_block = sp.csr_matrix(X_block)
+    used, local = np.unique(X_block.indices, return_inverse=True)
+    compact = sp.csr_matrix((X_block.data, local.ravel(), X_block.indptr),
+                            shape=(X_block.shape[0], len(used)))
+    return np.asarray(compact @ omega[np.ix_(used, ids)])
+
+
 def _party_pair_projection(state, owner, excluded):
     """Algorithm 3, lines 2-3, on the needed pairs of one owner's group.
 
@@ -105,8 +122,8 @@ def _party_pair_projection(state, owner, excluded):
     phased = excluded is None or (ring and state.index == excluded)
     values, offsets = [], []
     for idx, cols, need in _pairs(state, owner, excluded):
+        v = _project(state.X[rows[idx]], state.omega, ids_of[cols])
         ids = ids_of[cols]
-        v = np.asarray(state.X[rows[idx]] @ state.omega[:, ids])
         if phased:
             v += state.offsets[ids]
         elif not ring:
