@@ -40,15 +40,12 @@ larger, obfuscators computed in them (``precompute_obfuscators``) smaller.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import contextlib
-import io
 import os
-import re
 import time
-import types
 from unittest import mock
 
 import numpy as np
-from _secureboost_wide import BASELINE, _baseline_splits, cpu_seconds
+from _secureboost_wide import BASELINE, _baseline_splits, cpu_seconds, fit_splits
 
 __all__ = ["encryption_bound", "narrow", "round_splits"]
 
@@ -101,65 +98,30 @@ def _counted_takes(counts):
 def round_splits(n_rows, key_size, n_jobs, rounds):
     """Fit ``rounds`` rounds of the credit-shaped table; per round, by step.
 
-    Returns ``(splits, check)``: per round its wall-clock and CPU seconds,
-    the CPU seconds of each step and the obfuscators computed ahead; and the
-    model after each round (sum of P(y=1) over 2,000 rows).
+    Returns ``(splits, check)`` as :func:`_secureboost_wide.fit_splits`
+    (per round ``"tree"``: wall-clock seconds, ``"cpu"``, the steps' CPU
+    seconds), each split with ``"ahead"``: the obfuscators its encryption
+    took from the ones computed ahead.
     """
     from bench_secureboost import credit_like
 
-    from skfed._progress import Progress
-    from skfed.ensemble import SecureBoostClassifier, _boosting, _grower, _histogram
+    from skfed.ensemble import SecureBoostClassifier
 
     X, y = credit_like(n_rows, 23)
     clf = SecureBoostClassifier(n_estimators=rounds, max_depth=3, max_bins=32,
                                 key_size=key_size, n_jobs=n_jobs,
                                 early_stopping=False, random_state=0, verbose=2)
-    packing, marks, ahead, taken = [], [], [], []
-    pack, report = _histogram.pack_candidates, Progress.report
-
-    def timed_pack(*args, **kwargs):
-        start = cpu_seconds()
-        message = pack(*args, **kwargs)
-        packing.append(cpu_seconds() - start)
-        return message
-
-    def marked_report(self, *args, **kwargs):
-        marks.append(cpu_seconds())  # a round ends with its report
-        taken.append(sum(ahead))
-        return report(self, *args, **kwargs)
-
-    cpu_clock = types.SimpleNamespace(perf_counter=cpu_seconds)
-    out = io.StringIO()
-    with mock.patch.object(_histogram, "pack_candidates", timed_pack), \
-            mock.patch.object(Progress, "report", marked_report), \
-            mock.patch.object(_boosting, "time", cpu_clock), \
-            mock.patch.object(_grower, "time", cpu_clock), \
-            _counted_takes(ahead), contextlib.redirect_stdout(out):
-        marks.append(cpu_seconds())
-        taken.append(0)
-        clf.fit(X, y)
-    text = out.getvalue()
-    totals = [float(s) for s in re.findall(r"round \d+/\d+: .*?, ([0-9.]+) s", text)]
-    phases = [dict((k, float(v)) for k, v in re.findall(r"(\w+) ([0-9.]+)", line))
-              for line in re.findall(r"seconds: (.*)", text)]
-    # pack_candidates runs once per built node: depth 3 -> 1 + 1 + 2 calls.
-    per_tree = len(packing) // rounds
-    splits = []
-    for r, (seconds, steps) in enumerate(zip(np.diff([0.0] + totals), phases)):
-        packed = sum(packing[r * per_tree:(r + 1) * per_tree])
-        cpu = marks[r + 1] - marks[r]
-        known = steps["encrypt"] + steps["histograms"] + steps["decrypt"]
-        splits.append({"round": float(seconds), "cpu": cpu,
-                       "encrypt": steps["encrypt"],
-                       "histograms": steps["histograms"] - packed, "packing": packed,
-                       "decrypt": steps["decrypt"], "other": cpu - known,
-                       "ahead": taken[r + 1] - taken[r]})
-    return splits, [float(np.round(p[:, 1].sum(), 9))
-                    for p in clf.staged_predict_proba(X[:2000])]
+    ahead, taken = [], []
+    splits, check = fit_splits(clf, X, y, on_round=lambda: taken.append(sum(ahead)),
+                               patches=[_counted_takes(ahead)])
+    # A round's encryption comes right after its start mark.
+    for r, split in enumerate(splits):
+        split["ahead"] = taken[r + 1] - taken[r]
+    return splits, check
 
 
 def _row(name, s, bound, bound_cpu):
-    return (f"{name:22s}  {s['round']:7.2f}  {s['round'] / bound:7.2f}  "
+    return (f"{name:22s}  {s['tree']:7.2f}  {s['tree'] / bound:7.2f}  "
             f"{s['cpu']:6.2f}  {s['cpu'] / bound_cpu:7.2f}  {s['encrypt']:7.2f}  "
             f"{s['histograms']:6.2f}  {s['packing']:7.2f}  {s['decrypt']:7.2f}  "
             f"{s['other']:6.2f}  {s['ahead']:6d}")
@@ -196,7 +158,7 @@ def narrow(n_rows=30_000, key_size=2048, n_jobs=2, rounds=3, baseline=BASELINE):
     for name, splits in (("this code", ours), (baseline, old)):
         if splits:
             later = splits[1:] or splits
-            wall = np.mean([s["round"] for s in later])
+            wall = np.mean([s["tree"] for s in later])
             cpu = np.mean([s["cpu"] for s in later])
             print(f"  {name}: {wall:.2f} s = {wall / bound:.2f} x the encryption bound "
                   f"({bound:.2f} s); {cpu:.2f} CPU s = {cpu / bound_cpu:.2f} x its "

@@ -41,7 +41,7 @@ from unittest import mock
 
 import numpy as np
 
-__all__ = ["a9a_like", "tree_splits", "wide"]
+__all__ = ["a9a_like", "fit_splits", "tree_splits", "wide"]
 
 # Today's code before the sparse-aware histograms (issue 18, item 6).
 BASELINE = "51c1df5"
@@ -75,14 +75,26 @@ def tree_splits(n_rows, key_size, n_jobs, trees, encryption="paillier"):
     the split does not depend on what else the machine runs; the tree's
     wall-clock seconds come from the progress line.
     """
-    from skfed.ensemble import (SecureBoostClassifier, _boosting, _grower,
-                                _histogram)
+    from skfed.ensemble import SecureBoostClassifier
 
     X, y = a9a_like(n_rows)
     clf = SecureBoostClassifier(n_estimators=trees, max_depth=6, max_bins=255,
                                 encryption=encryption, key_size=key_size,
                                 n_jobs=n_jobs, early_stopping=False, random_state=0,
                                 verbose=2)
+    return fit_splits(clf, X, y)
+
+
+def fit_splits(clf, X, y, on_round=None, patches=()):
+    """Fit ``clf`` (``verbose=2``); per round, wall and CPU seconds by step.
+
+    ``on_round()`` is called as each round starts and once after the fit;
+    ``patches`` are more context managers held during the fit. Returns the
+    splits and the model after each round (see :func:`tree_splits`).
+    """
+    from skfed.ensemble import _boosting, _grower, _histogram
+
+    trees = clf.n_estimators
     packing, marks = [], []
     pack, gradients = _histogram.pack_candidates, _boosting.active_gradients
 
@@ -94,6 +106,8 @@ def tree_splits(n_rows, key_size, n_jobs, trees, encryption="paillier"):
 
     def marked_gradients(*args, **kwargs):
         marks.append(cpu_seconds())  # a round starts with its gradients
+        if on_round is not None:
+            on_round()
         return gradients(*args, **kwargs)
 
     cpu_clock = types.SimpleNamespace(perf_counter=cpu_seconds)
@@ -102,9 +116,13 @@ def tree_splits(n_rows, key_size, n_jobs, trees, encryption="paillier"):
             mock.patch.object(_boosting, "active_gradients", marked_gradients), \
             mock.patch.object(_boosting, "time", cpu_clock), \
             mock.patch.object(_grower, "time", cpu_clock), \
-            contextlib.redirect_stdout(out):
+            contextlib.ExitStack() as more, contextlib.redirect_stdout(out):
+        for patch in patches:
+            more.enter_context(patch)
         clf.fit(X, y)
     marks.append(cpu_seconds())
+    if on_round is not None:
+        on_round()
     text = out.getvalue()
     totals = [float(s) for s in re.findall(r"round \d+/\d+: .*?, ([0-9.]+) s", text)]
     phases = [dict((k, float(v)) for k, v in re.findall(r"(\w+) ([0-9.]+)", line))
