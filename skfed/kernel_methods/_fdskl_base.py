@@ -312,10 +312,16 @@ _SHARED_DOC = """
         (as :class:`~sklearn.linear_model.SGDClassifier`'s).
 
     cache_size : float, default=200
-        Megabytes each coefficient holder may use to keep the random features
-        of training rows it has received (the paper's "locally saved"
-        values). Rows past the budget are recomputed by the masked sums every
-        time they are drawn; the model is the same either way.
+        Byte budget, in megabytes per party, of the locally saved values of
+        Algorithm 2: for each saved training row, its coefficient holder
+        keeps the partial sum ``sum_j alpha_j phi_j(x_i)`` over the features
+        the row already received (``n_outputs`` floats) and every party one
+        counter per holder (which features the row has): 16 bytes per row
+        with one output and one holder, so the default covers 13 million
+        rows. A saved row receives each feature once; rows past the budget
+        are recomputed by the masked sums every time they are drawn (the
+        paper's plain loop, ``cache_size=0``). The model is the same either
+        way.
 """
 
 
