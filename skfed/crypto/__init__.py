@@ -40,7 +40,13 @@ Security and speed
     ``r**n`` at 2048 bits; assumption stated in
     :mod:`skfed.crypto._obfuscation`), or the standard ``r**n``
     (``obfuscation="standard"``, DCR only). Work is spread over ``n_jobs``
-    threads with gmpy2 releasing the GIL.
+    threads with gmpy2 releasing the GIL. The key owner encrypts faster
+    (``private_key.encrypt``: obfuscators modulo ``p**2`` and ``q**2``) and
+    can have the next encryption's obfuscators computed while it waits
+    (``private_key.precompute_obfuscators(count)``: a lowest-priority forked
+    worker; each obfuscator is fresh and used once). ``group_sum`` with one
+    id column per feature shares row products between features (a joint
+    histogram per group of features, then one product per cell).
 
 Examples
 --------
