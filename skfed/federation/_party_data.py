@@ -20,6 +20,7 @@ with the in-memory fit.
 
 import os
 import uuid
+import weakref
 
 import numpy as np
 
@@ -42,16 +43,33 @@ def _at_home(name, fn, *args):
 
 
 def _at_homes(calls, fn):
-    """``fn(home, *args)`` at every home of ``calls`` ({name: args}) at once."""
+    """``fn(home, *args)`` at every home of ``calls`` ({name: args}) at once.
+
+    A failure is raised as :class:`~skfed.federation.PartyError` naming the
+    party (phase ``"data"``).
+    """
+    from .party import PartyError
+
+    out = {}
     if _on_ray():
         from ._ray import home_actor, import_ray
 
+        ray = import_ray()
         refs = {name: home_actor(name).at_home.remote(fn, args)
                 for name, args in calls.items()}
-        values = import_ray().get(list(refs.values()))
-        return dict(zip(refs, values))
-    return {name: fn(_local_homes.setdefault(str(name), {}), *args)
-            for name, args in calls.items()}
+        for name, ref in refs.items():
+            try:
+                out[name] = ray.get(ref)
+            except ray.exceptions.RayTaskError as exc:
+                cause = getattr(exc, "cause", None) or exc
+                raise PartyError(name, "data", fn.__name__, cause) from exc
+        return out
+    for name, args in calls.items():
+        try:
+            out[name] = fn(_local_homes.setdefault(str(name), {}), *args)
+        except Exception as exc:
+            raise PartyError(name, "data", fn.__name__, exc) from exc
+    return out
 
 
 def _read(source):
@@ -124,6 +142,29 @@ def _keep_rows(home, key, rows, id_column, label, allow_nan, encode):
     home[key + ("X",)] = check_array(
         block, dtype=np.float64, ensure_all_finite="allow-nan" if allow_nan else True)
     return home[key + ("X",)].shape, classes
+
+
+def _drop(home, key):
+    """Home: forget what it keeps of one load (``key``)."""
+    for k in [k for k in home if isinstance(k, tuple) and k[:len(key)] == key]:
+        del home[k]
+
+
+def _release(names, key, on_ray):
+    """Every home forgets one load: when its PartyData is reloaded or gone."""
+    try:
+        if on_ray:
+            from ._ray import _homes
+
+            for name in names:  # fire and forget: nothing to wait for
+                entry = _homes.get(name)
+                if entry is not None:
+                    entry[1].at_home.remote(_drop, (key,))
+        else:
+            for name in names:
+                _drop(_local_homes.get(name, {}), key)
+    except Exception:  # pragma: no cover - Ray already shut down
+        pass
 
 
 def _save(home, path, values):
@@ -232,10 +273,39 @@ class PartyData:
                 and (encode is None or old["encode"] == encode)
                 and self._homes_alive()):
             return old
-        from ..alignment._psi import run_psi
-
         names = self.parties
         key = ("party_data", uuid.uuid4().hex)
+        try:
+            hub, summary, shapes = self._align_at_homes(names, key, label,
+                                                        allow_nan, encode)
+        except BaseException:
+            _release(names, key, _on_ray())  # what the homes read so far
+            raise
+        actors = {}
+        if _on_ray():
+            from ._ray import home_actor
+
+            actors = {name: home_actor(name) for name in names}
+        if self._key is not None:  # the previous load's data
+            self._finalizer()
+        self._key = key
+        self._finalizer = weakref.finalize(self, _release, list(names), key,
+                                           _on_ray())
+        self._loaded = {"settings": settings, "encode": encode, "key": key,
+                        "hub": hub,
+                        "widths": [shape[1] for shape, _ in shapes],
+                        "n_rows": shapes[0][0][0], "classes": shapes[hub][1],
+                        "actors": actors, "label": label}
+        self.n_rows_ = shapes[0][0][0]
+        self.alignment_communication_ = summary
+        return self._loaded
+
+    def _align_at_homes(self, names, key, label, allow_nan, encode):
+        """Each home reads its table; the homes align the ids by PSI; each
+        keeps and validates its aligned block. Returns (hub, PSI summary,
+        (shape, classes) per party)."""
+        from ..alignment._psi import run_psi
+
         info = list(_at_homes({name: (key, self.sources[name], self.id_column, label)
                                for name in names}, _load).values())
         kinds = {kind for *_, kind in info}
@@ -260,20 +330,7 @@ class PartyData:
         shapes = list(_at_homes({name: (key, rows[k], self.id_column, label,
                                         allow_nan, encode)
                                  for k, name in enumerate(names)}, _keep_rows).values())
-        actors = {}
-        if _on_ray():
-            from ._ray import home_actor
-
-            actors = {name: home_actor(name) for name in names}
-        self._key = key
-        self._loaded = {"settings": settings, "encode": encode, "key": key,
-                        "hub": hub,
-                        "widths": [shape[1] for shape, _ in shapes],
-                        "n_rows": shapes[0][0][0], "classes": shapes[hub][1],
-                        "actors": actors, "label": label}
-        self.n_rows_ = shapes[0][0][0]
-        self.alignment_communication_ = summary
-        return self._loaded
+        return hub, summary, shapes
 
     def _blocks(self, loaded):
         from ._party_inputs import _PartyBlocks

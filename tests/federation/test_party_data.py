@@ -10,7 +10,7 @@ import pytest
 
 from skfed.alignment import align
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
-from skfed.federation import PartyData
+from skfed.federation import PartyData, PartyError
 from skfed.federation._party_inputs import at_home_apply
 from skfed.federation._remote import HomeRef
 
@@ -86,7 +86,7 @@ def test_clear_errors():
     model = SecureBoostClassifier(n_estimators=1, encryption=None)
     with pytest.raises(TypeError, match="names the label column"):
         model.fit(_data(tables), np.zeros(3))
-    with pytest.raises(ValueError, match="no id column 'id'"):
+    with pytest.raises(PartyError, match="Party 't0'.*no id column 'id'"):
         model.fit(_data([tables[0].rename(columns={"id": "key"}), tables[1]]), "label")
     bad = tables[0].copy()
     bad["label"] = 0
