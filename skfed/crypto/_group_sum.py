@@ -143,7 +143,7 @@ def _block_tasks(tasks, n_rows, n_jobs):
 
 
 def _task_products(tasks, n_rows, nsquare, n_jobs):
-    """Grouped products of each task ``(ciphertexts, ids, n_out)``, row blocks combined."""
+    """Grouped products of each task ``(ciphertexts, ids, n_out)``, blocks combined."""
     blocks, n_blocks = _block_tasks(tasks, n_rows, n_jobs)
     partials = parallel_tasks(
         lambda block: _grouped_product(block[0], block[1], block[2], nsquare),

@@ -19,7 +19,7 @@ import phe
 
 from ._array import EncryptedArray
 from ._obfuscation import CRTDJNObfuscator
-from ._parallel import fork_map, parallel_map
+from ._parallel import effective_n_jobs, fork_map, parallel_map
 from ._precompute import ObfuscatorPool
 from ._raw import object_array
 from .encoding import (
@@ -126,7 +126,9 @@ class PaillierPrivateKey:
         count : int
             Obfuscators wanted (e.g. the next round's ciphertexts).
         n_jobs : int or None
-            Threads building the CRT tables, if not built yet.
+            Workers allowed: with None or 1 (one core asked for) nothing
+            starts; otherwise the threads building the CRT tables, if not
+            built yet, and the one background worker.
         min_count : int or None
             Below this many nothing starts (a fork costs more than it saves);
             None: four times what key-owner encryption gives one process
@@ -140,7 +142,7 @@ class PaillierPrivateKey:
         """
         if min_count is None:
             min_count = 4 * self._min_items_per_process()
-        if count < min_count:
+        if count < min_count or effective_n_jobs(n_jobs) < 2:
             return False
         crt_djn = self.crt_djn
         crt_djn.build(n_jobs)

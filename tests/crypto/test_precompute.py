@@ -54,8 +54,9 @@ def test_encryption_uses_precomputed_obfuscators_once(keypair):
     _, private_key = generate_keypair(key_size=512)  # a pool of its own
     public_key = private_key.public_key
     n, nsquare = public_key.n, public_key.nsquare
-    assert not private_key.precompute_obfuscators(100)  # too few to be worth it
-    assert private_key.precompute_obfuscators(100, min_count=0, nice=0)
+    assert not private_key.precompute_obfuscators(100, n_jobs=2)  # too few
+    assert not private_key.precompute_obfuscators(100, min_count=0)  # one core
+    assert private_key.precompute_obfuscators(100, min_count=0, nice=0, n_jobs=2)
     pool = private_key._pool
     _wait_for(pool, 100)
     ready = [int(s) for s in pool._ready]
@@ -78,14 +79,15 @@ def test_encryption_uses_precomputed_obfuscators_once(keypair):
 
 def test_precomputed_false_and_stop_leave_nothing_behind(keypair):
     _, private_key = generate_keypair(key_size=512)
-    assert private_key.precompute_obfuscators(40, min_count=0, nice=0)
+    assert private_key.precompute_obfuscators(40, min_count=0, nice=0, n_jobs=2)
     _wait_for(private_key._pool, 40)
     private_key.raw_encrypt(np.arange(10, dtype=object), precomputed=False)
     assert len(private_key._pool) == 40  # untouched
     # The pool never travels with the key.
     clone = pickle.loads(pickle.dumps(private_key))
     assert "_pool" not in clone.__dict__
-    private_key.precompute_obfuscators(10_000, min_count=0, nice=0)  # still computing
+    # Stopped while still computing:
+    private_key.precompute_obfuscators(10_000, min_count=0, nice=0, n_jobs=2)
     private_key.stop_precomputing()
     assert len(private_key._pool) == 0
     assert not _workers()
