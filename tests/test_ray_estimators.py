@@ -87,3 +87,8 @@ def test_ray_model_equals_threads_model(name):
     np.testing.assert_allclose(ray_out, threads_out, rtol=1e-9, atol=1e-9)
     assert ray_model.communication_ == threads_model.communication_
     assert ray_model.communication_.total_messages > 0
+    # In-memory X: every party ran on an actor of its own, killed after the
+    # fit; no long-lived home (those are for PartyData) was started.
+    from skfed.federation._ray import _homes
+
+    assert not _homes

@@ -362,12 +362,15 @@ class PartyData:
         for leaf in leaves(vars(estimator)):
             if isinstance(leaf, RemoteValue):
                 kept.setdefault(leaf.party, []).append(leaf)
+        if not kept:
+            raise ValueError(
+                f"{type(estimator).__name__} keeps no share at the parties' "
+                "homes: only a fit on a PartyData with the Ray backend leaves "
+                "each party's share with its party.")
         paths = {}
         for name in self.parties:
             path = os.path.join(os.fspath(directory), f"{name}.joblib")
             values = kept.get(name, [])
-            if not _on_ray():
-                values = [_resolve_local(v) for v in values]
             paths[name] = _at_home(name, _save, path, values)
         return paths
 

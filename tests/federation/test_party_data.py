@@ -62,6 +62,8 @@ def test_classifier_equals_fit_on_the_aligned_table():
     got = model.predict_proba(_data(new, drop=("target", "label")))
     X_new, _, _ = _in_memory(new, None, ("target", "label"))
     np.testing.assert_allclose(got, reference.predict_proba(X_new))
+    with pytest.raises(ValueError, match="keeps no share at the parties' homes"):
+        data.save_shares(model, ".")  # threads: the estimator holds the model
 
 
 def test_regressor_from_csv_files_equals_callables(tmp_path):
