@@ -180,8 +180,12 @@ def _keyed_words(key, feature_ids, n_words):
 
 
 def _to_unit(words):
-    # 53 random bits, shifted by half a step so 0 and 1 never occur.
-    return ((words >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
+    # 53 random bits, shifted by half a step so 0 and 1 never occur (in
+    # place: a wide party draws tens of millions of these at once).
+    u = (words >> np.uint64(11)).astype(np.float64)
+    u += 0.5
+    u *= 2.0**-53
+    return u
 
 
 def keyed_uniform(key, feature_ids, n_words):
@@ -213,7 +217,8 @@ def keyed_directions(key, n_columns, feature_ids, kernel="rbf", gamma=1.0):
     True
     """
     u = keyed_uniform(key, feature_ids, 1 + int(n_columns))[:, 1:]
-    return _spectral(u.T, kernel, gamma)
+    # C order (columns x features): parties slice and multiply it by rows.
+    return np.ascontiguousarray(_spectral(u.T, kernel, gamma))
 
 
 def keyed_phases(key, feature_ids):
