@@ -68,11 +68,15 @@ class NodeBins:
         self.mode = counts.argmax(axis=1)
         counts[np.arange(n_features), self.mode] = 0
         self.summed = [np.flatnonzero(row).tolist() for row in counts]
+        # Features constant in the node (frequent deep in a tree) need no
+        # products at all: their one bin is the node total.
+        self.varying = np.flatnonzero(counts.any(axis=1))
         # Group ids for the grouped products: the fullest bins are skipped
         # (-1), and column 0, every row in group 0, is the node total.
-        self.ids = np.empty((n_rows, n_features + 1), dtype=np.intp)
+        self.ids = np.empty((n_rows, self.varying.size + 1), dtype=np.intp)
         self.ids[:, 0] = 0
-        self.ids[:, 1:] = np.where(bins != self.mode, bins, -1)
+        self.ids[:, 1:] = np.where(bins[:, self.varying] != self.mode[self.varying],
+                                   bins[:, self.varying], -1)
 
     @property
     def n_products(self):
@@ -96,15 +100,15 @@ class NodeBins:
         # skfed.crypto._group_sum.feature_groups); the node total rides along.
         sums = raw_group_sum(ciphertexts, self.ids, self.n_groups, nsquare, n_jobs)
         total = sums[0, 0]
-        hist = []
-        for f in range(self.n_features):
-            row = sums[f + 1].tolist()
+        hist = [[_ONE] * self.n_groups for _ in range(self.n_features)]
+        for column, f in enumerate(self.varying.tolist(), start=1):
+            hist[f] = sums[column].tolist()
+        for f, row in enumerate(hist):
             rest = None
             for b in self.summed[f]:
                 rest = row[b] if rest is None else rest * row[b] % nsquare
             row[self.mode[f]] = (total if rest is None else
                                  total * gmpy2.invert(rest, nsquare) % nsquare)
-            hist.append(row)
         return hist
 
 
