@@ -91,3 +91,33 @@ def test_precomputed_false_and_stop_leave_nothing_behind(keypair):
     private_key.stop_precomputing()
     assert len(private_key._pool) == 0
     assert not _workers()
+
+
+def test_secureboost_with_precomputed_obfuscators_is_lossless(monkeypatch):
+    # SecureBoost's active party precomputes each next round's obfuscators;
+    # force it on a small table (the policy waits for 2048-bit-sized work)
+    # and let every worker finish before its round takes the obfuscators,
+    # so the path is exercised whatever the machine's load.
+    from sklearn.datasets import make_classification
+
+    from skfed.crypto import _private_key
+    from skfed.ensemble import SecureBoostClassifier
+
+    monkeypatch.setattr(_private_key, "_MIN_ITEMS_PER_PROCESS_2048", 1)
+    take, taken = ObfuscatorPool.take, []
+
+    def finished_take(self, count):
+        if self._process is not None:
+            self._process.join(timeout=60)
+        out = take(self, count)
+        taken.append(len(out))
+        return out
+
+    monkeypatch.setattr(ObfuscatorPool, "take", finished_take)
+    X, y = make_classification(120, 6, random_state=0)
+    params = dict(n_estimators=3, max_depth=2, random_state=0, n_jobs=2)
+    model = SecureBoostClassifier(key_size=512, **params).fit(X, y)
+    plain = SecureBoostClassifier(encryption=None, **params).fit(X, y)
+    assert taken == [120, 120]  # rounds 2 and 3 used only precomputed ones
+    np.testing.assert_array_equal(model.predict_proba(X), plain.predict_proba(X))
+    assert not _workers()
