@@ -138,48 +138,60 @@ def _party_pair_projection(state, owner, excluded):
     return values, np.concatenate(offsets) if offsets else np.empty(0)
 
 
-def _owner_save_features(state, received):
-    """The owner turns ``omega^T x + b`` into ``phi`` and ``f^l`` (Alg. 2).
+def _owner_take_pairs(state, excluded, values):
+    """The owner turns one group's ``omega^T x + b`` into ``phi`` (Alg. 2).
 
-    ``received`` maps each group (excluded party) to the values of its
-    pairs. The cosines of a block of pairs are multiplied at once with the
-    coefficients of their features; a saved row adds the result to its
-    partial sum, a row past the budget (which received every feature) takes
-    it as it is. The features without a coefficient yet (this step's new
-    ones, at the creator) are kept for the gradient. Nothing leaves the owner.
+    ``values`` are the pairs of the group whose ``l'`` is ``excluded``. The
+    cosines of a block of pairs are multiplied at once with the
+    coefficients of their features and added to the step's sums; the
+    features without a coefficient yet (this step's new ones, at the
+    creator) are kept for the gradient. A group is taken as soon as its sum
+    arrives, while the other parties already compute the next group's
+    shares. Nothing leaves the owner.
     """
     me = state.names[state.index]
-    rows = state.step["rows"]
-    _, width = state.step["requests"][me]
+    step = state.step
     store = state.store
     n_coef, raw = len(store), store.raw_coef
-    fresh = np.zeros((len(rows), state.n_outputs))
-    new_phi = np.zeros((len(rows), width - n_coef))
-    for excluded, values in received.items():
-        done = 0
-        for idx, cols, need in _pairs(state, me, excluded):
-            if need is None:
-                k = len(idx) * len(cols)
-                phi = np.cos(values[done:done + k]).reshape(len(idx), len(cols))
-            else:
-                k = int(np.count_nonzero(need))
-                phi = np.zeros(need.shape)
-                phi[need] = np.cos(values[done:done + k])
-            done += k
-            split = int(np.searchsorted(cols, n_coef))
-            if split:
-                fresh[idx] += phi[:, :split] @ raw[cols[:split]]
-            if split < len(cols):
-                new_phi[np.ix_(idx, cols[split:] - n_coef)] = phi[:, split:]
-    fresh *= np.sqrt(2.0)
-    new_phi *= np.sqrt(2.0)
-    slots = state.cache_slot[rows]
+    if "fresh" not in step:
+        _, width = step["requests"][me]
+        step["fresh"] = np.zeros((len(step["rows"]), state.n_outputs))
+        step["new_phi"] = np.zeros((len(step["rows"]), width - n_coef))
+    fresh, new_phi = step["fresh"], step["new_phi"]
+    done = 0
+    for idx, cols, need in _pairs(state, me, excluded):
+        if need is None:
+            k = len(idx) * len(cols)
+            phi = np.cos(values[done:done + k]).reshape(len(idx), len(cols))
+        else:
+            k = int(np.count_nonzero(need))
+            phi = np.zeros(need.shape)
+            phi[need] = np.cos(values[done:done + k])
+        done += k
+        split = int(np.searchsorted(cols, n_coef))
+        if split:
+            fresh[idx] += phi[:, :split] @ raw[cols[:split]]
+        if split < len(cols):
+            new_phi[np.ix_(idx, cols[split:] - n_coef)] = phi[:, split:]
+
+
+def _owner_save_features(state):
+    """The owner's ``f^l`` of the step's rows, and its saved sums (Alg. 2).
+
+    A saved row adds the step's sum to its partial sum; a row past the
+    budget (which received every feature) takes the step's sum as it is.
+    """
+    step = state.step
+    if "fresh" not in step:  # no group had a pair for this owner
+        _owner_take_pairs(state, None, np.empty(0))
+    fresh = step.pop("fresh") * np.sqrt(2.0)
+    step["new_phi"] *= np.sqrt(2.0)
+    slots = state.cache_slot[step["rows"]]
     cached = slots >= 0
     if cached.any():
         state.partial[slots[cached]] += fresh[cached]
         fresh[cached] = state.partial[slots[cached]]
-    state.step["local"] = fresh * store.scale
-    state.step["new_phi"] = new_phi
+    step["local"] = fresh * state.store.scale
 
 
 def _party_local_decision(state):

@@ -70,6 +70,7 @@ from ._vertical_features import (
 from ._fdskl_pairs import (
     _owner_add,
     _owner_save_features,
+    _owner_take_pairs,
     _party_decay,
     _party_local_decision,
     _party_pair_projection,
@@ -298,17 +299,22 @@ def _features_for(fed, names, owner, phase):
     if len(names) == 1:
         # One party holds every column: nothing to mask and nothing to send.
         local = fed[owner].call(_party_pair_projection, owner, None).result()
-        received = {None: fed[owner].call(_sum_local, Local(local)).result()}
+        values = fed[owner].call(_sum_local, Local(local)).result()
+        taken = [fed[owner].call(_owner_take_pairs, Local(None), Local(values))]
     else:
-        received = {}
+        taken = []
         for ex, other in enumerate(names):
             if other != owner:
                 # The trees are totally different and checked node by node
                 # (no party can cancel its T1 inputs with its T2 inputs).
-                received[ex] = masked_tree_sum(
+                values = masked_tree_sum(
                     fed, trees_for(names, owner, other), _party_pair_projection,
                     owner, ex, phase=phase, encoder=ANGLES).result()
-    fed[owner].call(_owner_save_features, Local(received)).result()
+                # The owner takes this group while the others start the next.
+                taken.append(fed[owner].call(_owner_take_pairs, Local(ex),
+                                             Local(values)))
+    fed.gather(taken)
+    fed[owner].call(_owner_save_features).result()
 
 
 def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
