@@ -196,10 +196,8 @@ __SHARED__
     Cost: with the locally saved partial sums, each (row, feature) pair of
     the rows that fit in ``cache_size`` goes through Algorithm 3 once; the
     plain loop (and rows past the budget) recomputes every earlier feature
-    of each drawn row, ``O(t^2)`` work and traffic after ``t`` steps. Each
-    step is a few matrix products over blocks of rows and features; shares
-    travel as 4-byte ring elements (the user guide tabulates the bytes per
-    step against the paper's).
+    of each drawn row, ``O(t^2)`` work and traffic after ``t`` steps (the
+    user guide tabulates the bytes per step against the paper's).
 
     References
     ----------

@@ -98,20 +98,17 @@ PARTY_KEY_MODES = ("random_state", "os")
 ANGLES = AngleEncoder(bits=32)
 
 
-#: ring units per radian, and the largest ``|units|`` the fast path of
-#: :func:`ring_angles` takes (well inside int64)
+#: ring units per radian; the largest ``|units|`` of ring_angles' int64 path
 _UNITS_PER_RADIAN = 2.0**32 / (2.0 * np.pi)
 _FAST_LIMIT = 2.0**62
 
 
 def ring_angles(values):
-    """Angles as elements of ``Z_{2^32}``, as :data:`ANGLES` encodes them.
+    """Angles as elements of ``Z_{2^32}``: ``ANGLES.encode`` in half the passes.
 
-    ``round(2^32 theta / (2 pi)) mod 2^32`` in three passes over the array
-    (a product, a rounding and the wrap of the integer casts) instead of the
-    encoder's six; the result may differ from ``ANGLES.encode`` by one unit
-    (1.5e-9 rad) where the two roundings disagree. Angles too large for the
-    integer path go through ``ANGLES.encode``.
+    ``round(2^32 theta / (2 pi)) mod 2^32`` by a product, a rounding and
+    integer casts; it may differ from ``ANGLES.encode`` by one unit (1.5e-9
+    rad). Angles too large for int64 go through ``ANGLES.encode``.
     """
     units = np.multiply(values, _UNITS_PER_RADIAN)
     if units.size and not (units.max() < _FAST_LIMIT and units.min() > -_FAST_LIMIT):
