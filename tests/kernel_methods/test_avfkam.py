@@ -449,12 +449,13 @@ def test_auto_learning_rate():
     # (1 - d)^2 has S = 2; (phi(x+) - phi(x-))^2 <= 8 with mean <= 2: the
     # curvature bound 1 / (S c + alpha), or the random-feature noise bound
     # B m / (S kappa n) with n = min(160 rows, 150 pool features).
-    curvature = 1 / (2 * (2 + 6 / (8 * 16)) + 0.01)
+    curvature = 1 / (2 * (2 + 6 / (8 * 16)) + est.alpha)  # default alpha
     noise = 8 * 16 / (2 * 2 * 150)
     assert est.learning_rate_ == pytest.approx(min(curvature, noise))
     big = AVFKAMRanker(2, random_state=0, **{**SMALL, "batch_size": 64,
                                              "max_iter": 2}).fit(X, y)
-    assert big.learning_rate_ == pytest.approx(1 / (2 * (2 + 6 / (64 * 16)) + 0.01))
+    assert big.learning_rate_ == pytest.approx(
+        1 / (2 * (2 + 6 / (64 * 16)) + est.alpha))
     exact = AVFKAMRanker(2, random_state=0, batch_size=1, features_per_step=1,
                          max_iter=2, n_random_features=150).fit(X, y)
     # The paper's loop: the random-feature noise bound B m / (S kappa n),
