@@ -240,12 +240,10 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
     (0.006 now; twice the pairs per step halve the final iterate's noise).
     ``benchmarks/_avfkam_quality.py`` prints the comparison.
 
-    Determinism: the synchronous mode, and the asynchronous mode with a
-    single active party (its own calls run in order on its thread), give the
-    same model for the same ``random_state``. With several active parties
-    the asynchronous mode depends on thread timing (which stale values each
-    party reads), so the estimator is tagged non-deterministic then; the AUC
-    varies little between runs.
+    Determinism: the synchronous mode, and the asynchronous mode with one
+    active party, give the same model for the same ``random_state``; with
+    several active parties the asynchronous mode depends on thread timing
+    (the estimator is then tagged non-deterministic).
 
     What each party learns: passive parties get uniformly masked partial
     sums and ``gamma``, never labels, training row ids, scores or
@@ -309,13 +307,6 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
         tags.input_tags.sparse = True
         tags.non_deterministic = self._timing_dependent()
         return tags
-
-    def _timing_dependent(self):
-        # Only several concurrent loops make the result depend on timing.
-        active = getattr(self.partition, "active_parties", (0,))
-        # (a malformed value is refused by the partition at fit time)
-        n_active = len(active) if hasattr(active, "__len__") else 1
-        return bool(self.asynchronous) and n_active > 1
 
     # ------------------------------------------------------------------ fit
 

@@ -60,6 +60,13 @@ class _AVFKAMFitMixin:
         "verbose": ["verbose"],
     }
 
+    def _timing_dependent(self):
+        # Only several concurrent loops make the result depend on timing.
+        active = getattr(self.partition, "active_parties", (0,))
+        # (a malformed value is refused by the partition at fit time)
+        n_active = len(active) if hasattr(active, "__len__") else 1
+        return bool(self.asynchronous) and n_active > 1
+
     def _check_delays(self, n_parties):
         if self.party_delays is None:
             return None
