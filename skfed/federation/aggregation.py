@@ -393,9 +393,15 @@ def _fresh_mask(shape, dtype):
                          dtype=dtype).reshape(shape)
 
 
-def _mask_locally(state, local, key, encoder, holds_offset, *args):
+def _mask_locally(state, local, key, encoder, holds_offset, *args,
+                  is_receiver=False):
     value, offset = local(state, *args)
     ring = _to_ring(value, encoder)
+    if is_receiver:
+        # The receiver's share never leaves it (it leads T1): no mask to
+        # draw, and its T2 input is zero.
+        state.stash[key] = 0
+        return ring
     with np.errstate(over="ignore"):
         if holds_offset:
             # l': its value only ever travels inside sums that carry the
@@ -501,7 +507,9 @@ def masked_tree_sum(fed, trees, local, *args, phase="masked-sum", sender=None,
     key = ("masked-sum", next(_mask_keys))
     masked = {p: fed[p].call(_mask_locally, Local(local), Local(key),
                              Local(encoder), Local(p in excluded), *args,
-                             sender=sender, phase=f"{phase}/request")
+                             sender=sender, phase=f"{phase}/request",
+                             **({"is_receiver": True} if p == receiver
+                                else {}))
               for p in parties1}
     xi = tree_sum(fed, t1, masked, phase=f"{phase}/T1")
     masks = {p: fed[p].call(_pop_mask, key) for p in parties2}
