@@ -83,8 +83,10 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
         asynchronous mode.
 
     n_random_features : int, default=2000
-        Size of the pool of feature seeds whose features of the training
-        rows are precomputed (appendix C); every step draws its seeds from it.
+        Size of the pool of feature seeds, split between the active parties
+        (seed ``j`` belongs to the one of rank ``j mod m``); each step draws
+        its seeds from its party's share, whose features of every row are
+        precomputed for the seeds the training will draw (appendix C).
 
     batch_size : int, default=128
         (positive, negative) pairs per update. ``1`` with
