@@ -264,18 +264,22 @@ def speed(quick):
             svc = (f"{ts:.2f}", f"{as_:.3f}", f"{t1 / ts:.2f}")
         else:
             svc = ("skipped", "-", "-")
-        rows.append((n, one.n_iter_, f"{t1:.2f}", f"{t3:.2f}", f"{t3 / t1:.2f}",
+        rows.append((n, f"{one.n_iter_}/{three.n_iter_}", f"{t1:.2f}", f"{t3:.2f}",
+                     f"{t3 / t1:.2f}",
                      f"{c3 / c1:.2f}", f"{tn:.2f}", f"{t1 / tn:.2f}",
                      f"{c1 / cn:.2f}", svc[0], svc[2], f"{tr:.2f}",
                      f"{a1:.3f}", f"{a3:.3f}", f"{an:.3f}", svc[1], f"{ar:.3f}",
                      f"{_gb(three):.2f}"))
         print(" ", rows[-1], flush=True)
     print("\nSpeed: n training rows (20 features, 5% flipped labels, 2,000 test "
-          "rows), wall seconds and CPU ratios, FDSKL defaults with 1 and 3 parties, the same maths in numpy "
-          "(as many steps), SVC and RBFSampler(1000)+SGDClassifier with the "
-          f"same gamma. SVC is skipped above {SVC_MAX_ROWS:,} rows: its fit "
+          "rows), wall seconds and CPU ratios, FDSKL defaults with 1 and 3 "
+          "parties, the same maths in numpy "
+          "(as many steps as 1 party), SVC and RBFSampler(1000)+SGDClassifier "
+          "with the same gamma. Above 10,000 rows early stopping is on, and the "
+          "1- and 3-party models (other private directions) may stop at other "
+          f"steps. SVC is skipped above {SVC_MAX_ROWS:,} rows: its fit "
           "grows between n^2 and n^3.")
-    print(_table(("n", "steps", "1p s", "3p s", "3p/1p", "CPU 3p/1p", "numpy s",
+    print(_table(("n", "steps 1p/3p", "1p s", "3p s", "3p/1p", "CPU 3p/1p", "numpy s",
                   "1p/numpy", "CPU 1p/numpy", "SVC s", "1p/SVC", "RFF+SGD s", "1p acc", "3p acc",
                   "numpy acc", "SVC acc", "RFF+SGD acc", "3p GB"), rows))
 
