@@ -335,8 +335,10 @@ class PartyData:
     def _blocks(self, loaded):
         from ._party_inputs import _PartyBlocks
 
-        return _PartyBlocks(self.parties, loaded["key"], loaded["widths"],
-                            loaded["n_rows"], loaded["hub"])
+        blocks = _PartyBlocks(self.parties, loaded["key"], loaded["widths"],
+                              loaded["n_rows"], loaded["hub"])
+        blocks.data = self  # the homes keep the blocks while this lives
+        return blocks
 
     def save_shares(self, estimator, directory):
         """Each party writes its share of a fitted estimator on its own host.

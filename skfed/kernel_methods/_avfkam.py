@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._docstrings import fill_doc
 from ..base import FederatedMixin, check_labels_not_single_class, party_seeds
 from ..federation import Local
+from ..federation import _party_inputs as party_data
 from ..losses import get_loss
 from . import _avfkam_protocol as protocol
 from . import _avfkam_training as training
@@ -328,10 +329,16 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
         -------
         self : AVFKAMRanker
         """
-        X, y = validate_data(self, X, y, dtype=np.float64,
-                             accept_sparse=["csr", "csc"])
-        check_classification_targets(y)
-        self.classes_ = np.unique(y)
+        y_signed = None
+        if isinstance(X, party_data.PartyData):  # tables loaded at home
+            X, codes = party_data.party_data_fit_input(self, X, y,
+                                                       encode_labels=True)
+            y_signed = party_data.signed_codes(codes)
+        else:
+            X, y = validate_data(self, X, y, dtype=np.float64,
+                                 accept_sparse=["csr", "csc"])
+            check_classification_targets(y)
+            self.classes_ = np.unique(y)
         check_labels_not_single_class(self.classes_)
         if len(self.classes_) > 2:
             raise ValueError(
@@ -340,7 +347,8 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
                 f"({self.classes_.tolist()[:10]}). Use "
                 "sklearn.multiclass.OneVsRestClassifier for one ranking per "
                 "class, or binarise y.")
-        y_signed = np.where(y == self.classes_[1], 1.0, -1.0)
+        if y_signed is None:
+            y_signed = np.where(y == self.classes_[1], 1.0, -1.0)
         split = self._validation_split(y_signed)
         learning_rate = self._learning_rate(
             len(y_signed) if split is None else len(split[0]))
@@ -440,8 +448,8 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
             ``f(x) - threshold_``.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64,
-                          accept_sparse=["csr", "csc"])
+        X = party_data.validate_data_or_party_data(
+            self, X, reset=False, dtype=np.float64, accept_sparse=["csr", "csc"])
         return self._scores(X, [self.coefficient_stores_])[0] - self.threshold_
 
     def staged_decision_function(self, X):
@@ -461,8 +469,8 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
         scores : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64,
-                          accept_sparse=["csr", "csc"])
+        X = party_data.validate_data_or_party_data(
+            self, X, reset=False, dtype=np.float64, accept_sparse=["csr", "csc"])
         for scores in self._scores(X, self._checkpoint_stores):
             yield scores - self.threshold_
 

@@ -19,6 +19,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from .._docstrings import fill_doc
+from ..federation import _party_inputs as party_data
 from ..base import check_labels_not_single_class
 from ..losses import LogisticLoss
 from ._fdskl_base import _BaseFDSKL, expand_shared_doc
@@ -273,6 +274,16 @@ __SHARED__
         -------
         self : object
         """
+        if isinstance(X, party_data.PartyData):  # tables loaded at home
+            X, codes = party_data.party_data_fit_input(self, X, y,
+                                                       encode_labels=True)
+            self._binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(
+                self.classes_)
+            check_labels_not_single_class(self.classes_)
+            Y = party_data.binarized_codes(codes, self._binarizer)
+            self._n_outputs = Y.shape[1]
+            return self._fit_federated(X, Y, self._effective_weight(
+                codes, sample_weight))
         X, y = validate_data(self, X, y, dtype=np.float64,
                              accept_sparse=["csr", "csc"])
         check_classification_targets(y)
@@ -478,6 +489,11 @@ __SHARED__
         -------
         self : object
         """
+        if isinstance(X, party_data.PartyData):  # tables loaded at home
+            X, y = party_data.party_data_fit_input(self, X, y)
+            self._y_mean, self._y_scale, Y = party_data.standardised_target(y)
+            self._n_outputs = 1
+            return self._fit_federated(X, Y, None)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
                              accept_sparse=["csr", "csc"])
         y = y.astype(float)

@@ -14,14 +14,11 @@ import numpy as np
 from sklearn.utils.validation import _num_samples
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import (
-    _check_sample_weight,
-    check_is_fitted,
-    validate_data,
-)
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from ..base import FederatedMixin, party_seeds
+from ..federation._party_inputs import validate_data_or_party_data
 from ..losses import get_loss
 from ..partition import VerticalPartition
 from ._convergence import (
@@ -203,8 +200,8 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
     def _decision(self, X):
         """Scores of new rows by the federated evaluation (Algorithm 2)."""
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64,
-                          accept_sparse=["csr", "csc"])
+        X = validate_data_or_party_data(self, X, reset=False, dtype=np.float64,
+                                        accept_sparse=["csr", "csc"])
         partition = self.partition_
         names = [party_name(k) for k in range(partition.n_parties)]
         receiver = names[partition.active_parties[0]]

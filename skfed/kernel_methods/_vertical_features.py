@@ -232,7 +232,8 @@ def make_party_states(partition, X, y, basis_seed, party_keys, kernel, gamma,
         columns = partition.columns(k)
         active = k in partition.active_parties
         key = party_keys[k]
-        if key is not None and not isinstance(key, bytes):
+        if isinstance(key, (int, np.integer)):  # a seed (else bytes, None or
+            # a reference to a key kept at the party's home)
             key = derive_party_key(int(key), k)
         states[party_name(k)] = dict(
             index=k,

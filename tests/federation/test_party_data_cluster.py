@@ -14,6 +14,7 @@ from sklearn.base import clone
 import skfed
 from skfed.ensemble import SecureBoostClassifier
 from skfed.federation import PartyData, record_messages
+from skfed.kernel_methods import AVFKAMRanker, FDSKLClassifier
 from skfed.partition import VerticalPartition
 
 ray = pytest.importorskip("ray")
@@ -24,9 +25,9 @@ PARTIES = ["party0", "party1", "party2"]
 N = 80
 
 
-def _tables(rng):
+def _tables(rng, first_id=0):
     """Three tables with some ids only one party has; party0 holds 'label'."""
-    ids = np.arange(N)
+    ids = first_id + np.arange(N)
     tables = []
     for k in range(3):
         own = np.concatenate([ids, 1000 * (k + 1) + np.arange(5)])  # extra ids
@@ -61,6 +62,11 @@ def _estimators():
     return {
         "SecureBoostClassifier": SecureBoostClassifier(
             n_estimators=2, max_depth=2, key_size=512, random_state=0),
+        "FDSKLClassifier": FDSKLClassifier(
+            max_iter=6, batch_size=16, n_components_per_iter=8, random_state=0),
+        "AVFKAMRanker": AVFKAMRanker(
+            asynchronous=False, max_iter=8, n_random_features=32, batch_size=8,
+            features_per_step=8, random_state=0),
     }
 
 
@@ -79,13 +85,17 @@ def fits(tmp_path_factory):
     ray.init(address=cluster.address, include_dashboard=False,
              log_to_driver=False, configure_logging=False)
     tables, X, y = _tables(np.random.RandomState(0))
-    paths = {}
-    for name, table in zip(PARTIES, tables):
-        directory = tmp_path_factory.mktemp(name)
-        paths[name] = str(directory / "table.csv")
+    new_tables, X_new, _ = _tables(np.random.RandomState(1), first_id=10**5)
+    paths, new_paths = {}, {}
+    for name, table, new in zip(PARTIES, tables, new_tables):
+        directory = tmp_path_factory.mktemp(name)  # only this party's loader
+        paths[name] = str(directory / "table.csv")  # names its directory
+        new_paths[name] = str(directory / "new.csv")
         table.to_csv(paths[name], index=False)
+        new.drop(columns=["label"], errors="ignore").to_csv(new_paths[name],
+                                                            index=False)
     placement = {name: {"resources": {name: 0.01}} for name in PARTIES}
-    out = {"X": X, "y": y, "tables": tables, "paths": paths, "models": {}}
+    out = {"X": X, "y": y, "X_new": X_new, "models": {}}
     gets = _DriverGets(ray.get)
     try:
         with skfed.config_context(allow_insecure_keys=True):
@@ -99,7 +109,8 @@ def fits(tmp_path_factory):
                     try:
                         with record_messages() as rec:
                             model = estimator.fit(data, "label")
-                            predicted = model.decision_function(data)
+                            predicted = model.decision_function(
+                                PartyData(new_paths))
                     finally:
                         ray.get = gets.original
                     out["models"][name] = (reference, model, predicted, rec, data)
@@ -136,7 +147,8 @@ def test_each_party_runs_on_its_own_node(fits):
 def test_same_model_and_messages_as_in_memory_threads(fits, name):
     reference, model, predicted, _, data = fits["models"][name]
     assert data.n_rows_ == N
-    np.testing.assert_allclose(predicted, reference.decision_function(fits["X"]),
+    np.testing.assert_allclose(predicted,
+                               reference.decision_function(fits["X_new"]),
                                rtol=1e-9, atol=1e-9)
     assert model.communication_ == reference.communication_
     assert model.communication_.total_messages > 0
@@ -151,6 +163,15 @@ def _arrays(obj):
     elif isinstance(obj, dict):
         for item in obj.values():
             yield from _arrays(item)
+
+
+def _public(contract, phase, position):
+    """Whether the contract declares element ``position`` of ``phase`` public."""
+    from skfed.privacy import Public, RandomIds
+
+    return any(position < len(rule.elements)
+               and isinstance(rule.elements[position], (Public, RandomIds))
+               for rule in contract.rules_for(phase))
 
 
 def test_driver_never_holds_a_block_or_a_payload(fits):
@@ -169,18 +190,21 @@ def test_driver_never_holds_a_block_or_a_payload(fits):
                 for c in range(flat.shape[1]):
                     assert not np.allclose(flat[:, c], X[:, j])
     # Every message between parties travelled as a reference that the
-    # driver never fetched (only the receiving party's actor did).
+    # driver never fetched (only the receiving party's actor did), except
+    # the public ids the driver itself schedules (declared Public).
     asked = {ref.hex() for ref in gets.refs}
-    n_refs = 0
-    for *_, rec, _ in fits["models"].values():
+    for name, (_, model, _, rec, _) in fits["models"].items():
+        contract = model._privacy_contract()
+        n_refs = 0
         for message in rec.messages:
-            for item in message.payload:
+            for position, item in enumerate(message.payload):
                 if isinstance(item, RemoteValue):
                     n_refs += 1
                     assert item.ref.hex() not in asked
-                else:
-                    assert not isinstance(item, (np.ndarray, EncryptedArray))
-    assert n_refs > 0
+                elif any(True for _ in _arrays(item)):
+                    assert _public(contract, message.phase, position), (
+                        name, message.phase, position)
+        assert n_refs > 0
 
 
 def test_shares_are_kept_and_saved_at_home(fits, tmp_path):
