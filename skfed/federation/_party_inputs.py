@@ -147,9 +147,11 @@ def signed_codes(codes):
     return at_home_apply(codes, _signed, shape=(len(codes),))
 
 
-def _moments(y):
-    mean = float(np.average(y))  # as FDSKLRegressor (unweighted)
-    scale = float(np.sqrt(np.average((y - mean) ** 2)))
+def _moments(y, weight):
+    # exactly FDSKLRegressor's in-memory standardisation
+    w = np.ones(len(y)) if weight is None else weight
+    mean = float(np.average(y, weights=w))
+    scale = float(np.sqrt(np.average((y - mean) ** 2, weights=w)))
     return mean, scale if scale > 0 else 1.0
 
 
@@ -157,10 +159,11 @@ def _standardise(y, mean, scale):
     return ((y - mean) / scale)[:, None]
 
 
-def standardised_target(y):
+def standardised_target(y, weight=None):
     """``(mean, scale, Y)``: the label holder centres and scales its target
-    (unweighted) and tells the estimator the two numbers, which prediction
-    needs; ``Y`` (n x 1) stays at its home."""
-    mean, scale = at_home_value(y, _moments)
+    (weighted by ``weight``, the row weights it is given) and tells the
+    estimator the two numbers, which prediction needs; ``Y`` (n x 1) stays
+    at its home."""
+    mean, scale = at_home_value(y, _moments, weight)
     return mean, scale, at_home_apply(y, _standardise, mean, scale,
                                       shape=(len(y), 1))

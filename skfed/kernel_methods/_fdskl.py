@@ -491,9 +491,11 @@ __SHARED__
         """
         if isinstance(X, party_data.PartyData):  # tables loaded at home
             X, y = party_data.party_data_fit_input(self, X, y)
-            self._y_mean, self._y_scale, Y = party_data.standardised_target(y)
+            weight = self._effective_weight(y, sample_weight)
+            self._y_mean, self._y_scale, Y = party_data.standardised_target(
+                y, weight)
             self._n_outputs = 1
-            return self._fit_federated(X, Y, None)
+            return self._fit_federated(X, Y, weight)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
                              accept_sparse=["csr", "csc"])
         y = y.astype(float)

@@ -117,3 +117,19 @@ def test_home_references_read_and_transform():
     assert isinstance(doubled, HomeRef) and len(doubled) == 4
     np.testing.assert_array_equal(doubled.read(home), 2 * home[("k", "X")][:, [0, 2]])
     np.testing.assert_array_equal(at_home_apply(np.ones(2), _double, 3.0), [3.0, 3.0])
+
+
+def test_weighted_kernel_regression_equals_in_memory():
+    from skfed.kernel_methods import FDSKLRegressor
+
+    tables = _tables()
+    data = _data(tables, drop=("label",))
+    X, y, partition = _in_memory(tables, "target", ("label",))
+    weight = np.random.RandomState(0).uniform(0.5, 2.0, size=len(y))
+    params = dict(max_iter=5, batch_size=8, n_components_per_iter=8, random_state=0)
+    model = FDSKLRegressor(**params).fit(data, "target", sample_weight=weight)
+    reference = FDSKLRegressor(partition=partition, **params).fit(
+        X, y, sample_weight=weight)
+    assert model.communication_ == reference.communication_
+    assert (model._y_mean, model._y_scale) == (reference._y_mean, reference._y_scale)
+    np.testing.assert_allclose(model.predict(data), reference.predict(X))
