@@ -125,13 +125,11 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
         Least gain of held-out AUC that counts as an improvement.
 
     party_delays : None, array-like of shape (n_parties,) or dict, default=None
-        Straggler simulation, as the paper's section 6.3: a slowdown factor
-        ``s >= 1`` per party (``dict`` maps a party index to its factor,
-        others get 1). A party with factor ``s`` takes ``s`` times its own
-        work per update: after computing a step it waits ``s - 1`` times the
-        time that computation took (the paper's delay fraction ``d`` is ``s =
-        1 + d``). Passive parties run no updates, so their factor has no
-        effect.
+        Straggler simulation (section 6.3): a factor ``s >= 1`` per party
+        (a ``dict`` maps party indices to factors, others get 1). A party
+        with factor ``s`` takes ``s`` times its own work per update: it
+        waits ``s - 1`` times what computing its step took (the paper's
+        delay fraction ``d`` is ``s = 1 + d``; passive parties never wait).
 
     %(random_state)s
     %(party_keys)s
@@ -204,38 +202,27 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
     The protocol (Algorithms 1-3 of the paper):
 
     1. Preprocessing (appendix C, Algorithm 3): each active party replays
-       its own sampling to learn the seeds training will draw (from its
-       share of the pool: the active parties split it), and obtains ``phi(x)
-       = sqrt(2) cos(omega^T x + b)`` of every row for those seeds by a
-       masked sum over a tree ``T1`` whose masks are removed over a totally
-       different tree ``T2``; no party sees another's ``omega_G^T x_G``.
-    2. Each active party, in its own thread, repeats: sample positive rows,
-       negative rows and feature seeds; collect ``f(x+)`` and ``f(x-)`` as the
-       tree sum of every coefficient holder's local ``f^l`` (Algorithm 2);
-       compute the new coefficients from the pairwise loss derivative (eq.
-       5-6); decay its own earlier coefficients by ``1 - learning_rate *
-       alpha`` and send the decay to the other holders without waiting.
+       its sampling to learn the seeds training will draw from its share of
+       the pool, and obtains ``phi(x) = sqrt(2) cos(omega^T x + b)`` of
+       every row for them by masked two-tree sums (``T1``, ``T2``).
+    2. Each active party, in its own thread, repeats: sample rows and
+       seeds; tree-sum the active parties' ``f^l`` at the rows (Algorithm
+       2); compute the new coefficients (eq. 5-6); decay its own and tell
+       the others to decay theirs, without waiting.
 
-    Choices where the paper is silent (the user guide gives the reasons):
-    only active parties hold coefficients, so passive parties never see
-    training row ids; a step may average several pairs and seeds
-    (``batch_size``, ``features_per_step``; ``1``/``1`` is the paper's
-    loop); coefficients of the same pool seed are summed; ``max_iter`` is a
-    budget shared by the active parties; the synchronous mode runs rounds
-    (all read, all decay, all add); ``predict`` thresholds ``f`` at the
-    midpoint of the class means of the training scores.
+    Choices where the paper is silent are listed in the user guide (only
+    active parties hold coefficients; blocks of pairs and seeds, ``1``/``1``
+    being the paper's loop; one coefficient per pool seed; a shared
+    ``max_iter``; the threshold of ``predict``).
 
     Step size and convergence: ``learning_rate="auto"`` is ``min(1 / (S c
-    + lambda), B m / (2 S n))`` with ``c = 2 + 6 / (B m)``: the curvature of
-    a step (``1 / L``) and a bound on the random-feature noise of a finite
-    pool (the user guide derives both). Each active party judges its own
-    updates from their pairwise losses: a non-finite or exploding update is
-    not applied, every loop stops, the parties go back to the iterate kept
-    at the check with the lowest running loss, and ``fit`` raises a
-    ``FloatingPointError`` naming ``learning_rate`` (its ``estimator``
-    attribute is a fitted copy with that iterate). A running loss that ends
-    above twice its best, or early stopping that runs out of ``max_iter``,
-    warns (:class:`~sklearn.exceptions.ConvergenceWarning`).
+    + lambda), B m / (2 S n))`` with ``c = 2 + 6 / (B m)`` (the user guide
+    derives it). A non-finite or exploding update is not applied, the
+    parties go back to the iterate kept at the check with the lowest
+    running loss, and ``fit`` raises a ``FloatingPointError`` naming
+    ``learning_rate`` (its ``estimator`` attribute is a fitted copy with
+    that iterate); a loss that ends above twice its best, or early stopping
+    that runs out of ``max_iter``, warns (``ConvergenceWarning``).
 
     Defaults ``alpha=3e-3``, ``batch_size=128``: the paper tunes ``lambda``
     in ``[1e-6, 1]``; ``alpha`` acts like SVC's ``1 / (C n)``, and ``1e-2``
