@@ -28,7 +28,7 @@ from ._party_data import (
 from ._remote import HomeRef
 
 __all__ = ["PartyData", "party_data_fit_input", "party_data_predict_input",
-           "at_home_apply", "at_home_value", "validate_data_or_party_data",
+           "binarized_fit_input", "standardised_fit_input", "at_home_apply", "at_home_value", "validate_data_or_party_data",
            "binarized_codes", "signed_codes", "standardised_target"]
 
 
@@ -167,3 +167,34 @@ def standardised_target(y, weight=None):
     mean, scale = at_home_value(y, _moments, weight)
     return mean, scale, at_home_apply(y, _standardise, mean, scale,
                                       shape=(len(y), 1))
+
+
+def binarized_fit_input(estimator, data, y, sample_weight=None):
+    """``(X, Y, weight)`` for a +-1 classifier (FDSKL) fitted on ``data``.
+
+    Sets ``classes_``, ``_binarizer`` (a LabelBinarizer fitted on the
+    classes) and ``_n_outputs``; ``Y`` is computed by the label holder from
+    its class codes, and ``weight`` is the estimator's ``_effective_weight``.
+    """
+    from sklearn.preprocessing import LabelBinarizer
+
+    from ..base import check_labels_not_single_class
+
+    X, codes = party_data_fit_input(estimator, data, y, encode_labels=True)
+    check_labels_not_single_class(estimator.classes_)
+    estimator._binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(
+        estimator.classes_)
+    Y = binarized_codes(codes, estimator._binarizer)
+    estimator._n_outputs = Y.shape[1]
+    return X, Y, estimator._effective_weight(codes, sample_weight)
+
+
+def standardised_fit_input(estimator, data, y, sample_weight=None):
+    """``(X, Y, weight)`` for a regressor that standardises its target
+    (FDSKL) fitted on ``data``; sets ``_y_mean``, ``_y_scale`` and
+    ``_n_outputs``."""
+    X, y = party_data_fit_input(estimator, data, y)
+    weight = estimator._effective_weight(y, sample_weight)
+    estimator._y_mean, estimator._y_scale, Y = standardised_target(y, weight)
+    estimator._n_outputs = 1
+    return X, Y, weight

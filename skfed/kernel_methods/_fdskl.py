@@ -275,15 +275,8 @@ __SHARED__
         self : object
         """
         if isinstance(X, party_data.PartyData):  # tables loaded at home
-            X, codes = party_data.party_data_fit_input(self, X, y,
-                                                       encode_labels=True)
-            self._binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(
-                self.classes_)
-            check_labels_not_single_class(self.classes_)
-            Y = party_data.binarized_codes(codes, self._binarizer)
-            self._n_outputs = Y.shape[1]
-            return self._fit_federated(X, Y, self._effective_weight(
-                codes, sample_weight))
+            return self._fit_federated(*party_data.binarized_fit_input(
+                self, X, y, sample_weight))
         X, y = validate_data(self, X, y, dtype=np.float64,
                              accept_sparse=["csr", "csc"])
         check_classification_targets(y)
@@ -490,12 +483,8 @@ __SHARED__
         self : object
         """
         if isinstance(X, party_data.PartyData):  # tables loaded at home
-            X, y = party_data.party_data_fit_input(self, X, y)
-            weight = self._effective_weight(y, sample_weight)
-            self._y_mean, self._y_scale, Y = party_data.standardised_target(
-                y, weight)
-            self._n_outputs = 1
-            return self._fit_federated(X, Y, weight)
+            return self._fit_federated(*party_data.standardised_fit_input(
+                self, X, y, sample_weight))
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
                              accept_sparse=["csr", "csc"])
         y = y.astype(float)
