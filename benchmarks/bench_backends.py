@@ -5,14 +5,14 @@ once with one thread per party and once with one Ray actor per party (local
 worker processes). The table gives both wall times, their ratio, the number
 of messages (identical by construction) and Ray's extra cost per message.
 
-The last row runs parties that really live apart: a simulated three-node
+The last rows run parties that really live apart: a simulated three-node
 Ray cluster (``ray.cluster_utils.Cluster``, one node and one custom resource
 per party), each party's table a CSV file read by its own home actor
 (:class:`~skfed.federation.PartyData`), rows aligned by private set
-intersection, and every message passed actor to actor by reference. It
-gives the load-and-align time, the fit time, the bytes per message and the
-milliseconds per message, beside the same fit on the joined table with
-threads.
+intersection, and every message passed actor to actor by reference
+(SecureBoost, FDSKL, AVFKAM). They give the load-and-align time, each fit's
+time, bytes per message and milliseconds per message, beside the same fit on
+the joined table with threads (same model and messages checked).
 
 Run::
 
@@ -96,12 +96,24 @@ def _party_tables(n_rows, rng):
     return tables, X, y
 
 
+def _multinode_estimators():
+    from skfed.ensemble import SecureBoostClassifier
+    from skfed.kernel_methods import AVFKAMRanker, FDSKLClassifier
+
+    return {
+        "SecureBoost (1024-bit key)": SecureBoostClassifier(
+            n_estimators=3, max_depth=3, key_size=1024, random_state=0),
+        "FDSKL": FDSKLClassifier(max_iter=40, random_state=0),
+        "AVFKAM (synchronous)": AVFKAMRanker(asynchronous=False, max_iter=40,
+                                             random_state=0),
+    }
+
+
 def _multinode_row(quick=False):
     import ray
     from ray.cluster_utils import Cluster
     from sklearn.base import clone
 
-    from skfed.ensemble import SecureBoostClassifier
     from skfed.federation import PartyData
     from skfed.federation._party_data import _at_homes
     from skfed.federation._ray import shutdown_homes
@@ -110,14 +122,15 @@ def _multinode_row(quick=False):
     names = ["party0", "party1", "party2"]
     n_rows = 300 if quick else 2000
     tables, X, y = _party_tables(n_rows, np.random.RandomState(0))
-    estimator = SecureBoostClassifier(n_estimators=3, max_depth=3, key_size=1024,
-                                      random_state=0)
+    partition = VerticalPartition([[0, 1, 2], [3, 4, 5], [6, 7, 8]],
+                                  active_parties=(0,))
+    rows = {}
     with skfed.config_context(allow_insecure_keys=True):
-        memory = clone(estimator).set_params(partition=VerticalPartition(
-            [[0, 1, 2], [3, 4, 5], [6, 7, 8]], active_parties=(0,)))
-        start = time.perf_counter()
-        memory.fit(X, y)
-        s_threads = time.perf_counter() - start
+        for label, estimator in _multinode_estimators().items():
+            memory = clone(estimator).set_params(partition=partition)
+            start = time.perf_counter()
+            memory.fit(X, y)
+            rows[label] = [memory, time.perf_counter() - start]
     start = time.perf_counter()
     cluster = Cluster(initialize_head=True,
                       head_node_args={"num_cpus": 1, "resources": {"party0": 1}})
@@ -140,31 +153,34 @@ def _multinode_row(quick=False):
                                       allow_insecure_keys=True):
                 start = time.perf_counter()
                 _at_homes({name: () for name in names}, len)  # homes start
-                s_homes = time.perf_counter() - start
+                print(f"home actors: {time.perf_counter() - start:.1f} s to start "
+                      "(once per party and session)")
                 start = time.perf_counter()
-                data._load("label", True, True)  # load, align (PSI), validate
-                s_load = time.perf_counter() - start
-                start = time.perf_counter()
-                model = clone(estimator).fit(data, "label")
-                s_fit = time.perf_counter() - start
-                same = (model.communication_ == memory.communication_
-                        and np.array_equal(model.predict(data), memory.predict(X)))
+                data._load("label", False, True)  # load, align (PSI), validate
+                print(f"load {n_rows} rows x 3 CSV files, align (PSI), validate: "
+                      f"{time.perf_counter() - start:.2f} s\n")
+                for label, estimator in _multinode_estimators().items():
+                    memory = rows[label][0]
+                    start = time.perf_counter()
+                    model = clone(estimator).fit(data, "label")
+                    rows[label] += [time.perf_counter() - start, model.communication_,
+                                    np.allclose(model.decision_function(data),
+                                                memory.decision_function(X))
+                                    and model.communication_ == memory.communication_]
     finally:
         shutdown_homes()
         ray.shutdown()
         cluster.shutdown()
-    summary = model.communication_
-    n_msg = summary.total_messages
-    print(f"home actors: {s_homes:.1f} s to start (once per party and session)")
-    header = (f"{'multi-node row':<34}{'rows':>6}{'load+PSI s':>11}{'fit s':>8}"
+    header = (f"{'multi-node row (PartyData, 3 nodes)':<38}{'rows':>6}{'fit s':>8}"
               f"{'threads s':>10}{'messages':>10}{'bytes/msg':>11}{'ms/msg':>8}"
               f"{'same model':>12}")
     print(header)
     print("-" * len(header))
-    print(f"{'SecureBoost, PartyData, 3 nodes':<34}{n_rows:>6}{s_load:>11.2f}"
-          f"{s_fit:>8.2f}{s_threads:>10.2f}{n_msg:>10}"
-          f"{summary.total_bytes / n_msg:>11.0f}{1000 * s_fit / n_msg:>8.1f}"
-          f"{str(same):>12}")
+    for label, (_, s_threads, s_fit, summary, same) in rows.items():
+        n_msg = summary.total_messages
+        print(f"{label:<38}{n_rows:>6}{s_fit:>8.2f}{s_threads:>10.2f}{n_msg:>10}"
+              f"{summary.total_bytes / n_msg:>11.0f}{1000 * s_fit / n_msg:>8.1f}"
+              f"{str(same):>12}")
 
 
 if __name__ == "__main__":

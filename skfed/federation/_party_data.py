@@ -267,9 +267,11 @@ class PartyData:
         ``encode``: True (class codes) or False (numbers) for a fit's labels,
         None for a prediction (the label column, if any, is dropped).
         """
-        settings = (label, allow_nan, _on_ray())
+        settings = (label, _on_ray())
         old = self._loaded
         if (old is not None and old["settings"] == settings
+                # blocks checked finite also serve where NaN is allowed
+                and (allow_nan or not old["allow_nan"])
                 and (encode is None or old["encode"] == encode)
                 and self._homes_alive()):
             return old
@@ -291,7 +293,8 @@ class PartyData:
         self._key = key
         self._finalizer = weakref.finalize(self, _release, list(names), key,
                                            _on_ray())
-        self._loaded = {"settings": settings, "encode": encode, "key": key,
+        self._loaded = {"settings": settings, "allow_nan": allow_nan,
+                        "encode": encode, "key": key,
                         "hub": hub,
                         "widths": [shape[1] for shape, _ in shapes],
                         "n_rows": shapes[0][0][0], "classes": shapes[hub][1],
