@@ -59,6 +59,8 @@ from skfed.partition import VerticalPartition
 
 #: above this many training rows SVC is not run (see the module docstring)
 SVC_MAX_ROWS = 10_000
+#: AVFKAM's default pool of random features (RBFSampler gets as many)
+DEFAULT_POOL = AVFKAMRanker().n_random_features
 
 
 def table(rows, header):
@@ -201,17 +203,19 @@ def _print_case(label, res):
 
 def scale_table(sizes):
     print("\n1. Scale: make_classification, 20 columns, 10% positives, 70/30 "
-          "split; AVFKAM defaults (n_random_features=2000) except where noted")
+          "split; AVFKAM defaults (n_random_features="
+          f"{DEFAULT_POOL}) except where noted; RBFSampler with as many "
+          "components")
     summary = []
     for n in sizes:
         Xtr, Xte, ytr, yte = dense_data(n)
         params = {}
         if n > 100_000:
-            # 2000 features x 140,000 rows is 2.2 GB of float64 per copy
+            # 2,000 features x 140,000 rows are 2.2 GB of float64 per copy
             params["n_random_features"] = 500
         res, gap = ours(Xtr, Xte, ytr, yte, **params)
         res.update(baselines(Xtr, Xte, ytr, yte,
-                             params.get("n_random_features", 2000)))
+                             params.get("n_random_features", DEFAULT_POOL)))
         note = (f" (n_random_features={params['n_random_features']}, "
                 "RBFSampler too)" if params else "")
         _print_case(f"{n:,} rows ({len(ytr):,} training){note}; numpy scores "
@@ -236,7 +240,7 @@ def sparse_table(n, d):
           "short")
     Xtr, Xte, ytr, yte = sparse_data(n, d)
     res, gap = ours(Xtr, Xte, ytr, yte)
-    res.update(baselines(Xtr, Xte, ytr, yte, 2000))
+    res.update(baselines(Xtr, Xte, ytr, yte, DEFAULT_POOL))
     _print_case(f"{n:,} rows, {Xtr.nnz / Xtr.shape[0]:.0f} non-zeros per row; "
                 f"numpy scores = 1-party scores within {gap:.1e}", res)
 
