@@ -12,29 +12,23 @@ from sklearn.svm import SVC
 from skfed.kernel_methods import AVFKAMRanker
 
 #: the held-out AUC a default fit may trail SVC(class_weight="balanced") by
-#: on one split of this small table, and half of it on average over the two
-#: (the issue asks 0.01 on 5,000-10,000 rows; 100 held-out positives leave
-#: a split-to-split spread of about 0.01; measured: +0.002 and +0.009)
+#: on this small table (the issue asks 0.01 on 5,000-10,000 rows; 100
+#: held-out positives leave a split-to-split spread of about 0.01). Measured
+#: +0.005; a fit cut to 20 steps trails by 0.03, a pool of 20 seeds by 0.08.
 MARGIN = 0.02
 
 
-def _split(seed):
-    X, y = make_classification(n_samples=2000, n_features=10, n_informative=5,
-                               weights=[0.9], random_state=seed)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, stratify=y,
-                                          random_state=seed)
-    scaler = StandardScaler().fit(Xtr)
-    return scaler.transform(Xtr), scaler.transform(Xte), ytr, yte
-
-
 def test_default_fit_is_close_to_balanced_svc_on_held_out_rows():
-    gaps = []
-    for seed in (0, 1):
-        Xtr, Xte, ytr, yte = _split(seed)
-        svc = SVC(class_weight="balanced").fit(Xtr, ytr)
-        base = roc_auc_score(yte, svc.decision_function(Xte))
-        est = AVFKAMRanker(2, random_state=seed).fit(Xtr, ytr)
-        assert np.all(np.isfinite(est.decision_function(Xte)))
-        gaps.append(est.score(Xte, yte) - base)
-    assert np.mean(gaps) > -MARGIN / 2, gaps
-    assert min(gaps) > -MARGIN, gaps
+    X, y = make_classification(n_samples=2000, n_features=10, n_informative=5,
+                               weights=[0.9], random_state=0)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, stratify=y,
+                                          random_state=0)
+    scaler = StandardScaler().fit(Xtr)
+    Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
+    svc = SVC(class_weight="balanced").fit(Xtr, ytr)
+    base = roc_auc_score(yte, svc.decision_function(Xte))
+    # One active party: the asynchronous loop is deterministic.
+    est = AVFKAMRanker(2, random_state=0).fit(Xtr, ytr)
+    scores = est.decision_function(Xte)
+    assert np.all(np.isfinite(scores))
+    assert roc_auc_score(yte, scores) > base - MARGIN, (base, est.score(Xte, yte))
