@@ -89,7 +89,7 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
         its seeds from its party's share, whose features of every row are
         precomputed for the seeds the training will draw (appendix C).
 
-    batch_size : int, default=128
+    batch_size : int, default=64
         (positive, negative) pairs per update. ``1`` with
         ``features_per_step=1`` is the paper's loop exactly.
 
@@ -224,13 +224,12 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
     that iterate); a loss that ends above twice its best, or early stopping
     that runs out of ``max_iter``, warns (``ConvergenceWarning``).
 
-    Defaults ``alpha=3e-3``, ``batch_size=128``, ``n_random_features=3000``
-    (formerly ``1e-2``, 64, 2,000): ``alpha`` acts like SVC's ``1 / (C n)``
-    (the paper tunes ``lambda`` in ``[1e-6, 1]``) and ``1e-2``
-    over-regularised thousands of rows; twice the pairs halve the noise of
-    the constant-step final iterate; a larger pool shrinks the kernel
-    approximation's error. On 10,000 rows with 5% positives the former
-    defaults trailed a balanced SVC by 0.017 AUC, these by 0.008
+    Defaults ``alpha=3e-3`` and ``n_random_features=3000`` (formerly
+    ``1e-2`` and 2,000): ``alpha`` acts like SVC's ``1 / (C n)`` (the paper
+    tunes ``lambda`` in ``[1e-6, 1]``) and ``1e-2`` over-regularised
+    thousands of rows; the rest of the gap was the kernel approximation of
+    a 2,000-seed pool. On 10,000 rows with 5% positives the former defaults
+    trailed a balanced SVC by 0.017 AUC, these by 0.007
     (``benchmarks/_avfkam_quality.py``).
 
     Determinism: the synchronous mode, and the asynchronous mode with one
@@ -269,7 +268,7 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
 
     def __init__(self, partition=None, *, gamma="scale", kernel="rbf",
                  alpha=3e-3, learning_rate="auto", max_iter=1000,
-                 n_random_features=3000, batch_size=128, features_per_step=128,
+                 n_random_features=3000, batch_size=64, features_per_step=128,
                  loss="squared", asynchronous=True, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-4,
                  party_delays=None, random_state=None,
