@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.datasets import make_classification
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
@@ -23,12 +24,11 @@ def test_default_fit_is_close_to_balanced_svc_on_held_out_rows():
                                weights=[0.9], random_state=0)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, stratify=y,
                                           random_state=0)
-    scaler = StandardScaler().fit(Xtr)
-    Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
-    svc = SVC(class_weight="balanced").fit(Xtr, ytr)
-    base = roc_auc_score(yte, svc.decision_function(Xte))
-    # One active party: the asynchronous loop is deterministic.
-    est = AVFKAMRanker(2, random_state=0).fit(Xtr, ytr)
-    scores = est.decision_function(Xte)
+    # Scalers fitted on the training rows; one active party, so the
+    # asynchronous loop is deterministic.
+    svc = make_pipeline(StandardScaler(), SVC(class_weight="balanced"))
+    ours = make_pipeline(StandardScaler(), AVFKAMRanker(2, random_state=0))
+    base = roc_auc_score(yte, svc.fit(Xtr, ytr).decision_function(Xte))
+    scores = ours.fit(Xtr, ytr).decision_function(Xte)
     assert np.all(np.isfinite(scores))
-    assert roc_auc_score(yte, scores) > base - MARGIN, (base, est.score(Xte, yte))
+    assert roc_auc_score(yte, scores) > base - MARGIN, (base, ours.score(Xte, yte))
