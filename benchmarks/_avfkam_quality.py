@@ -26,12 +26,12 @@ columns split in halves; with one active party the asynchronous loop is
 deterministic for a given ``random_state``. Its time is the whole ``fit``
 (gamma, the masked preprocessing of the random features, training and the
 threshold); SVC's is its ``fit``. The machine may be shared with other jobs,
-so times are under that load (the script prints ``uptime``'s load).
+so times are under that load (the script prints the load average).
 
 Run::
 
-    python benchmarks/_avfkam_quality.py            # 5 splits, ~5 min idle
-    python benchmarks/_avfkam_quality.py --quick    # 1 split, ~40 s idle
+    python benchmarks/_avfkam_quality.py            # 5 splits, ~2 min at load 3
+    python benchmarks/_avfkam_quality.py --quick    # 1 split, ~10 s at load 3
 
 ``bench_avfkam.py`` prints the same table through :func:`quality_rows`.
 """
