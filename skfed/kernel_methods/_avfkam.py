@@ -17,7 +17,7 @@ from ..losses import get_loss
 from . import _avfkam_protocol as protocol
 from . import _avfkam_training as training
 from ._avfkam_fitting import _AVFKAMFitMixin
-from ._convergence import check_decay, check_every
+from ._convergence import check_decay
 from ._privacy import KernelPrivacyMixin
 from ._vertical_features import (
     CoefficientStore,
@@ -119,7 +119,8 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
 
     n_iter_no_change : int, default=10
         Checks without improvement before stopping. A check happens every
-        ``max(1, max_iter // 100)`` updates.
+        ``max(1, max_iter // 100)`` updates, or rarer with early stopping so
+        that the checks span a pass over the training rows (2 per pair).
 
     tol : float, default=1e-4
         Least gain of held-out AUC that counts as an improvement.
@@ -148,8 +149,8 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
         The step size used (``"auto"`` resolved).
 
     loss_curve_ : ndarray of shape (n_checks,)
-        Mean pairwise loss of the updates between two checks (one every
-        ``max(1, max_iter // 100)`` updates).
+        Mean pairwise loss of the updates between two checks (see
+        ``n_iter_no_change`` for their schedule).
 
     validation_score_ : ndarray of shape (n_checks,)
         Held-out ROC AUC at each check (empty without early stopping).
@@ -391,7 +392,7 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
                 fed, names, active, self.max_iter,
                 1.0 - learning_rate * self.alpha, delays,
                 max(1, self.max_iter // self._n_checkpoints), self.verbose,
-                check_every=check_every(self.max_iter),
+                check_every=self._check_every(split),
                 validate=split is not None, batch_size=self.batch_size,
                 reference=hyper["loss"](0.0))
             run = (training.run_asynchronous if self.asynchronous

@@ -22,6 +22,7 @@ from ..partition import VerticalPartition
 from . import _avfkam_protocol as protocol
 from ._convergence import (
     auto_learning_rate,
+    check_every,
     divergence_error,
     resolve_early_stopping,
     split_seed,
@@ -128,6 +129,14 @@ class _AVFKAMFitMixin:
                 f"({exc}). Change validation_fraction or set "
                 "early_stopping=False.") from None
         return np.sort(train), np.sort(held_out)
+
+    def _check_every(self, split):
+        """Updates between two checks: with early stopping, the patience
+        window spans a pass over the training rows (a pair draws two)."""
+        if split is None:
+            return check_every(self.max_iter)
+        return check_every(self.max_iter, len(split[0]), 2 * self.batch_size,
+                           self.n_iter_no_change)
 
     def _report_convergence(self, plan, learning_rate):
         """Raise on a divergence, warn when the fit merely did not converge."""

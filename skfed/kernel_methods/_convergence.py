@@ -174,9 +174,24 @@ def split_seed(random_state):
     return [party_seeds(random_state, 1)[0], 1]
 
 
-def check_every(max_iter):
-    """Steps between two checks: ``max(1, max_iter // 100)``."""
-    return max(1, int(max_iter) // MAX_CHECKS)
+def check_every(max_iter, n_train=None, rows_per_step=None,
+                n_iter_no_change=None):
+    """Steps between two checks.
+
+    At most :data:`MAX_CHECKS` checks per fit: every ``max_iter // 100``
+    steps. With early stopping (``n_train`` given), also at least
+    ``ceil(n_train / (rows_per_step * n_iter_no_change))`` steps, so that
+    the patience window (``n_iter_no_change`` checks without improvement)
+    spans at least one pass over the training rows: as sklearn's SGD and
+    MLP count patience in epochs, a fit does not stop before every training
+    row could have been drawn since the last improvement (a window of a few
+    minibatches of a large table stops on noise).
+    """
+    every = max(1, int(max_iter) // MAX_CHECKS)
+    if n_train is not None:
+        window = int(rows_per_step) * int(n_iter_no_change)
+        every = max(every, -(-int(n_train) // max(1, window)))
+    return every
 
 
 class LossMonitor:

@@ -22,7 +22,8 @@ from .._docstrings import fill_doc
 from ..federation import _party_inputs as party_data
 from ..base import check_labels_not_single_class
 from ..losses import LogisticLoss
-from ._fdskl_base import _BaseFDSKL, expand_shared_doc
+from ._fdskl_base import _BaseFDSKL
+from ._fdskl_docs import expand_shared_doc
 
 __all__ = ["FDSKLClassifier", "FDSKLRegressor"]
 
@@ -70,8 +71,8 @@ __SHARED__
         The step size used (``"auto"`` resolved).
 
     loss_curve_ : ndarray of shape (n_checks,)
-        The label holder's mean minibatch loss between two checks (one every
-        ``max(1, max_iter // 100)`` steps).
+        The label holder's mean minibatch loss between two checks (see
+        ``n_iter_no_change`` for their schedule).
 
     validation_score_ : ndarray of shape (n_checks,)
         Minus the mean loss of the held-out rows at each check, the first
@@ -108,97 +109,7 @@ __SHARED__
 
     Notes
     -----
-    Protocol of one step (Algorithm 1), with ``B = batch_size`` rows and
-    ``m = n_components_per_iter`` features: the active party draws the rows
-    and the feature ids and sends them down a reverse-order tree; every
-    party draws its rows of ``omega_j`` from the public seed; the
-    coefficient holders obtain ``omega_j^T x_i + b_j`` by the masked two-tree
-    sum (Algorithm 3); each party computes its ``f^l(x_i)`` (Algorithm 2)
-    and the ``f^l`` are tree-summed to the active party, which computes
-    ``alpha_j = -gamma / (B m) sum_i L'(f(x_i), y_i) phi_j(x_i)``; every
-    holder multiplies its older coefficients by ``1 - gamma lambda``.
-
-    Choices where the paper is silent: the minibatch average above (so
-    ``B = m = 1`` is the paper's update); rows drawn without replacement
-    within an epoch; several active parties take turns in a fixed
-    round-robin order (deterministic, each creating and keeping the
-    coefficients of its own steps); multiclass targets are one-vs-rest on
-    ``{-1, +1}`` codes sharing the random features, with one coefficient per
-    class per feature; ``predict_proba`` (logistic loss) is the sigmoid of
-    the score, normalized over classes for more than two.
-
-    Step size and convergence: the default ``learning_rate="auto"`` is
-    ``min(1 / (S c + lambda), B m / (S n))`` with ``c = 1 + 1 / (B m)``.
-    The first term is ``1 / L`` for the curvature of a step: it moves the
-    batch's scores by ``gamma A L'`` with ``A = Phi Phi^T / (B m)``, whose
-    largest eigenvalue is at most ``max phi^2 = 2`` and ``k(x, x) = 1`` on
-    average (reached by a wide kernel, where all rows look alike), ``c``
-    interpolating between the two by the number of samples of a step as in
-    the expected smoothness of minibatch SGD. The second bounds the
-    random-feature noise: a step moves ``f`` at every row by a fluctuation
-    of variance about ``gamma^2 S^2 e^2 / (B m)`` while a row's residual
-    ``e`` shrinks by ``gamma S / n`` per step, and the loop diverges past
-    ``~2 B m / (S n)`` (measured: the paper's loop ``B = m = 1`` on 442
-    standardised rows with the squared loss diverges at ``gamma = 0.05``).
-    With the defaults the first term binds below ~10,000 rows. The step
-    stays constant, as in the paper (its Theorem 4 takes a small constant
-    ``gamma``; the decaying ``theta / t`` of the original doubly stochastic
-    method is what the paper replaces).
-
-    Divergence guard: the label holder (the first active party) watches the
-    mean loss of each minibatch, which it computes anyway. A non-finite
-    value, a running loss above ten times the zero model's (every fit starts
-    at ``f = 0``) or a score beyond ``1e6`` stops the loop; every coefficient
-    holder goes back to the coefficients it kept at the check with the
-    lowest running loss, and ``fit`` raises a ``FloatingPointError`` naming
-    ``learning_rate`` whose ``estimator`` attribute is a fitted copy with
-    that iterate (the estimator itself stays unfitted). A fit that ends
-    with its running loss above twice its best warns
-    (:class:`~sklearn.exceptions.ConvergenceWarning`), as does early
-    stopping that runs out of ``max_iter``.
-
-    Early stopping: the held-out rows keep their public row ids and are
-    never drawn; at each check step every party adds them to the step's
-    rows, so their features and ``f`` travel in the step's own messages (the
-    locally saved features of Algorithm 2, each (row, feature) pair sent
-    once), and the label holder computes their loss. Nothing else is sent,
-    except with several active parties: the others report each step's
-    losses to the first (a few numbers) and it tells them which iterate to
-    keep.
-
-    Private directions: each party draws its block of ``omega_j`` and its
-    phases from a key of its own (``party_keys``), not from a seed every
-    party knows as in the paper, so the receiver of ``omega_j^T x + b_j``
-    cannot solve for another party's columns. The phase ``b_j`` is the
-    phase of the party ``l'_j`` whose value is not masked (Lemma 1). The
-    model therefore depends on the split (another grouping of the columns
-    gives another, identically distributed, model) and, with
-    ``party_keys="os"``, on the keys drawn.
-
-    Masks of Algorithm 3: angles are added in the ring ``Z_{2^32}`` (a full
-    turn is ``2^32``), and every party but ``l'_j`` masks each entry with a
-    uniform ring element drawn fresh from its own CSPRNG (a one-time pad;
-    the paper's offsets were one per feature for every row). The trees of
-    :func:`~skfed.federation.totally_different_trees` make the receiver's
-    only ``T1`` child the subtree of all other parties, led by ``l'_j``,
-    and are checked node by node: no party can cancel its ``T1`` inputs
-    with its ``T2`` inputs. The masks cancel exactly: they do not change
-    the model.
-
-    What each party learns: the passive parties receive the minibatch row
-    indices, the feature ids, and uniformly masked partial sums, never
-    labels, raw columns or coefficients. The coefficient holder learns
-    ``omega_j^T x_i + b_j`` of the rows it uses, from which it can still
-    estimate the kernel, hence the pairwise distances, of the other
-    parties' columns, and recover them from a few known rows: inherent to
-    learning a kernel on shared rows. See the user guide for what
-    :func:`skfed.privacy.audit` measures.
-
-    Cost: with the locally saved partial sums, each (row, feature) pair of
-    the rows that fit in ``cache_size`` goes through Algorithm 3 once; the
-    plain loop (and rows past the budget) recomputes every earlier feature
-    of each drawn row, ``O(t^2)`` work and traffic after ``t`` steps (the
-    user guide tabulates the bytes per step against the paper's).
+__NOTES__
 
     References
     ----------
@@ -372,8 +283,8 @@ __SHARED__
         The step size used (``"auto"`` resolved).
 
     loss_curve_ : ndarray of shape (n_checks,)
-        The label holder's mean minibatch loss between two checks (one every
-        ``max(1, max_iter // 100)`` steps).
+        The label holder's mean minibatch loss between two checks (see
+        ``n_iter_no_change`` for their schedule).
 
     validation_score_ : ndarray of shape (n_checks,)
         Minus the mean loss of the held-out rows at each check, the first

@@ -41,7 +41,7 @@ from ._vertical_features import (
     resolve_party_keys,
 )
 
-__all__ = ["_BaseFDSKL", "expand_shared_doc"]
+__all__ = ["_BaseFDSKL"]
 
 
 class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
@@ -119,6 +119,10 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
         n_validation = len(val_rows)
         batch_size = min(self.batch_size, X.shape[0] - n_validation)
         learning_rate = self._learning_rate(batch_size, X.shape[0] - n_validation)
+        # With early stopping, the patience window spans an epoch at least.
+        every = (check_every(self.max_iter, X.shape[0] - n_validation,
+                             batch_size, self.n_iter_no_change)
+                 if n_validation else check_every(self.max_iter))
         # Before any party starts: a decay factor <= 0 cannot converge.
         check_decay(learning_rate, self.alpha, auto=self.learning_rate == "auto")
         partition = self._resolve_partition(X)
@@ -142,7 +146,7 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
             n_cache_rows=n_cache_rows, n_outputs=n_outputs,
             max_iter=self.max_iter, m=m, loss=self._loss_name(),
             sampling_seeds=[[sampling_seed, k] for k in range(len(owners))],
-            validation_rows=val_rows, check_every=check_every(self.max_iter),
+            validation_rows=val_rows, check_every=every,
             batch_size=batch_size, n_iter_no_change=self.n_iter_no_change,
             tol=self.tol,
         )
@@ -162,7 +166,7 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
             result = train(
                 fed, names, owners, max_iter=self.max_iter,
                 batch_size=batch_size, m=m, learning_rate=learning_rate,
-                alpha=self.alpha, check_every=check_every(self.max_iter),
+                alpha=self.alpha, check_every=every,
                 verbose=self.verbose)
             # Each party keeps its own store; the estimator object is where
             # this simulation files them (it stands for all parties at once).
@@ -244,89 +248,3 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
 
 def _get_store(state):
     return state.store
-
-
-_SHARED_DOC = """
-    loss : {loss_options}, default={loss_default!r}
-        The loss ``L(f(x), y)`` of the paper's Table 1.{loss_note}
-
-    kernel : {{"rbf", "laplacian"}}, default="rbf"
-        The shift-invariant kernel whose random Fourier features are used.
-
-    gamma : "scale" or float, default="scale"
-        Kernel coefficient, as in :class:`~sklearn.svm.SVC`:
-        ``exp(-gamma ||x - x'||^2)`` for ``"rbf"``, ``exp(-gamma ||x - x'||_1)``
-        for ``"laplacian"``. ``"scale"`` is ``1 / (n_features * X.var())``;
-        the variance comes from per-party sums aggregated over a tree.
-
-    alpha : float, default=1e-4
-        The regularization ``lambda`` of the paper: every step multiplies the
-        earlier coefficients by ``1 - learning_rate * alpha``.
-
-    learning_rate : "auto" or float, default="{lr}"
-        The constant step size ``gamma`` of Algorithm 1 (the paper analyses a
-        constant rate, and so it stays constant). ``"auto"`` derives it from
-        the loss's smoothness ``S`` (1 for the squared and smooth hinge
-        losses, 1/4 for the logistic), the bound of the random features
-        (``phi^2 <= 2``, mean 1), the batch size ``B``, the features per step
-        ``m`` and the training rows ``n``::
-
-            min(1 / (S (1 + 1 / (B m)) + alpha), B m / (S n))
-
-        (see Notes). ``learning_rate * alpha`` must be below 1; ``"auto"``
-        always is. The resolved value is ``learning_rate_``.{lr_note}
-
-    max_iter : int, default={max_iter}
-        Maximum number of steps of Algorithm 1 (all of them without early
-        stopping, as the paper's loop).
-
-    batch_size : int, default={batch}
-        Rows per step (capped at the number of training rows). The paper's
-        loop is ``batch_size=1``.
-
-    n_components_per_iter : int, default={m}
-        Fresh random features per step; the model ends with
-        ``n_iter_ * n_components_per_iter`` of them. The paper's loop is 1.
-
-    early_stopping : "auto" or bool, default="auto"
-        Hold out ``validation_fraction`` of the rows and stop when their
-        loss, computed by the label holder from the federated scores of
-        those rows, has not improved by ``tol`` for ``n_iter_no_change``
-        checks. ``"auto"``: on when there are more than 10,000 rows (as
-        :class:`~sklearn.ensemble.HistGradientBoostingClassifier`). The
-        held-out rows are a seeded random choice independent of the labels
-        (their ids are public: every party sees which rows a step uses).
-
-    validation_fraction : float, default=0.1
-        Share of the rows held out for early stopping.
-
-    n_iter_no_change : int, default=10
-        Checks without improvement before stopping. A check happens every
-        ``max(1, max_iter // 100)`` steps, from step 0.
-
-    tol : float, default=1e-3
-        Least decrease of the held-out loss that counts as an improvement
-        (as :class:`~sklearn.linear_model.SGDClassifier`'s).
-
-    cache_size : float, default=200
-        Byte budget, in megabytes per party, of the locally saved values of
-        Algorithm 2: for each saved training row, its coefficient holder
-        keeps the partial sum ``sum_j alpha_j phi_j(x_i)`` over the features
-        the row already received (``n_outputs`` floats) and every party one
-        counter per holder (which features the row has): 16 bytes per row
-        with one output and one holder, so the default covers 13 million
-        rows. A saved row receives each feature once; rows past the budget
-        are recomputed by the masked sums every time they are drawn (the
-        paper's plain loop, ``cache_size=0``). The model is the same either
-        way.
-"""
-
-
-def expand_shared_doc(cls, loss_options, loss_default, loss_note="", lr_note=""):
-    defaults = cls().get_params()
-    text = _SHARED_DOC.format(
-        loss_options=loss_options, loss_default=loss_default, loss_note=loss_note,
-        lr=defaults["learning_rate"], lr_note=lr_note,
-        max_iter=defaults["max_iter"], batch=defaults["batch_size"],
-        m=defaults["n_components_per_iter"]).strip("\n")
-    cls.__doc__ = cls.__doc__.replace("__SHARED__", text)

@@ -1,0 +1,199 @@
+"""The docstrings FDSKLClassifier and FDSKLRegressor share.
+
+The parameters common to both (``__SHARED__`` in their docstrings) and the
+classifier's Notes (``__NOTES__``: the protocol, its choices, privacy and
+cost), filled in once the classes are defined.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+__all__ = ["expand_shared_doc"]
+
+_SHARED_DOC = """
+    loss : {loss_options}, default={loss_default!r}
+        The loss ``L(f(x), y)`` of the paper's Table 1.{loss_note}
+
+    kernel : {{"rbf", "laplacian"}}, default="rbf"
+        The shift-invariant kernel whose random Fourier features are used.
+
+    gamma : "scale" or float, default="scale"
+        Kernel coefficient, as in :class:`~sklearn.svm.SVC`:
+        ``exp(-gamma ||x - x'||^2)`` for ``"rbf"``, ``exp(-gamma ||x - x'||_1)``
+        for ``"laplacian"``. ``"scale"`` is ``1 / (n_features * X.var())``;
+        the variance comes from per-party sums aggregated over a tree.
+
+    alpha : float, default=1e-4
+        The regularization ``lambda`` of the paper: every step multiplies the
+        earlier coefficients by ``1 - learning_rate * alpha``.
+
+    learning_rate : "auto" or float, default="{lr}"
+        The constant step size ``gamma`` of Algorithm 1 (the paper analyses a
+        constant rate, and so it stays constant). ``"auto"`` derives it from
+        the loss's smoothness ``S`` (1 for the squared and smooth hinge
+        losses, 1/4 for the logistic), the bound of the random features
+        (``phi^2 <= 2``, mean 1), the batch size ``B``, the features per step
+        ``m`` and the training rows ``n``::
+
+            min(1 / (S (1 + 1 / (B m)) + alpha), B m / (S n))
+
+        (see Notes). ``learning_rate * alpha`` must be below 1; ``"auto"``
+        always is. The resolved value is ``learning_rate_``.{lr_note}
+
+    max_iter : int, default={max_iter}
+        Maximum number of steps of Algorithm 1 (all of them without early
+        stopping, as the paper's loop).
+
+    batch_size : int, default={batch}
+        Rows per step (capped at the number of training rows). The paper's
+        loop is ``batch_size=1``.
+
+    n_components_per_iter : int, default={m}
+        Fresh random features per step; the model ends with
+        ``n_iter_ * n_components_per_iter`` of them. The paper's loop is 1.
+
+    early_stopping : "auto" or bool, default="auto"
+        Hold out ``validation_fraction`` of the rows and stop when their
+        loss, computed by the label holder from the federated scores of
+        those rows, has not improved by ``tol`` for ``n_iter_no_change``
+        checks. ``"auto"``: on when there are more than 10,000 rows (as
+        :class:`~sklearn.ensemble.HistGradientBoostingClassifier`). The
+        held-out rows are a seeded random choice independent of the labels
+        (their ids are public: every party sees which rows a step uses).
+
+    validation_fraction : float, default=0.1
+        Share of the rows held out for early stopping.
+
+    n_iter_no_change : int, default=10
+        Checks without improvement before stopping. A check happens every
+        ``max(1, max_iter // 100)`` steps, from step 0; with early stopping,
+        at least every ``ceil(n_train / (batch_size * n_iter_no_change))``
+        steps (``n_train`` the rows not held out), so that the patience
+        window spans at least one pass over the training rows (as
+        :class:`~sklearn.linear_model.SGDClassifier` counts it in epochs).
+
+    tol : float, default=1e-3
+        Least decrease of the held-out loss that counts as an improvement
+        (as :class:`~sklearn.linear_model.SGDClassifier`'s).
+
+    cache_size : float, default=200
+        Byte budget, in megabytes per party, of the locally saved values of
+        Algorithm 2: for each saved training row, its coefficient holder
+        keeps the partial sum ``sum_j alpha_j phi_j(x_i)`` over the features
+        the row already received (``n_outputs`` floats) and every party one
+        counter per holder (which features the row has): 16 bytes per row
+        with one output and one holder, so the default covers 13 million
+        rows. A saved row receives each feature once; rows past the budget
+        are recomputed by the masked sums every time they are drawn (the
+        paper's plain loop, ``cache_size=0``). The model is the same either
+        way.
+"""
+
+
+_NOTES = """    Protocol of one step (Algorithm 1), with ``B = batch_size`` rows and
+    ``m = n_components_per_iter`` features: the active party draws the rows
+    and the feature ids and sends them down a reverse-order tree; every
+    party draws its rows of ``omega_j`` from the public seed; the
+    coefficient holders obtain ``omega_j^T x_i + b_j`` by the masked two-tree
+    sum (Algorithm 3); each party computes its ``f^l(x_i)`` (Algorithm 2)
+    and the ``f^l`` are tree-summed to the active party, which computes
+    ``alpha_j = -gamma / (B m) sum_i L'(f(x_i), y_i) phi_j(x_i)``; every
+    holder multiplies its older coefficients by ``1 - gamma lambda``.
+
+    Choices where the paper is silent: the minibatch average above (so
+    ``B = m = 1`` is the paper's update); rows drawn without replacement
+    within an epoch; several active parties take turns in a fixed
+    round-robin order (deterministic, each creating and keeping the
+    coefficients of its own steps); multiclass targets are one-vs-rest on
+    ``{-1, +1}`` codes sharing the random features, with one coefficient per
+    class per feature; ``predict_proba`` (logistic loss) is the sigmoid of
+    the score, normalized over classes for more than two.
+
+    Step size and convergence: the default ``learning_rate="auto"`` is
+    ``min(1 / (S c + lambda), B m / (S n))`` with ``c = 1 + 1 / (B m)``.
+    The first term is ``1 / L`` for the curvature of a step: it moves the
+    batch's scores by ``gamma A L'`` with ``A = Phi Phi^T / (B m)``, whose
+    largest eigenvalue is at most ``max phi^2 = 2`` and ``k(x, x) = 1`` on
+    average (reached by a wide kernel, where all rows look alike), ``c``
+    interpolating between the two by the number of samples of a step as in
+    the expected smoothness of minibatch SGD. The second bounds the
+    random-feature noise: a step moves ``f`` at every row by a fluctuation
+    of variance about ``gamma^2 S^2 e^2 / (B m)`` while a row's residual
+    ``e`` shrinks by ``gamma S / n`` per step, and the loop diverges past
+    ``~2 B m / (S n)`` (measured: the paper's loop ``B = m = 1`` on 442
+    standardised rows with the squared loss diverges at ``gamma = 0.05``).
+    With the defaults the first term binds below ~10,000 rows. The step
+    stays constant, as in the paper (its Theorem 4 takes a small constant
+    ``gamma``; the decaying ``theta / t`` of the original doubly stochastic
+    method is what the paper replaces).
+
+    Divergence guard: the label holder (the first active party) watches the
+    mean loss of each minibatch, which it computes anyway. A non-finite
+    value, a running loss above ten times the zero model's (every fit starts
+    at ``f = 0``) or a score beyond ``1e6`` stops the loop; every coefficient
+    holder goes back to the coefficients it kept at the check with the
+    lowest running loss, and ``fit`` raises a ``FloatingPointError`` naming
+    ``learning_rate`` whose ``estimator`` attribute is a fitted copy with
+    that iterate (the estimator itself stays unfitted). A fit that ends
+    with its running loss above twice its best warns
+    (:class:`~sklearn.exceptions.ConvergenceWarning`), as does early
+    stopping that runs out of ``max_iter``.
+
+    Early stopping: the held-out rows keep their public row ids and are
+    never drawn; at each check step every party adds them to the step's
+    rows, so their features and ``f`` travel in the step's own messages (the
+    locally saved features of Algorithm 2, each (row, feature) pair sent
+    once), and the label holder computes their loss. Nothing else is sent,
+    except with several active parties: the others report each step's
+    losses to the first (a few numbers) and it tells them which iterate to
+    keep. The checks are spaced so that ``n_iter_no_change`` of them span
+    at least one pass over the training rows (a window of a few minibatches
+    of a large table judges noise: with ``max_iter=100`` on 100,000 rows, a
+    check every step stopped a fit near step 10). A short ``max_iter`` may
+    thus end before patience runs out, with a ConvergenceWarning, as
+    sklearn's SGD does when it runs out of epochs.
+
+    Private directions: each party draws its block of ``omega_j`` and its
+    phases from a key of its own (``party_keys``), not from a seed every
+    party knows as in the paper, so the receiver of ``omega_j^T x + b_j``
+    cannot solve for another party's columns. The phase ``b_j`` is the
+    phase of the party ``l'_j`` whose value is not masked (Lemma 1). The
+    model therefore depends on the split (another grouping of the columns
+    gives another, identically distributed, model) and, with
+    ``party_keys="os"``, on the keys drawn.
+
+    Masks of Algorithm 3: angles are added in the ring ``Z_{2^32}`` (a full
+    turn is ``2^32``), and every party but ``l'_j`` masks each entry with a
+    uniform ring element drawn fresh from its own CSPRNG (a one-time pad;
+    the paper's offsets were one per feature for every row). The trees of
+    :func:`~skfed.federation.totally_different_trees` make the receiver's
+    only ``T1`` child the subtree of all other parties, led by ``l'_j``,
+    and are checked node by node: no party can cancel its ``T1`` inputs
+    with its ``T2`` inputs. The masks cancel exactly: they do not change
+    the model.
+
+    What each party learns: the passive parties receive the minibatch row
+    indices, the feature ids, and uniformly masked partial sums, never
+    labels, raw columns or coefficients. The coefficient holder learns
+    ``omega_j^T x_i + b_j`` of the rows it uses, from which it can still
+    estimate the kernel, hence the pairwise distances, of the other
+    parties' columns, and recover them from a few known rows: inherent to
+    learning a kernel on shared rows. See the user guide for what
+    :func:`skfed.privacy.audit` measures.
+
+    Cost: with the locally saved partial sums, each (row, feature) pair of
+    the rows that fit in ``cache_size`` goes through Algorithm 3 once; the
+    plain loop (and rows past the budget) recomputes every earlier feature
+    of each drawn row, ``O(t^2)`` work and traffic after ``t`` steps (the
+    user guide tabulates the bytes per step against the paper's)."""
+
+
+def expand_shared_doc(cls, loss_options, loss_default, loss_note="", lr_note=""):
+    defaults = cls().get_params()
+    text = _SHARED_DOC.format(
+        loss_options=loss_options, loss_default=loss_default, loss_note=loss_note,
+        lr=defaults["learning_rate"], lr_note=lr_note,
+        max_iter=defaults["max_iter"], batch=defaults["batch_size"],
+        m=defaults["n_components_per_iter"]).strip("\n")
+    cls.__doc__ = cls.__doc__.replace("__SHARED__", text).replace(
+        "__NOTES__", _NOTES)
