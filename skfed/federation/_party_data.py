@@ -25,7 +25,7 @@ import weakref
 import numpy as np
 
 from .. import _config
-from ._remote import HomeList, HomeRef, RemoteValue, leaves
+from ._remote import HomeList, HomeRef
 
 __all__ = ["PartyData", "party_data_fit_input", "party_data_predict_input"]
 
@@ -165,14 +165,6 @@ def _release(names, key, on_ray):
                 _drop(_local_homes.get(name, {}), key)
     except Exception:  # pragma: no cover - Ray already shut down
         pass
-
-
-def _save(home, path, values):
-    """Home: write what it keeps of a model to a path on its own host."""
-    import joblib
-
-    joblib.dump(values, path)
-    return path
 
 
 class PartyData:
@@ -343,41 +335,63 @@ class PartyData:
         blocks.data = self  # the homes keep the blocks while this lives
         return blocks
 
-    def save_shares(self, estimator, directory):
+    def save_shares(self, estimator, directory, driver_file=None):
         """Each party writes its share of a fitted estimator on its own host.
 
         After a fit on this data with the Ray backend, what each party
-        learned (its trees' thresholds, its coefficients, ...) is kept by its
-        home; the estimator holds references. Each home writes the values
-        it keeps for ``estimator`` to ``directory/<party>.joblib`` on its own
-        host (a list, in the order of the estimator's attributes).
+        learned (its trees' thresholds, its coefficients, its key, ...) is
+        kept by its home; the estimator holds references. Each home writes
+        the values it keeps for ``estimator`` to
+        ``directory/<party>.joblib`` on its own host (a list, in the order of
+        the estimator's attributes). :meth:`load_shares` reads them back.
 
         Parameters
         ----------
         estimator : fitted estimator
         directory : str
             A directory that exists on every party's host.
+        driver_file : str, default=None
+            If given, the driver writes its own part of the model there (on
+            its host): the estimator with each party's value replaced by a
+            placeholder naming the party and the value's position.
 
         Returns
         -------
         paths : dict of str to str
             By party: the file it wrote.
         """
-        kept = {}
-        for leaf in leaves(vars(estimator)):
-            if isinstance(leaf, RemoteValue):
-                kept.setdefault(leaf.party, []).append(leaf)
-        if not kept:
-            raise ValueError(
-                f"{type(estimator).__name__} keeps no share at the parties' "
-                "homes: only a fit on a PartyData with the Ray backend leaves "
-                "each party's share with its party.")
-        paths = {}
-        for name in self.parties:
-            path = os.path.join(os.fspath(directory), f"{name}.joblib")
-            values = kept.get(name, [])
-            paths[name] = _at_home(name, _save, path, values)
-        return paths
+        from ._party_shares import save_shares
+
+        return save_shares(self, estimator, directory, driver_file)
+
+    def load_shares(self, estimator, directory):
+        """Each party reads its saved share back, on its own host.
+
+        The inverse of :meth:`save_shares`, with the Ray backend: each home
+        of this PartyData's parties (started anew if need be, placed by the
+        parties' ``ray_actor_options``) reads ``directory/<party>.joblib``
+        and keeps the values in its own object store; the driver receives
+        references only, never a value of a share.
+
+        Parameters
+        ----------
+        estimator : estimator or str
+            The driver's part of the model: the estimator that was saved
+            (its references may be stale, for example after
+            :func:`~skfed.federation._ray.shutdown_homes` or in a new Ray
+            session), or the ``driver_file`` :meth:`save_shares` wrote.
+        directory : str
+            The directory the parties saved their shares to.
+
+        Returns
+        -------
+        estimator : estimator
+            A copy of the model whose shares are the loaded ones: it
+            predicts on a PartyData of these parties as the saved model did.
+        """
+        from ._party_shares import load_shares
+
+        return load_shares(self, estimator, directory)
 
 
 def _resolve_local(ref):
@@ -385,6 +399,47 @@ def _resolve_local(ref):
     if not isinstance(ref, HomeRef):
         return ref
     return ref.read(_local_homes[ref.home])
+
+
+def _split_in_driver(estimator):
+    """Whether the estimator draws its early-stopping rows in the driver
+    from the labels or the blocks (SecureBoost, AVFKAM), not from the
+    number of rows alone (FDSKL)."""
+    from ..ensemble._base import _BaseSecureBoost
+    from ..kernel_methods import AVFKAMRanker
+
+    if isinstance(estimator, _BaseSecureBoost):
+        return estimator.validation_fraction is not None
+    return isinstance(estimator, AVFKAMRanker)
+
+
+def _check_supported(estimator, n_rows):
+    """Refuse, before any federation starts, what a fit on PartyData cannot
+    do (``n_rows``: None before the load, the number of common rows after).
+    """
+    name = type(estimator).__name__
+    if n_rows is None and getattr(estimator, "class_weight", None) is not None:
+        raise ValueError(
+            f"{name}(class_weight=...) is not supported with PartyData: the "
+            "class weights would be computed from the labels, which stay "
+            "with the label holder. Set class_weight=None and pass "
+            "sample_weight (one weight per common row, in the order of the "
+            "sorted ids), or fit on the aligned table in memory "
+            "(skfed.alignment.align).")
+    early = getattr(estimator, "early_stopping", False)
+    if early is False or not _split_in_driver(estimator):
+        return
+    from ..kernel_methods._convergence import resolve_early_stopping
+
+    if (n_rows is None and early is True) or (
+            n_rows is not None and resolve_early_stopping(early, n_rows)):
+        raise ValueError(
+            f"{name} with early stopping is not supported with PartyData: its "
+            "held-out rows are drawn in the driver, stratified by label or "
+            "cut from the table, and the driver holds neither. Set "
+            "early_stopping=False (with early_stopping='auto' it is on above "
+            "10,000 rows), or fit on the aligned table in memory "
+            "(skfed.alignment.align).")
 
 
 def party_data_fit_input(estimator, data, y, *, allow_nan=False,
@@ -400,7 +455,9 @@ def party_data_fit_input(estimator, data, y, *, allow_nan=False,
     if y is not None and not isinstance(y, str):
         raise TypeError("With PartyData, y names the label column (a str), "
                         f"read by the party that holds it; got {type(y).__name__}.")
+    _check_supported(estimator, None)
     loaded = data._load(y, allow_nan, encode_labels)
+    _check_supported(estimator, loaded["n_rows"])
     blocks = data._blocks(loaded)
     estimator.n_features_in_ = blocks.shape[1]
     estimator._party_data_label = y

@@ -29,7 +29,8 @@ from ._remote import HomeRef
 
 __all__ = ["PartyData", "party_data_fit_input", "party_data_predict_input",
            "binarized_fit_input", "standardised_fit_input", "at_home_apply", "at_home_value", "validate_data_or_party_data",
-           "binarized_codes", "signed_codes", "standardised_target"]
+           "binarized_codes", "signed_codes", "standardised_target",
+           "check_party_data_messages"]
 
 
 class _PartyBlocks:
@@ -198,3 +199,40 @@ def standardised_fit_input(estimator, data, y, sample_weight=None):
     estimator._y_mean, estimator._y_scale, Y = standardised_target(y, weight)
     estimator._n_outputs = 1
     return X, Y, weight
+
+
+def check_party_data_messages(estimator, messages, X=None):
+    """Refuse a privacy check that cannot be done on a PartyData fit, with
+    what to do instead (called by :func:`skfed.privacy.check_messages` and
+    :func:`skfed.privacy.audit`)."""
+    from ._remote import RemoteValue, leaves
+
+    if isinstance(X, PartyData):
+        raise TypeError(
+            "check_messages and audit need the table in memory: they score "
+            "the messages against every party's columns, which a PartyData "
+            "keeps at the parties' homes. Align the tables in memory "
+            "(X, y, partition = skfed.alignment.align(tables, label=...)) and "
+            "audit the in-memory fit: it sends the same messages.")
+    for message in messages:
+        if any(isinstance(leaf, RemoteValue) for leaf in leaves(message.payload)):
+            raise ValueError(
+                "These messages were recorded between parties at home (Ray "
+                "backend with PartyData): their payloads stayed with the "
+                "parties, and the recording holds references only. Record "
+                "the same fit with the threads backend (PartyData works "
+                "there too, in one process) to check its messages.")
+    if getattr(estimator, "_party_data_label", False) is False:
+        return
+    from ..alignment._contract import CONTRACT as PSI_CONTRACT
+
+    contract = estimator._privacy_contract()
+    if any(PSI_CONTRACT.rules_for(m.phase) and not contract.rules_for(m.phase)
+           for m in messages):
+        raise ValueError(
+            "The messages include the alignment's (private set intersection "
+            "run when the PartyData loaded), which follow the contract of "
+            "skfed.alignment, not the estimator's. Check those with "
+            "skfed.alignment.PSIAudit and pass the others: [m for m in "
+            "messages if not skfed.alignment._contract.CONTRACT.rules_for("
+            "m.phase)].")

@@ -111,6 +111,9 @@ def audit(estimator, X, y=None, attacks=None, **fit_params):
     """
     import pandas as pd
 
+    from ..federation._party_inputs import check_party_data_messages
+
+    check_party_data_messages(estimator, (), X)  # PartyData: before any fit
     start = time.perf_counter()
     fitted = clone(estimator)
     with record_messages() as recorder:

@@ -289,6 +289,9 @@ def check_messages(estimator, messages, X=None, y=None, **fit_params):
     homomorphic result that was not re-randomised equals its input when it
     sums one element).
     """
+    from ..federation._party_inputs import check_party_data_messages
+
+    check_party_data_messages(estimator, messages, X)  # PartyData: what cannot be checked
     contract = _contract_of(estimator)
     roles = estimator._privacy_roles()
     plaintext_mode = getattr(estimator, "encryption", "paillier") is None

@@ -10,7 +10,7 @@ import pytest
 
 from skfed.alignment import align
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
-from skfed.federation import PartyData, PartyError
+from skfed.federation import PartyData, PartyError, record_messages
 from skfed.federation._party_inputs import at_home_apply
 from skfed.federation._remote import HomeRef
 
@@ -133,3 +133,52 @@ def test_weighted_kernel_regression_equals_in_memory():
     assert model.communication_ == reference.communication_
     assert (model._y_mean, model._y_scale) == (reference._y_mean, reference._y_scale)
     np.testing.assert_allclose(model.predict(data), reference.predict(X))
+
+
+def test_unsupported_combinations_fail_before_any_party_starts():
+    from skfed.kernel_methods import AVFKAMRanker, FDSKLClassifier
+
+    tables = _tables()
+    data = _data(tables[:2], drop=("target",))
+    refused = [
+        (SecureBoostClassifier(class_weight="balanced"), "class_weight=.... is not"),
+        (FDSKLClassifier(class_weight={"no": 1.0, "yes": 2.0}), "class_weight"),
+        (SecureBoostClassifier(early_stopping=True), "early stopping is not"),
+        (AVFKAMRanker(early_stopping=True), "early stopping is not"),
+    ]
+    for model, message in refused:
+        with record_messages() as rec:
+            with pytest.raises(ValueError, match=message.replace("....", ".*")):
+                model.fit(data, "label")
+        assert rec.messages == []  # not even the alignment ran
+        assert not hasattr(model, "partition_")
+    # 'auto' is refused only once the load shows more than 10,000 rows.
+    with pytest.raises(ValueError, match="early_stopping='auto' it is on above"):
+        from skfed.federation._party_data import _check_supported
+
+        _check_supported(AVFKAMRanker(), 10_001)
+    _check_supported(AVFKAMRanker(), 10_000)
+    _check_supported(SecureBoostClassifier(early_stopping=True,
+                                           validation_fraction=None), None)
+
+
+def test_privacy_checks_say_what_to_do_with_party_data():
+    from skfed.alignment._contract import CONTRACT
+    from skfed.privacy import audit, check_messages
+
+    tables = _tables()
+    data = _data(tables[:2], drop=("target",))
+    model = SecureBoostClassifier(n_estimators=1, max_depth=2, encryption=None,
+                                  random_state=0)
+    with pytest.raises(TypeError, match="need the table in memory"):
+        audit(model, data, "label")
+    with record_messages() as rec:
+        model.fit(data, "label")
+    with pytest.raises(ValueError, match="include the alignment's"):
+        check_messages(model, rec.messages)
+    with pytest.raises(TypeError, match="need the table in memory"):
+        check_messages(model, rec.messages, data, "label")
+    # The recipe of the message: the estimator's own messages check clean.
+    own = [m for m in rec.messages if not CONTRACT.rules_for(m.phase)]
+    assert 0 < len(own) < len(rec.messages)
+    assert check_messages(model, own) == []
