@@ -2,8 +2,8 @@
 
 Drawing code behind :meth:`CommunicationSummary.plot` and
 :meth:`MessageRecorder.plot_timeline`, kept apart from the accounting in
-:mod:`skfed.federation.network` (matplotlib is imported only here, and only
-when a picture is asked for).
+:mod:`skfed.federation._accounting` and :mod:`skfed.federation.network`
+(matplotlib is imported only here, and only when a picture is asked for).
 """
 
 # Authors: The skfed developers
