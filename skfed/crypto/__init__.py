@@ -63,7 +63,8 @@ array([1.5 , 1.75])
 array([-0.5  ,  0.375])
 """
 
-from ._array import EncryptedArray, concatenate
+from ._array import EncryptedArray
+from ._concatenate import concatenate
 from ._key_policy import InsecureKeyWarning, check_key_size
 from ._plaintext import PlaintextArray, PlaintextPrivateKey, PlaintextPublicKey
 from .encoding import PackedEncoder

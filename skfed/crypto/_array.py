@@ -29,7 +29,7 @@ from ._raw import (
 from ._sums import SumsMixin
 from .encoding import FLOAT_MANTISSA_BITS, encode
 
-__all__ = ["EncryptedArray", "concatenate"]
+__all__ = ["EncryptedArray"]
 
 # Exponent of plaintext float operands (addends and factors). It is fixed, not
 # chosen from the operand's values, because the exponent of the result travels
@@ -469,45 +469,4 @@ def _rebuild_encrypted_array(n, blob, shape, exponent, is_integer, encoder, coun
     return EncryptedArray(
         public_key, object_array(ciphertexts, shape), exponent,
         is_integer=is_integer, encoder=encoder, counts=counts,
-    )
-
-
-def concatenate(arrays, axis=0):
-    """Join EncryptedArrays (or PlaintextArrays) along an existing axis.
-
-    Parameters
-    ----------
-    arrays : sequence of EncryptedArray or of PlaintextArray
-        Same key (and same PackedEncoder if packed); exponents are aligned to
-        the smallest.
-    axis : int, default=0
-        Axis along which to join (as :func:`numpy.concatenate`).
-
-    Returns
-    -------
-    EncryptedArray or PlaintextArray
-    """
-    arrays = list(arrays)
-    if not arrays:
-        raise ValueError("need at least one array to concatenate")
-    if all(_is_plaintext_array(a) for a in arrays):
-        from ._plaintext import concatenate_plaintext
-
-        return concatenate_plaintext(arrays, axis)
-    if not all(isinstance(a, EncryptedArray) for a in arrays):
-        raise TypeError("concatenate needs all EncryptedArrays or all PlaintextArrays.")
-    first = arrays[0]
-    for other in arrays[1:]:
-        first._check_same_key(other)
-    exponent = min(a.exponent for a in arrays)
-    aligned = [a.decrease_exponent_to(exponent) for a in arrays]
-    ciphertexts = np.concatenate([a.ciphertexts for a in aligned], axis=axis)
-    counts = None
-    if first.counts is not None:
-        counts = np.concatenate([a.counts for a in arrays], axis=axis)
-    bounds = [a.mantissa_bound for a in aligned]
-    return EncryptedArray(
-        first.public_key, ciphertexts, exponent,
-        is_integer=all(a.is_integer for a in arrays), encoder=first.encoder,
-        counts=counts, mantissa_bound=None if None in bounds else max(bounds),
     )
