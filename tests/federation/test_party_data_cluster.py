@@ -3,7 +3,10 @@
 One node per party, each with a custom resource naming it; each party's
 table is a CSV file in a directory only its loader names. The fits below
 run once for the module (a cluster starts slowly) while every object the
-driver fetches from Ray is recorded.
+driver fetches from Ray is recorded; then every party saves its shares, the
+homes are shut down, new homes load the shares back and predict again.
+Two parties (two nodes) and a small table keep the module to a few seconds
+beyond the cluster's start.
 """
 
 import numpy as np
@@ -21,15 +24,15 @@ ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
 pytestmark = [pytest.mark.xdist_group("ray")]
 
-PARTIES = ["party0", "party1", "party2"]
-N = 80
+PARTIES = ["party0", "party1"]
+N = 40
 
 
 def _tables(rng, first_id=0):
-    """Three tables with some ids only one party has; party0 holds 'label'."""
+    """Two tables with some ids only one party has; party0 holds 'label'."""
     ids = first_id + np.arange(N)
     tables = []
-    for k in range(3):
+    for k in range(len(PARTIES)):
         own = np.concatenate([ids, 1000 * (k + 1) + np.arange(5)])  # extra ids
         own = own[rng.permutation(own.size)]
         df = pd.DataFrame({"id": own})
@@ -38,7 +41,7 @@ def _tables(rng, first_id=0):
         tables.append(df)
     joined = pd.concat([t.set_index("id") for t in tables], axis=1, join="inner")
     joined = joined.sort_index()
-    label = (joined.iloc[:, 0] + joined.iloc[:, 2] - joined.iloc[:, 4]
+    label = (joined.iloc[:, 0] + joined.iloc[:, 2] - joined.iloc[:, 3]
              + 0.3 * rng.normal(size=N) > 0).astype(int)
     tables[0]["label"] = label.reindex(tables[0]["id"]).fillna(0).astype(int).values
     return tables, joined.to_numpy(), label.to_numpy()
@@ -63,9 +66,9 @@ def _estimators():
         "SecureBoostClassifier": SecureBoostClassifier(
             n_estimators=2, max_depth=2, key_size=512, random_state=0),
         "FDSKLClassifier": FDSKLClassifier(
-            max_iter=6, batch_size=16, n_components_per_iter=8, random_state=0),
+            max_iter=4, batch_size=16, n_components_per_iter=8, random_state=0),
         "AVFKAMRanker": AVFKAMRanker(
-            asynchronous=False, max_iter=8, n_random_features=32, batch_size=8,
+            asynchronous=False, max_iter=4, n_random_features=16, batch_size=8,
             features_per_step=8, random_state=0),
     }
 
@@ -101,7 +104,7 @@ def fits(tmp_path_factory):
         with skfed.config_context(allow_insecure_keys=True):
             for name, estimator in _estimators().items():
                 reference = clone(estimator).set_params(partition=VerticalPartition(
-                    [[0, 1], [2, 3], [4, 5]], active_parties=(0,))).fit(X, y)
+                    [[0, 1], [2, 3]], active_parties=(0,))).fit(X, y)
                 data = PartyData(paths)
                 with skfed.config_context(backend="ray",
                                           ray_actor_options=placement):
@@ -118,6 +121,8 @@ def fits(tmp_path_factory):
                 name: gets.original(skfed.federation._ray.home_actor(name)
                                     .at_home.remote(_node_id, ()))
                 for name in PARTIES}
+            out["reloaded"] = _save_and_reload(out["models"], new_paths, placement,
+                                               gets, tmp_path_factory.mktemp("shares"))
         out["resources"] = {node["NodeID"]: node["Resources"]
                             for node in ray.nodes() if node["Alive"]}
         out["gets"] = gets
@@ -130,6 +135,35 @@ def fits(tmp_path_factory):
         if was_running:  # the session's local instance (tests/conftest.py)
             ray.init(num_cpus=2, resources={"bank_b": 1}, include_dashboard=False,
                      log_to_driver=False, configure_logging=False)
+
+
+def _save_and_reload(models, new_paths, placement, gets, directory):
+    """Every party saves its shares (the driver its part, to a file); the
+    homes are shut down; new homes load the shares and predict again."""
+    from skfed.federation._ray import shutdown_homes
+
+    saved, out = {}, {}
+    with skfed.config_context(backend="ray", ray_actor_options=placement):
+        for name, (_, model, _, _, data) in models.items():
+            folder = directory / name
+            folder.mkdir()
+            driver_file = str(folder / "driver.joblib")
+            saved[name] = (folder, data.save_shares(model, folder, driver_file),
+                           driver_file)
+        shutdown_homes()
+        ray.get = gets
+        try:
+            for name, (_, model, _, _, _) in models.items():
+                folder, paths, driver_file = saved[name]
+                data = PartyData(new_paths)
+                # The driver's part: from its file, or the stale estimator.
+                driver = driver_file if name == "SecureBoostClassifier" else model
+                loaded = data.load_shares(driver, folder)
+                out[name] = (loaded, loaded.decision_function(data), paths,
+                             driver_file)
+        finally:
+            ray.get = gets.original
+    return out
 
 
 def _node_id(home):
@@ -207,12 +241,32 @@ def test_driver_never_holds_a_block_or_a_payload(fits):
         assert n_refs > 0
 
 
-def test_shares_are_kept_and_saved_at_home(fits, tmp_path):
+def test_shares_saved_at_home_load_back_at_new_homes(fits):
     import joblib
 
-    _, model, _, _, data = fits["models"]["SecureBoostClassifier"]
-    paths = data.save_shares(model, tmp_path)
-    assert sorted(paths) == PARTIES
-    # A passive party's file holds its own lookup table (its thresholds).
-    records = joblib.load(paths["party1"])
+    from skfed.federation._party_shares import SavedShare
+    from skfed.federation._remote import RemoteValue, leaves
+
+    asked = {ref.hex() for ref in fits["gets"].refs}
+    for name, (loaded, predicted, paths, driver_file) in fits["reloaded"].items():
+        assert sorted(paths) == PARTIES
+        # Same scores as the model before its homes were shut down.
+        np.testing.assert_array_equal(predicted, fits["models"][name][2])
+        # The driver holds references to the loaded shares, never fetched.
+        shares = [leaf for leaf in leaves(vars(loaded))
+                  if isinstance(leaf, RemoteValue)]
+        assert {s.party for s in shares} == set(PARTIES)
+        # The driver holds references to the loaded shares; it fetches no
+        # passive share, and of the label holder's only SecureBoost's
+        # baseline (a number added to every prediction).
+        baseline = getattr(loaded, "_baseline", None)
+        fetched = [s for s in shares if s.ref.hex() in asked and s is not baseline]
+        assert not fetched, (name, fetched)
+        # The driver's file names the shares; it holds none of them.
+        part = [leaf for leaf in leaves(vars(joblib.load(driver_file)))
+                if isinstance(leaf, (RemoteValue, SavedShare))]
+        assert len(part) == len(shares)
+        assert all(isinstance(leaf, SavedShare) for leaf in part)
+    # A passive party's SecureBoost file holds its own lookup table.
+    records = joblib.load(fits["reloaded"]["SecureBoostClassifier"][2]["party1"])
     assert records and all(len(r) == 3 for r in records[0])
