@@ -36,6 +36,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 # The tree shapes live in _trees; re-exported here, their historical home.
+from ._trees import __all__ as _TREE_NAMES
 from ._trees import (  # noqa: F401
     are_totally_different,
     balanced_tree,
@@ -50,14 +51,7 @@ from .party import Local
 from .secure_sum import RingEncoder
 
 __all__ = [
-    "balanced_tree",
-    "tree_leaves",
-    "tree_leader",
-    "subtree_leaf_sets",
-    "are_totally_different",
-    "totally_different_trees",
-    "child_sets",
-    "unmaskable",
+    *_TREE_NAMES,
     "tree_sum",
     "tree_broadcast",
     "masked_tree_sum",
