@@ -18,6 +18,7 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from .federation import Federation
+from .federation._party_data import refuse_party_data
 from .partition import resolve_partition
 
 __all__ = ["FederatedMixin", "PrivacyMixin", "party_seeds",
@@ -140,6 +141,8 @@ class FederatedMixin(PrivacyMixin):
             @functools.wraps(fit)
             def fit_or_forget(self, *args, **fit_kwargs):
                 try:
+                    if args:  # a PartyData only where it is supported
+                        refuse_party_data(self, args[0])
                     return fit(self, *args, **fit_kwargs)
                 except BaseException:
                     self._forget_fit()

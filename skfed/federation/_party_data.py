@@ -401,6 +401,29 @@ def _resolve_local(ref):
     return ref.read(_local_homes[ref.home])
 
 
+def _party_data_estimators():
+    from ..ensemble._base import _BaseSecureBoost
+    from ..kernel_methods import AVFKAMRanker
+    from ..kernel_methods._fdskl_base import _BaseFDSKL
+
+    return _BaseSecureBoost, _BaseFDSKL, AVFKAMRanker
+
+
+def refuse_party_data(estimator, X):
+    """A clear error when an estimator that does not take a PartyData is
+    given one (called by every federated ``fit`` before it starts)."""
+    if not isinstance(X, PartyData):
+        return
+    accepting = _party_data_estimators()
+    if not isinstance(estimator, accepting):
+        raise TypeError(
+            f"{type(estimator).__name__} does not take a PartyData; "
+            "SecureBoostClassifier, SecureBoostRegressor, FDSKLClassifier, "
+            "FDSKLRegressor and AVFKAMRanker do. Align "
+            "the tables in memory (X, y, partition = skfed.alignment.align("
+            "tables, label=...)) and fit on X.")
+
+
 def _split_in_driver(estimator):
     """Whether the estimator draws its early-stopping rows in the driver
     from the labels or the blocks (SecureBoost, AVFKAM), not from the

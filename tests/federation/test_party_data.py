@@ -152,6 +152,13 @@ def test_unsupported_combinations_fail_before_any_party_starts():
                 model.fit(data, "label")
         assert rec.messages == []  # not even the alignment ran
         assert not hasattr(model, "partition_")
+    from skfed.cluster import FederatedKernelKMeans
+    from skfed.linear_model import HyFDCAClassifier
+
+    for model in (HyFDCAClassifier(), FederatedKernelKMeans()):
+        with pytest.raises(TypeError, match="does not take a PartyData; "
+                           "SecureBoostClassifier, .* AVFKAMRanker do"):
+            model.fit(data, "label")
     # 'auto' is refused only once the load shows more than 10,000 rows.
     with pytest.raises(ValueError, match="early_stopping='auto' it is on above"):
         from skfed.federation._party_data import _check_supported
