@@ -102,16 +102,20 @@ def fits(tmp_path_factory):
     gets = _DriverGets(ray.get)
     try:
         with skfed.config_context(allow_insecure_keys=True):
+            # SecureBoost also weights the rows (given in sorted-id order).
+            weight = np.random.RandomState(2).uniform(0.5, 2.0, size=N)
             for name, estimator in _estimators().items():
+                params = ({"sample_weight": weight}
+                          if name == "SecureBoostClassifier" else {})
                 reference = clone(estimator).set_params(partition=VerticalPartition(
-                    [[0, 1], [2, 3]], active_parties=(0,))).fit(X, y)
+                    [[0, 1], [2, 3]], active_parties=(0,))).fit(X, y, **params)
                 data = PartyData(paths)
                 with skfed.config_context(backend="ray",
                                           ray_actor_options=placement):
                     ray.get = gets
                     try:
                         with record_messages() as rec:
-                            model = estimator.fit(data, "label")
+                            model = estimator.fit(data, "label", **params)
                             predicted = model.decision_function(
                                 PartyData(new_paths))
                     finally:
