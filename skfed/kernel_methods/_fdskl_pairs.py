@@ -20,10 +20,12 @@ to date). No Python loop runs over features or pairs.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import sys
+
 import numpy as np
 import scipy.sparse as sp
 
-from ._vertical_features import ring_angles
+from ._vertical_features import _UNITS_PER_RADIAN, ring_angles
 
 __all__ = []
 
@@ -31,6 +33,35 @@ __all__ = []
 #: a block of rows may compute this share of unneeded pairs (dense products
 #: over the block's widest need) to save the per-block overhead
 _SLACK = 0.25
+
+#: adding it to a float below 2^51 in magnitude rounds it to an integer (to
+#: nearest, ties to even, as np.rint) held in two's complement by the low
+#: bits of the mantissa
+_ROUND_MAGIC = 1.5 * 2.0**52
+_LITTLE_ENDIAN = sys.byteorder == "little"
+
+
+def _ring_units(units, bound):
+    """:func:`ring_angles` of angles in ring units whose magnitude is at
+    most ``bound``, rounded in place.
+
+    Below ``2^50`` the ring element is read off the low 32 bits of
+    ``units + 1.5 * 2^52`` (two passes instead of a range check and three
+    casts; the same elements).
+    """
+    if bound < 2.0**50 and _LITTLE_ENDIAN:
+        units += _ROUND_MAGIC
+        return units.view(np.uint32)[::2].copy()
+    return ring_angles(units, scaled=True)
+
+
+def _angle_bound(state, phased):
+    """A bound of this party's ``|omega^T x (+ b)|`` in ring units."""
+    x_max = getattr(state, "x_abs_max", None)
+    if x_max is None:
+        data = state.X.data if sp.issparse(state.X) else state.X
+        x_max = state.x_abs_max = float(np.abs(data).max(initial=0.0))
+    return (x_max * state.omega_l1 + (2 * np.pi if phased else 0.0)) * _UNITS_PER_RADIAN
 
 
 def _row_blocks(start, width):
@@ -76,8 +107,10 @@ def _pairs(state, owner, excluded):
     of a masked sum; nothing that is not needed is computed or sent.
 
     Blocks of rows with nearby starts are merged (:func:`_row_blocks`); such
-    a block also yields the needed-pair mask (``None`` for a rectangle), and
-    its pairs are those of the mask, row-major.
+    a block also yields its units (``None`` for a rectangle): per run of
+    rows that share a start, ``(first row, end row, first column)`` in the
+    block, and its pairs are each row's columns from its unit's first,
+    row-major.
     """
     start, width = state.step["requests"][owner]
     if excluded is None:
@@ -86,25 +119,53 @@ def _pairs(state, owner, excluded):
         group = np.flatnonzero(state.history[owner].excluded[:width] == excluded)
     for idx, exact in state.step["blocks"][owner]:
         cols = group[np.searchsorted(group, start[idx[0]]):]
-        if len(cols):
-            yield idx, cols, (None if exact else
-                              cols[None, :] >= start[idx][:, None])
+        if not len(cols):
+            continue
+        if exact:
+            yield idx, cols, None
+            continue
+        # idx is sorted by start: runs of one start, each a suffix of cols.
+        starts = start[idx]
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(starts)) + 1,
+                                 [len(idx)]])
+        firsts = np.searchsorted(cols, starts[bounds[:-1]])
+        yield idx, cols, [(int(lo), int(hi), int(f)) for lo, hi, f in
+                          zip(bounds[:-1], bounds[1:], firsts) if f < len(cols)]
 
 
-def _project(X_block, omega, ids):
+def _n_pairs(idx, cols, units):
+    """Pairs of a block of :func:`_pairs`."""
+    if units is None:
+        return len(idx) * len(cols)
+    return sum((hi - lo) * (len(cols) - f) for lo, hi, f in units)
+
+
+def _take(v, units):
+    """The needed pairs of a block's rectangle ``v``, row-major."""
+    if units is None:
+        return v.ravel()
+    return np.concatenate([v[lo:hi, f:].ravel() for lo, hi, f in units])
+
+
+def _project(X_block, omega, ids, scale=None):
     """``X_block @ omega[:, ids]``, dense, without copying all of ``omega``.
 
     For sparse rows only the directions of the columns they use are taken
     (a wide sparse block touches few of its columns), so the cost follows
-    the nonzeros, not the width of the party's block.
+    the nonzeros, not the width of the party's block. ``scale`` multiplies
+    the directions taken (cheaper than the product's entries).
     """
     if not sp.issparse(X_block):
-        return X_block @ omega[:, ids]
-    X_block = sp.csr_matrix(X_block)
-    used, local = np.unique(X_block.indices, return_inverse=True)
-    compact = sp.csr_matrix((X_block.data, local.ravel(), X_block.indptr),
-                            shape=(X_block.shape[0], len(used)))
-    return np.asarray(compact @ omega[np.ix_(used, ids)])
+        block = omega[:, ids]
+    else:
+        X_block = sp.csr_matrix(X_block)
+        used, local = np.unique(X_block.indices, return_inverse=True)
+        X_block = sp.csr_matrix((X_block.data, local.ravel(), X_block.indptr),
+                                shape=(X_block.shape[0], len(used)))
+        block = omega[np.ix_(used, ids)]
+    if scale is not None:
+        block *= scale
+    return np.asarray(X_block @ block)
 
 
 def _party_pair_projection(state, owner, excluded):
@@ -120,19 +181,26 @@ def _party_pair_projection(state, owner, excluded):
     # ``ring``) gets values and phases apart, one per pair.
     ring = getattr(state, "ring", False)
     phased = excluded is None or (ring and state.index == excluded)
-    values, offsets = [], []
-    for idx, cols, need in _pairs(state, owner, excluded):
-        v = _project(state.X[rows[idx]], state.omega, ids_of[cols])
+    blocks = list(_pairs(state, owner, excluded))
+    # Ring shares are computed in ring units at once (the directions and
+    # phases scaled, not the products), written in place, rounded in place.
+    scale = _UNITS_PER_RADIAN if ring else None
+    values = np.empty(sum(_n_pairs(*block) for block in blocks))
+    offsets, done = [], 0
+    for idx, cols, need in blocks:
         ids = ids_of[cols]
+        v = _project(state.X[rows[idx]], state.omega, ids, scale)
         if phased:
-            v += state.offsets[ids]
+            v += state.offsets[ids] if scale is None else state.offsets[ids] * scale
         elif not ring:
-            b = np.broadcast_to(state.offsets[ids], v.shape)
-            offsets.append(b.ravel() if need is None else b[need])
-        values.append(v.ravel() if need is None else v[need])
-    values = np.concatenate(values) if values else np.empty(0)
+            offsets.append(_take(np.broadcast_to(state.offsets[ids], v.shape),
+                                 need))
+        for lo, hi, f in ([(0, len(idx), 0)] if need is None else need):
+            part = v[lo:hi, f:]
+            values[done:done + part.size].reshape(part.shape)[...] = part
+            done += part.size
     if ring:
-        return ring_angles(values), None
+        return _ring_units(values, _angle_bound(state, phased)), None
     if phased:
         return values, None
     return values, np.concatenate(offsets) if offsets else np.empty(0)
@@ -163,11 +231,14 @@ def _owner_take_pairs(state, excluded, values):
         if need is None:
             k = len(idx) * len(cols)
             phi = np.cos(values[done:done + k]).reshape(len(idx), len(cols))
+            done += k
         else:
-            k = int(np.count_nonzero(need))
-            phi = np.zeros(need.shape)
-            phi[need] = np.cos(values[done:done + k])
-        done += k
+            phi = np.zeros((len(idx), len(cols)))
+            for lo, hi, f in need:
+                k = (hi - lo) * (len(cols) - f)
+                phi[lo:hi, f:] = np.cos(values[done:done + k]).reshape(
+                    hi - lo, len(cols) - f)
+                done += k
         split = int(np.searchsorted(cols, n_coef))
         if split:
             fresh[idx] += phi[:, :split] @ raw[cols[:split]]

@@ -190,6 +190,9 @@ def _party_receive_step(state, message):
     state.omega[:, new] = party_directions(state, new_ids)
     state.offsets[new] = party_phases(state, new_ids)
     state.n_drawn += len(new_ids)
+    # The largest l1 norm of a direction: bounds |omega^T x| (ring encoding).
+    state.omega_l1 = max(getattr(state, "omega_l1", 0.0),
+                         float(np.abs(state.omega[:, new]).sum(axis=0).max()))
     slots = state.cache_slot[rows]
     cached = slots >= 0
     for owner in state.owners:

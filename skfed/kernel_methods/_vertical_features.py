@@ -103,16 +103,19 @@ _UNITS_PER_RADIAN = 2.0**32 / (2.0 * np.pi)
 _FAST_LIMIT = 2.0**62
 
 
-def ring_angles(values):
+def ring_angles(values, scaled=False):
     """Angles as elements of ``Z_{2^32}``: ``ANGLES.encode`` in half the passes.
 
     ``round(2^32 theta / (2 pi)) mod 2^32`` by a product, a rounding and
     integer casts; it may differ from ``ANGLES.encode`` by one unit (1.5e-9
-    rad). Angles too large for int64 go through ``ANGLES.encode``.
+    rad). Angles too large for int64 go through ``ANGLES.encode``. With
+    ``scaled``, ``values`` are already in ring units (``theta`` times
+    ``_UNITS_PER_RADIAN``) and are rounded in place.
     """
-    units = np.multiply(values, _UNITS_PER_RADIAN)
+    units = values if scaled else np.multiply(values, _UNITS_PER_RADIAN)
     if units.size and not (units.max() < _FAST_LIMIT and units.min() > -_FAST_LIMIT):
-        return ANGLES.encode(values)  # also refuses non-finite angles
+        # Also refuses non-finite angles.
+        return ANGLES.encode(units / _UNITS_PER_RADIAN if scaled else values)
     return np.rint(units, out=units).astype(np.int64).astype(np.uint32)
 
 

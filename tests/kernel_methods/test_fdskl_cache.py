@@ -6,7 +6,8 @@ import scipy.sparse as sp
 
 from skfed.federation import record_messages
 from skfed.kernel_methods import FDSKLClassifier
-from skfed.kernel_methods._fdskl_pairs import _SLACK, _project, _row_blocks
+from skfed.kernel_methods._fdskl_pairs import _SLACK, _project, _ring_units, _row_blocks
+from skfed.kernel_methods._vertical_features import _UNITS_PER_RADIAN, ring_angles
 
 
 def _data(n=50, d=4, seed=0):
@@ -96,3 +97,19 @@ def test_sparse_projection_equals_the_dense_one():
                                X.toarray() @ omega[:, ids], atol=1e-12)
     np.testing.assert_allclose(_project(X.toarray(), omega, ids),
                                X.toarray() @ omega[:, ids], atol=1e-12)
+
+
+def test_ring_units_by_the_mantissa_equal_the_casts():
+    # Ring elements read off the mantissa of units + 1.5 * 2^52 equal the
+    # rounding and casts of ring_angles, ties and negative angles included.
+    rng = np.random.RandomState(0)
+    units = np.concatenate([rng.normal(scale=s, size=2000) * _UNITS_PER_RADIAN
+                            for s in (1.0, 1e3, 1e5)])
+    units = np.concatenate([units, [0.5, 1.5, 2.5, -0.5, -1.5, -3.0, 0.0]])
+    bound = np.abs(units).max()
+    expected = ring_angles(units.copy(), scaled=True)
+    fast = _ring_units(units.copy(), bound)
+    assert fast.dtype == np.uint32 and fast.flags["C_CONTIGUOUS"]
+    np.testing.assert_array_equal(fast, expected)
+    # Past the bound the casts are used.
+    np.testing.assert_array_equal(_ring_units(units.copy(), 2.0**51), expected)
