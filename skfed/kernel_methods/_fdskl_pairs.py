@@ -93,6 +93,15 @@ def _row_blocks(start, width):
 
 
 def _pairs(state, owner, excluded):
+    """:func:`_pair_blocks` as a list, computed once per step (the owner
+    enumerates a group twice: for its share, then to take the sums)."""
+    memo = state.step.setdefault("pairs", {})
+    if (owner, excluded) not in memo:
+        memo[owner, excluded] = list(_pair_blocks(state, owner, excluded))
+    return memo[owner, excluded]
+
+
+def _pair_blocks(state, owner, excluded):
     """The needed pairs of a group, as rectangles of rows x features.
 
     The group is the owner's features whose ``l'`` is ``excluded`` (all of
@@ -147,25 +156,31 @@ def _take(v, units):
     return np.concatenate([v[lo:hi, f:].ravel() for lo, hi, f in units])
 
 
-def _project(X_block, omega, ids, scale=None):
+def _project(X_block, omega, ids, scale=None, out=None):
     """``X_block @ omega[:, ids]``, dense, without copying all of ``omega``.
 
     For sparse rows only the directions of the columns they use are taken
     (a wide sparse block touches few of its columns), so the cost follows
     the nonzeros, not the width of the party's block. ``scale`` multiplies
-    the directions taken (cheaper than the product's entries).
+    the directions taken (cheaper than the product's entries); ``out``
+    receives the product.
     """
     if not sp.issparse(X_block):
         block = omega[:, ids]
-    else:
-        X_block = sp.csr_matrix(X_block)
-        used, local = np.unique(X_block.indices, return_inverse=True)
-        X_block = sp.csr_matrix((X_block.data, local.ravel(), X_block.indptr),
-                                shape=(X_block.shape[0], len(used)))
-        block = omega[np.ix_(used, ids)]
+        if scale is not None:
+            block *= scale
+        return np.matmul(X_block, block, out=out)
+    X_block = sp.csr_matrix(X_block)
+    used, local = np.unique(X_block.indices, return_inverse=True)
+    X_block = sp.csr_matrix((X_block.data, local.ravel(), X_block.indptr),
+                            shape=(X_block.shape[0], len(used)))
+    block = omega[np.ix_(used, ids)]
     if scale is not None:
         block *= scale
-    return np.asarray(X_block @ block)
+    if out is None:
+        return np.asarray(X_block @ block)
+    out[...] = X_block @ block
+    return out
 
 
 def _party_pair_projection(state, owner, excluded):
@@ -181,7 +196,7 @@ def _party_pair_projection(state, owner, excluded):
     # ``ring``) gets values and phases apart, one per pair.
     ring = getattr(state, "ring", False)
     phased = excluded is None or (ring and state.index == excluded)
-    blocks = list(_pairs(state, owner, excluded))
+    blocks = _pairs(state, owner, excluded)
     # Ring shares are computed in ring units at once (the directions and
     # phases scaled, not the products), written in place, rounded in place.
     scale = _UNITS_PER_RADIAN if ring else None
@@ -189,13 +204,18 @@ def _party_pair_projection(state, owner, excluded):
     offsets, done = [], 0
     for idx, cols, need in blocks:
         ids = ids_of[cols]
-        v = _project(state.X[rows[idx]], state.omega, ids, scale)
+        # A rectangle is computed in place; a merged block is copied per run.
+        out = (values[done:done + len(idx) * len(cols)].reshape(len(idx), -1)
+               if need is None else None)
+        v = _project(state.X[rows[idx]], state.omega, ids, scale, out=out)
         if phased:
             v += state.offsets[ids] if scale is None else state.offsets[ids] * scale
         elif not ring:
             offsets.append(_take(np.broadcast_to(state.offsets[ids], v.shape),
                                  need))
-        for lo, hi, f in ([(0, len(idx), 0)] if need is None else need):
+        if need is None:
+            done += v.size
+        for lo, hi, f in need or ():
             part = v[lo:hi, f:]
             values[done:done + part.size].reshape(part.shape)[...] = part
             done += part.size
