@@ -12,17 +12,20 @@ import pytest
 os.environ["SKFED_ALLOW_INSECURE_KEYS"] = "1"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_instance():
     """A local Ray instance (2 CPUs, a custom resource for pinning tests).
 
-    Session-scoped: the modules that use it run in one xdist worker (their
-    tests are in the ``ray`` xdist group), so Ray starts once there.
+    Module-scoped, and the modules that use it are in the ``ray`` xdist
+    group: Ray is shut down after each such module, so the tests that the
+    same xdist worker runs afterwards can fork again (``fork_available``
+    refuses to fork while Ray is initialised in the process).
     """
     ray = pytest.importorskip("ray")
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(num_cpus=2, resources={"bank_b": 1}, include_dashboard=False,
+    ray.init(address="local", num_cpus=2, resources={"bank_b": 1},
+             include_dashboard=False,
              log_to_driver=False, configure_logging=False)
     yield ray
     ray.shutdown()
