@@ -157,9 +157,10 @@ def _save_and_reload(models, new_paths, placement, gets, directory):
         shutdown_homes()
         ray.get = gets
         try:
-            for name, (_, model, _, _, _) in models.items():
+            # One load serves all (SecureBoost's, which allows NaN, last).
+            data = PartyData(new_paths)
+            for name, (_, model, _, _, _) in reversed(list(models.items())):
                 folder, paths, driver_file = saved[name]
-                data = PartyData(new_paths)
                 # The driver's part: from its file, or the stale estimator.
                 driver = driver_file if name == "SecureBoostClassifier" else model
                 loaded = data.load_shares(driver, folder)
