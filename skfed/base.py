@@ -18,7 +18,7 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from .federation import Federation
-from .federation._party_data import refuse_party_data
+from .federation._party_checks import refuse_party_data
 from .partition import resolve_partition
 
 __all__ = ["FederatedMixin", "PrivacyMixin", "party_seeds",

@@ -161,12 +161,12 @@ def test_unsupported_combinations_fail_before_any_party_starts():
             model.fit(data, "label")
     # 'auto' is refused only once the load shows more than 10,000 rows.
     with pytest.raises(ValueError, match="early_stopping='auto' it is on above"):
-        from skfed.federation._party_data import _check_supported
+        from skfed.federation._party_checks import check_supported
 
-        _check_supported(AVFKAMRanker(), 10_001)
-    _check_supported(AVFKAMRanker(), 10_000)
-    _check_supported(SecureBoostClassifier(early_stopping=True,
-                                           validation_fraction=None), None)
+        check_supported(AVFKAMRanker(), 10_001)
+    check_supported(AVFKAMRanker(), 10_000)
+    check_supported(SecureBoostClassifier(early_stopping=True,
+                                          validation_fraction=None), None)
 
 
 def test_privacy_checks_say_what_to_do_with_party_data():
