@@ -156,31 +156,22 @@ def _take(v, units):
     return np.concatenate([v[lo:hi, f:].ravel() for lo, hi, f in units])
 
 
-def _project(X_block, omega, ids, scale=None, out=None):
-    """``X_block @ omega[:, ids]``, dense, without copying all of ``omega``.
+def _project(X_block, omega, ids, scale=1.0):
+    """``X_block @ omega[:, ids] * scale``, dense, without copying all of
+    ``omega``.
 
     For sparse rows only the directions of the columns they use are taken
     (a wide sparse block touches few of its columns), so the cost follows
     the nonzeros, not the width of the party's block. ``scale`` multiplies
-    the directions taken (cheaper than the product's entries); ``out``
-    receives the product.
+    the directions taken (cheaper than the product's entries).
     """
     if not sp.issparse(X_block):
-        block = omega[:, ids]
-        if scale is not None:
-            block *= scale
-        return np.matmul(X_block, block, out=out)
+        return X_block @ (omega[:, ids] * scale)
     X_block = sp.csr_matrix(X_block)
     used, local = np.unique(X_block.indices, return_inverse=True)
     X_block = sp.csr_matrix((X_block.data, local.ravel(), X_block.indptr),
                             shape=(X_block.shape[0], len(used)))
-    block = omega[np.ix_(used, ids)]
-    if scale is not None:
-        block *= scale
-    if out is None:
-        return np.asarray(X_block @ block)
-    out[...] = X_block @ block
-    return out
+    return np.asarray(X_block @ (omega[np.ix_(used, ids)] * scale))
 
 
 def _party_pair_projection(state, owner, excluded):
@@ -198,27 +189,31 @@ def _party_pair_projection(state, owner, excluded):
     phased = excluded is None or (ring and state.index == excluded)
     blocks = _pairs(state, owner, excluded)
     # Ring shares are computed in ring units at once (the directions and
-    # phases scaled, not the products), written in place, rounded in place.
-    scale = _UNITS_PER_RADIAN if ring else None
+    # phases scaled, not the products), straight into the share's buffer
+    # (a product per run of rows that share a start), rounded in place.
+    scale = _UNITS_PER_RADIAN if ring else 1.0
     values = np.empty(sum(_n_pairs(*block) for block in blocks))
     offsets, done = [], 0
     for idx, cols, need in blocks:
         ids = ids_of[cols]
-        # A rectangle is computed in place; a merged block is copied per run.
-        out = (values[done:done + len(idx) * len(cols)].reshape(len(idx), -1)
-               if need is None else None)
-        v = _project(state.X[rows[idx]], state.omega, ids, scale, out=out)
-        if phased:
-            v += state.offsets[ids] if scale is None else state.offsets[ids] * scale
-        elif not ring:
-            offsets.append(_take(np.broadcast_to(state.offsets[ids], v.shape),
-                                 need))
-        if need is None:
-            done += v.size
-        for lo, hi, f in need or ():
-            part = v[lo:hi, f:]
-            values[done:done + part.size].reshape(part.shape)[...] = part
-            done += part.size
+        X_block = state.X[rows[idx]]
+        if not (ring or phased):  # the privacy replay's surrogate party
+            offsets.append(_take(np.broadcast_to(
+                state.offsets[ids], (len(idx), len(cols))), need))
+        if sp.issparse(X_block):
+            v = _project(X_block, state.omega, ids, scale)
+        else:
+            directions = state.omega[:, ids] * scale
+        phases = state.offsets[ids] * scale if phased else None
+        for lo, hi, f in ([(0, len(idx), 0)] if need is None else need):
+            out = values[done:done + (hi - lo) * (len(cols) - f)].reshape(hi - lo, -1)
+            if sp.issparse(X_block):
+                out[...] = v[lo:hi, f:]
+            else:
+                np.matmul(X_block[lo:hi], directions[:, f:], out=out)
+            if phased:
+                out += phases[f:]
+            done += out.size
     if ring:
         return _ring_units(values, _angle_bound(state, phased)), None
     if phased:
