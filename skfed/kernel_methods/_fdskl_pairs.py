@@ -125,7 +125,7 @@ def _pair_blocks(state, owner, excluded):
     if excluded is None:
         group = np.arange(width)
     else:
-        group = np.flatnonzero(state.history[owner].excluded[:width] == excluded)
+        group = _group(state.history[owner], excluded, width)
     for idx, exact in state.step["blocks"][owner]:
         cols = group[np.searchsorted(group, start[idx[0]]):]
         if not len(cols):
@@ -140,6 +140,18 @@ def _pair_blocks(state, owner, excluded):
         firsts = np.searchsorted(cols, starts[bounds[:-1]])
         yield idx, cols, [(int(lo), int(hi), int(f)) for lo, hi, f in
                           zip(bounds[:-1], bounds[1:], firsts) if f < len(cols)]
+
+
+def _group(hist, excluded, width):
+    """Positions of the owner's first ``width`` features whose ``l'`` is
+    ``excluded``, extended from the last step's (features only append)."""
+    groups = hist.groups
+    seen, group = groups.get(excluded, (0, np.empty(0, dtype=np.int64)))
+    if width > seen:
+        new = np.flatnonzero(hist.excluded[seen:width] == excluded) + seen
+        group = np.concatenate([group, new])
+        groups[excluded] = (width, group)
+    return group[:np.searchsorted(group, width)]
 
 
 def _n_pairs(idx, cols, units):

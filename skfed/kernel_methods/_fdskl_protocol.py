@@ -92,13 +92,15 @@ class _History:
     ``ids``: the feature ids the owner created, in order; ``excluded``: the
     index of the party ``l'_j`` of each (fixed by the public seed);
     ``upto[s]``: how many of the owner's features it already holds for the
-    row in cache slot ``s``.
+    row in cache slot ``s``; ``groups``: per ``l'``, the positions of its
+    features so far (see :func:`._fdskl_pairs._group`).
     """
 
     def __init__(self, n_cache_rows):
         self.ids = np.empty(0, dtype=np.int64)
         self.excluded = np.empty(0, dtype=np.int64)
         self.upto = np.zeros(n_cache_rows, dtype=np.int64)
+        self.groups = {}
 
 
 def setup_party(state, config):
