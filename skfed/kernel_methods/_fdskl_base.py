@@ -98,11 +98,12 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
             return float(self.learning_rate)
         # Random features sqrt(2) cos(.) of a kernel with k(x, x) = 1:
         # phi^2 <= 2, and 1 on average; fresh features every step, so the
-        # noise spreads over the training rows.
+        # noise spreads over the training rows, for at most max_iter steps.
         return auto_learning_rate(
             get_loss(self._loss_name()), batch_size=batch_size,
             features_per_step=self.n_components_per_iter, alpha=self.alpha,
-            kappa=1.0, phi_sq_max=2.0, n_effective=n_train)
+            kappa=1.0, phi_sq_max=2.0, n_effective=n_train,
+            n_steps=self.max_iter)
 
     def _fit_federated(self, X, Y, sample_weight=None):
         """Run FDSKL on ``X`` with the encoded targets ``Y`` (n x outputs).
