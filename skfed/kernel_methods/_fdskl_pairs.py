@@ -30,8 +30,9 @@ from ._vertical_features import _UNITS_PER_RADIAN, ring_angles
 __all__ = []
 
 
-#: a block of rows may compute this share of unneeded pairs (dense products
-#: over the block's widest need) to save the per-block overhead
+#: a block of rows may span this share of unneeded pairs (the owner's
+#: rectangle of cosines over the block's widest need, and a sparse block's
+#: product) to save the per-block overhead
 _SLACK = 0.25
 
 #: adding it to a float below 2^51 in magnitude rounds it to an integer (to
