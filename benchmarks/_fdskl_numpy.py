@@ -39,7 +39,8 @@ def numpy_fdskl(X, Y, *, n_iter, batch_size, m, learning_rate, alpha, gamma,
     """Fit the centralized model; returns ``decision(X_new) -> (n, k)``.
 
     ``Y`` holds the encoded targets (``-1``/``+1`` per class for the
-    classifier's losses), one column per output.
+    classifier's losses), one column per output. ``learning_rate`` is a
+    number or one step per iteration (a schedule, for studies).
     """
     rng = np.random.RandomState(random_state)
     n, d = X.shape
@@ -51,10 +52,11 @@ def numpy_fdskl(X, Y, *, n_iter, batch_size, m, learning_rate, alpha, gamma,
     scale = 1.0
     partial = np.zeros((n, Y.shape[1]))     # sum_j raw_j phi_j(x_i), j < upto_i
     upto = np.zeros(n, dtype=np.int64)
-    decay = 1.0 - learning_rate * alpha
+    rates = np.broadcast_to(np.asarray(learning_rate, dtype=float), (n_iter,))
     order, pos = np.empty(0, dtype=np.int64), 0
     root2 = np.sqrt(2.0)
     for t in range(n_iter):
+        learning_rate, decay = rates[t], 1.0 - rates[t] * alpha
         if pos + batch_size > len(order):
             order, pos = rng.permutation(n), 0
         rows = order[pos:pos + batch_size]

@@ -99,12 +99,16 @@ def auto_learning_rate(loss, *, batch_size, features_per_step, alpha, kappa,
     ``learning_rate S e^2 / (B m) min(n / 2, learning_rate S kappa T)``,
     below ``e^2`` when ``learning_rate < 2 B m / (S n)`` *or*
     ``learning_rate < sqrt(B m / (kappa T)) / S``. Given ``n_steps = T``,
-    the noise bound is the larger of the two, each halved: ``max(B m / (S
-    kappa n), sqrt(B m / (kappa T)) / (2 S))``. On the paper's loop above
-    (442 rows, ``T = 20 n``) that is 0.0053, under the measured drift; with
-    the defaults of FDSKL (``B m = 8192``, 500 steps) it is 8.1 for the
-    logistic loss at any ``n``, where ``B m / (S n)`` alone gave 0.73 at
-    45,000 rows and left the fit far from its optimum.
+    the noise bound is the larger of ``B m / (S kappa n)`` (half the first)
+    and ``sqrt(B m / (kappa T)) / (8 S)`` (noise of at most an eighth of
+    the residual's size: on the paper's loop, ``B = m = 1``, half of
+    ``sqrt(B m / (kappa T)) / S`` left the objective further from its
+    optimum than ``B m / (S n)`` in three of the four FDSKL rows of
+    ``bench_convergence.py``; an eighth keeps that loop at the latter).
+    With the defaults of FDSKL
+    (``B m = 8192``, 500 steps) the second is 2.0 for the logistic loss at
+    any ``n``, where ``B m / (S n)`` alone gave 0.73 at 45,000 rows and left
+    the fit far from its optimum.
 
     Neither paper decays its step (both analyse a constant one), so neither
     does this; with the defaults (``B m`` in the thousands) the curvature
@@ -140,7 +144,7 @@ def auto_learning_rate(loss, *, batch_size, features_per_step, alpha, kappa,
     noise = samples / (S * kappa * max(1, int(n_effective)))
     if n_steps is not None:
         noise = max(noise, math.sqrt(samples / (kappa * max(1, int(n_steps))))
-                    / (2.0 * S))
+                    / (8.0 * S))
     return min(1.0 / (S * curvature + alpha), noise)
 
 

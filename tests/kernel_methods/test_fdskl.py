@@ -381,13 +381,10 @@ def test_auto_learning_rate_follows_smoothness_features_and_batch():
     clf = FDSKLClassifier(max_iter=2, random_state=0).fit(X, y)
     assert clf.learning_rate_ == pytest.approx(1 / (0.25 * (1 + 1 / (60 * 32)) + 1e-4))
     # The paper's loop (B = m = 1): the random-feature noise bound, the
-    # larger of B m / (S n) and sqrt(B m / T) / (2 S).
+    # larger of B m / (S n) and sqrt(B m / T) / (8 S).
     exact = FDSKLRegressor(batch_size=1, n_components_per_iter=1, max_iter=2,
                            random_state=0).fit(X, y.astype(float))
-    assert exact.learning_rate_ == pytest.approx(np.sqrt(1 / 2) / 2)
-    long_run = FDSKLRegressor(batch_size=1, n_components_per_iter=1,
-                              max_iter=7200, random_state=0)
-    assert long_run._learning_rate(1, 60) == pytest.approx(1 / 60)
+    assert exact.learning_rate_ == pytest.approx(np.sqrt(1 / 2) / 8)
     fixed = FDSKLRegressor(learning_rate=0.3, max_iter=2).fit(X, y.astype(float))
     assert fixed.learning_rate_ == 0.3
 
