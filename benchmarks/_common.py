@@ -34,3 +34,12 @@ def rss_kib():
     except OSError:
         pass
     return -1
+
+
+def text_table(header, rows):
+    """Right-aligned columns under a header and a rule of dashes."""
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    lines = ["  ".join(str(x).rjust(w) for x, w in zip(row, widths))
+             for row in (header, *rows)]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)

@@ -49,6 +49,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
+from _common import text_table
 from _fdskl_numpy import numpy_fdskl
 from skfed.kernel_methods import FDSKLClassifier
 from skfed.kernel_methods._convergence import auto_learning_rate
@@ -137,14 +138,6 @@ def schedule_rows(quick=False, n_iter=500, batch_size=256, m=32, lr=4.0):
             yield dict(n=n, schedule=name, acc=acc)
 
 
-def _table(header, rows):
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    lines = ["  ".join(str(x).rjust(w) for x, w in zip(row, widths))
-             for row in (header, *rows)]
-    lines.insert(1, "-" * len(lines[0]))
-    return "\n".join(lines)
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -155,7 +148,7 @@ def main(argv=None):
                 for r in schedule_rows(quick=args.quick)]
         print("Step schedules, same steps in numpy (500 steps, 256 rows and "
               "32 features each, seed 0), held-out accuracy:")
-        print(_table(("n", "schedule", "acc"), rows) + "\n")
+        print(text_table(("n", "schedule", "acc"), rows) + "\n")
     rows = []
     for r in quality_rows(quick=args.quick):
         rows.append((r["n"], r["seed"], f"{r['former_lr']:.3g}", f"{r['lr']:.3g}",
@@ -170,7 +163,7 @@ def main(argv=None):
           "test rows), former 'auto' step vs current, SVC and "
           "RBFSampler(1000)+SGDClassifier with the same gamma; held-out "
           f"accuracy and fit seconds (load {os.getloadavg()[0]:.1f}).")
-    print(_table(("n", "seed", "former lr", "lr", "steps", "former acc",
+    print(text_table(("n", "seed", "former lr", "lr", "steps", "former acc",
                   "acc", "SVC acc", "RFF+SGD acc", "former s", "s", "SVC s",
                   "RFF+SGD s"), rows))
 

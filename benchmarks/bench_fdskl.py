@@ -54,15 +54,8 @@ from threadpoolctl import threadpool_limits
 
 from skfed.kernel_methods import FDSKLClassifier, FDSKLRegressor
 
+from _common import text_table
 from _fdskl_numpy import numpy_fdskl
-
-
-def _table(header, rows):
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    lines = ["  ".join(str(x).rjust(w) for x, w in zip(row, widths))
-             for row in (header, *rows)]
-    lines.insert(1, "-" * len(lines[0]))
-    return "\n".join(lines)
 
 
 def _split_scaled(X, y, stratify=True, random_state=0):
@@ -127,7 +120,7 @@ def acceptance(quick, seeds, only=None):
             print(" ", rows[-1], flush=True)
     print(f"\nAcceptance: test score, FDSKL defaults (mean and min over seeds "
           f"{list(seeds)}) against the centralized baseline with the same gamma")
-    print(_table(("data", "parties", "baseline", "base score", "FDSKL mean",
+    print(text_table(("data", "parties", "baseline", "base score", "FDSKL mean",
                   "FDSKL min", "mean - base", "base s", "FDSKL s"), rows))
 
 
@@ -154,7 +147,7 @@ def cost_curve(quick):
                      f"{a[1] / 1e6:.2f}", f"{b[1] / 1e6:.2f}", f"{b[1] / a[1]:.2f}"))
     print("\nCost: fit time and scalars sent after t steps (2000 rows, 20 "
           "features, 3 parties, batch 256, 32 features per step)")
-    print(_table(("steps t", "saved s", "plain s", "plain/saved", "saved Mscalars",
+    print(text_table(("steps t", "saved s", "plain s", "plain/saved", "saved Mscalars",
                   "plain Mscalars", "plain/saved"), rows))
 
 
@@ -233,7 +226,7 @@ def issue_table():
     print("\nIssue 19's table: 3,450 x 6 standardised rows (make_classification,"
           " 1,150 test rows), defaults; before issue 19 the fits took 28.4 s "
           "(1 party) and 32.5 s (3 parties) and sent 13.5 GB")
-    print(_table(("model", "fit s", "CPU s", "test acc", "sent GB"), rows))
+    print(text_table(("model", "fit s", "CPU s", "test acc", "sent GB"), rows))
     print(f"3 parties / 1 party: {t3 / t1:.2f}x wall, {cpu[3] / cpu[1]:.2f}x CPU; "
           f"1 party / numpy: {t1 / tn:.2f}x wall, {cpu[1] / cpu['numpy']:.2f}x "
           f"CPU; 1 party / SVC: {t1 / ts:.1f}x wall")
@@ -279,7 +272,7 @@ def speed(quick):
           "1- and 3-party models (other private directions) may stop at other "
           f"steps. SVC is skipped above {SVC_MAX_ROWS:,} rows: its fit "
           "grows between n^2 and n^3.")
-    print(_table(("n", "steps 1p/3p", "1p s", "3p s", "3p/1p", "CPU 3p/1p", "numpy s",
+    print(text_table(("n", "steps 1p/3p", "1p s", "3p s", "3p/1p", "CPU 3p/1p", "numpy s",
                   "1p/numpy", "CPU 1p/numpy", "SVC s", "1p/SVC", "RFF+SGD s", "1p acc", "3p acc",
                   "numpy acc", "SVC acc", "RFF+SGD acc", "3p GB"), rows))
 
@@ -331,7 +324,7 @@ def sparse(quick):
           "(5,000 test rows); FDSKL with max_iter=100, 16 features per step "
           "(1,600 features), early_stopping=False; each party's block a CSR "
           "matrix")
-    print(_table(("model", "fit s", "CPU s", "test acc", "sent GB"), rows))
+    print(text_table(("model", "fit s", "CPU s", "test acc", "sent GB"), rows))
     print(f"4 parties / 2 parties: {times[4] / times[2]:.2f}x; "
           f"2 parties / numpy: {times[2] / tn:.2f}x")
 
