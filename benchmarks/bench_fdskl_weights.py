@@ -11,7 +11,6 @@ Usage::
 """
 
 import time
-import numpy as np
 from sklearn.datasets import make_classification
 from sklearn.metrics import roc_auc_score, balanced_accuracy_score
 from sklearn.model_selection import train_test_split

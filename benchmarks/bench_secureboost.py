@@ -357,7 +357,7 @@ def main():
           "hist: the passive party's\nencrypted histograms, packing and "
           "re-randomisation; "
           "decrypt: the active party's decryption.")
-    print(f"naive: python-paillier encrypt of g and h per row = "
+    print("naive: python-paillier encrypt of g and h per row = "
           + ", ".join(f"{naive[k] * 1e3:.1f} ms ({k} bits)" for k in args.keys)
           + ", times the rows (encryption only; a naive round also sums and decrypts)")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

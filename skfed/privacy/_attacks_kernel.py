@@ -156,7 +156,7 @@ def kernel_views(estimator, messages, n_rows):
 
     for inst in masked_sum_instances(estimator, messages, n_rows):
         t1, t2 = inst.trees
-        s_of, c_of = child_sets(t1), child_sets(t2)
+        s_of = child_sets(t1)
         everyone = set(s_of)
         for party in everyone:
             got1 = [m for m in inst.t1 if m.receiver == party]

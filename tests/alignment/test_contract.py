@@ -7,7 +7,7 @@ from sklearn.base import clone
 
 from skfed.alignment import GROUPS, PSIAudit, align
 from skfed.alignment._contract import CONTRACT, psi_contract, psi_roles
-from skfed.federation import Message, record_messages
+from skfed.federation import record_messages
 from skfed.privacy import audit, check_messages
 
 
