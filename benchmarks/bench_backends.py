@@ -115,6 +115,7 @@ def _multinode_row(quick=False):
     from sklearn.base import clone
 
     from skfed.federation import PartyData
+    from skfed._party_data_fit import load
     from skfed.federation._party_data import _at_homes
     from skfed.federation._ray import shutdown_homes
     from skfed.partition import VerticalPartition
@@ -156,7 +157,7 @@ def _multinode_row(quick=False):
                 print(f"home actors: {time.perf_counter() - start:.1f} s to start "
                       "(once per party and session)")
                 start = time.perf_counter()
-                data._load("label", False, True)  # load, align (PSI), validate
+                load(data, "label", False, True)  # load, align (PSI), validate
                 print(f"load {n_rows} rows x 3 CSV files, align (PSI), validate: "
                       f"{time.perf_counter() - start:.2f} s\n")
                 for label, estimator in _multinode_estimators().items():

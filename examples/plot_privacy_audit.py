@@ -46,7 +46,7 @@ from sklearn.preprocessing import StandardScaler
 from skfed.kernel_methods import AVFKAMRanker
 from skfed.partition import VerticalPartition
 from skfed.privacy import audit
-from skfed.privacy._attacks_kernel import (
+from skfed.kernel_methods._attacks import (
     column_reconstruction,
     column_reconstruction_known_rows,
 )

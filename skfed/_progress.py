@@ -14,10 +14,16 @@ per-phase seconds.
 
 import time
 
-from .federation._plots import _human_bytes
-
 #: At most about this many round lines per fit.
 MAX_LINES = 40
+
+
+def human_bytes(n):
+    """``n`` bytes as a short string: ``"456.7 kB"``, ``"1.2 GB"``."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
 
 
 class Progress:
@@ -60,7 +66,7 @@ class Progress:
             return
         seconds = time.perf_counter() - self.start
         sent = "" if self.fed is None else (
-            f", {_human_bytes(self.fed.log.summary().total_bytes)} sent")
+            f", {human_bytes(self.fed.log.summary().total_bytes)} sent")
         print(f"[{self.name}] {self.unit} {i}/{self.total}: {objective}, "
               f"{seconds:.2f} s{sent}", flush=True)
         if self.verbose > 1 and phases:

@@ -17,8 +17,8 @@ import numpy as np
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from .federation import Federation
-from .federation._party_checks import refuse_party_data
+from ._privacy_core import Secret
+from .federation import Federation, PartyData
 from .partition import resolve_partition
 
 __all__ = ["FederatedMixin", "PrivacyMixin", "party_seeds",
@@ -71,8 +71,6 @@ class PrivacyMixin:
     def _privacy_secrets(self, X, y=None, **fit_params):
         """Each party's private columns or rows, and the labels it holds."""
         from sklearn.preprocessing import LabelEncoder, OneHotEncoder
-
-        from .privacy import Secret
 
         # the semantic checks compare dense columns (sparse input included)
         X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
@@ -128,6 +126,28 @@ class FederatedMixin(PrivacyMixin):
 
     _partition_kind = "vertical"
 
+    #: Whether ``fit`` and ``predict`` take a :class:`~skfed.federation.PartyData`
+    #: in place of ``X`` (through :mod:`skfed._party_data_fit`).
+    _accepts_party_data = False
+
+    def _held_out_in_driver(self, n_rows):
+        """Whether early stopping would draw its held-out rows in the driver
+        from the labels or the blocks, which a PartyData fit cannot do
+        (``n_rows``: None before the load, when only an explicit
+        ``early_stopping=True`` says so)."""
+        return False
+
+    def _refuse_party_data(self, X):
+        """A clear error when an estimator that does not take a PartyData is
+        given one (called by every federated ``fit`` before it starts)."""
+        if isinstance(X, PartyData) and not self._accepts_party_data:
+            raise TypeError(
+                f"{type(self).__name__} does not take a PartyData; "
+                "SecureBoostClassifier, SecureBoostRegressor, FDSKLClassifier, "
+                "FDSKLRegressor and AVFKAMRanker do. Align "
+                "the tables in memory (X, y, partition = skfed.alignment.align("
+                "tables, label=...)) and fit on X.")
+
     # scikit-learn's HTML repr (Jupyter) shows a "?" linking to this page;
     # the module is the public one (private submodules are dropped).
     _doc_link_module = "skfed"
@@ -142,7 +162,7 @@ class FederatedMixin(PrivacyMixin):
             def fit_or_forget(self, *args, **fit_kwargs):
                 try:
                     if args:  # a PartyData only where it is supported
-                        refuse_party_data(self, args[0])
+                        self._refuse_party_data(args[0])
                     return fit(self, *args, **fit_kwargs)
                 except BaseException:
                     self._forget_fit()

@@ -15,7 +15,8 @@ carries the protocol's privacy contract and attacks for
 
 from ._align import align
 from ._contract import PSIAudit
-from ._psi import GROUPS, DHGroup, private_set_intersection
+from ._groups import GROUPS, DHGroup
+from ._psi import private_set_intersection
 from ._x25519 import Curve25519Group
 
 __all__ = ["align", "private_set_intersection", "Curve25519Group", "DHGroup",

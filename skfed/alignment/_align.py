@@ -14,7 +14,8 @@ that says which columns are whose.
 import pandas as pd
 
 from ..partition import VerticalPartition
-from ._psi import DEFAULT_GROUP, check_id_lists, run_psi
+from ._groups import DEFAULT_GROUP
+from ._psi import check_id_lists, run_psi
 
 __all__ = ["align"]
 

@@ -16,8 +16,9 @@ elsewhere (for instance around :func:`~skfed.alignment.align`).
 import numbers
 
 from .._config import config_context
-from ..privacy import Contract, Inherent, Masked, Rule
-from ._psi import DEFAULT_GROUP, _resolve_group, _routes, check_id_lists, run_psi
+from .._privacy_core import Contract, Inherent, Masked, Rule
+from ._groups import DEFAULT_GROUP, _resolve_group
+from ._psi import _routes, check_id_lists, run_psi
 
 __all__ = ["CONTRACT", "PSIAudit", "psi_contract", "psi_roles"]
 
@@ -315,6 +316,6 @@ class PSIAudit:
         return []
 
     def _privacy_attacks(self):
-        from ..privacy._attacks_psi import id_linking, set_sizes
+        from ._attacks import id_linking, set_sizes
 
         return [set_sizes, id_linking]

@@ -50,18 +50,10 @@ import numpy as np
 
 from ..crypto._parallel import effective_n_jobs
 from ..federation import Federation, Local
-from ._ids import encode_id as _encode_id  # noqa: F401  (attacks, tests)
+from ._groups import DEFAULT_GROUP, _resolve_group, check_security
 from ._ids import id_kind
-from ._groups import (  # noqa: F401  (re-exported: the protocol's groups)
-    DEFAULT_GROUP,
-    GROUPS,
-    DHGroup,
-    _resolve_group,
-    check_security,
-)
-from ._x25519 import Curve25519Group
 
-__all__ = ["DHGroup", "Curve25519Group", "GROUPS", "private_set_intersection"]
+__all__ = ["private_set_intersection", "run_psi"]
 
 def _secret_permutation(n):
     # Sorting by independent 64-bit keys from the OS's CSPRNG gives a uniform

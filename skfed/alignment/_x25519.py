@@ -35,11 +35,8 @@ from cryptography.hazmat.primitives.asymmetric.x25519 import (
 
 from ..crypto._parallel import effective_n_jobs, fork_available
 from ..federation import check_stop
-from ._curve_points import (  # noqa: F401  (P, A, ...: importable from here)
-    LOW_ORDER_U,
+from ._curve_points import (
     POINT_DTYPE,
-    A,
-    P,
     _message_problem,
     _refuse,
     _u_problem,

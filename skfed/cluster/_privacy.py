@@ -2,7 +2,7 @@
 
 The contract itself is declared next to the protocol
 (:func:`skfed.cluster._protocol.kernel_kmeans_contract`); the attack is in
-:mod:`skfed.privacy._attacks_kmeans`.
+:mod:`skfed.cluster._attacks`.
 """
 
 # Authors: The skfed developers
@@ -28,7 +28,7 @@ class KernelKMeansPrivacyMixin:
         unmasked moments of the default ``gamma`` used to send; with kind
         ``"rows"`` the semantic check flags it like a raw row.
         """
-        from ..privacy import Secret
+        from .._privacy_core import Secret
 
         secrets = list(super()._privacy_secrets(X, y, **fit_params))
         X = np.asarray(X, dtype=float)
@@ -40,6 +40,6 @@ class KernelKMeansPrivacyMixin:
         return secrets
 
     def _privacy_attacks(self):
-        from ..privacy._attacks_kmeans import row_reconstruction
+        from ._attacks import row_reconstruction
 
         return [row_reconstruction]

@@ -220,9 +220,8 @@ def kernel_kmeans_contract(estimator):
     centers it already holds, so the contract has no predict phase and a
     predict that sent anything would be an undeclared phase.
     """
-    from ..federation.secure_sum import secure_sum_rules
-    from ..privacy import (Aggregate, Contract, Inherent, OwnShare, Public,
-                           RandomIds, Rule)
+    from .._privacy_core import (Aggregate, Contract, Inherent, OwnShare,
+                                 Public, RandomIds, Rule, secure_sum_rules)
     from ._coreset import MIN_GROUP
     from ._setup import MIN_USER_ROWS
 

@@ -33,7 +33,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 import gmpy2
 
-from ..federation.party import check_stop
+from .._cancel import check_cancelled
 
 __all__ = [
     "effective_n_jobs",
@@ -128,7 +128,7 @@ def _serial_map(func, items):
     out = []
     with releasing_gil():
         for start in range(0, len(items), _STOP_CHECK_ITEMS):
-            check_stop()
+            check_cancelled()
             out.extend(func(items[start:start + _STOP_CHECK_ITEMS]))
     return out
 
@@ -140,7 +140,7 @@ def _pooled_map(pool, func, chunks):
         results = []
         for future in futures:
             results.append(future.result())
-            check_stop()
+            check_cancelled()
         return results
     except BaseException:
         for future in futures:
@@ -168,7 +168,7 @@ def parallel_map(func, items, n_jobs=None):
     Notes
     -----
     Run on a party's thread, the work stops between chunks when the party
-    is told to stop (:func:`~skfed.federation.check_stop`).
+    is told to stop (:func:`skfed._cancel.check_cancelled`).
     """
     n_workers = _workers_for(n_jobs, max(1, len(items) // _MIN_ITEMS_PER_JOB))
     if n_workers <= 1:
@@ -188,7 +188,7 @@ def parallel_tasks(func, tasks, n_jobs=None):
         out = []
         with releasing_gil():
             for task in tasks:
-                check_stop()
+                check_cancelled()
                 out.append(func(task))
         return out
     return _pooled_map(_thread_pool(n_workers), func, tasks)

@@ -22,7 +22,8 @@ from sklearn.utils.validation import (
 )
 
 from ..base import FederatedMixin, party_seeds
-from ..federation._party_data import PartyData, party_data_predict_input
+from .._party_data_fit import party_data_predict_input
+from ..federation import PartyData
 from ..federation._remote import RemoteValue
 from ._boosting import run_secureboost, weighted_row_bound
 from ._loss import LOSSES
@@ -108,6 +109,22 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         tags.input_tags.allow_nan = True
         return tags
 
+    _accepts_party_data = True
+
+    def _early_stopping_on(self, n_rows):
+        """``early_stopping`` resolved: ``"auto"`` is on above 10,000 rows."""
+        if self.early_stopping == "auto":
+            return n_rows > 10_000
+        return bool(self.early_stopping)
+
+    def _held_out_in_driver(self, n_rows):
+        # the validation rows are cut from the table, stratified by label
+        if self.validation_fraction is None:
+            return False
+        if n_rows is None:
+            return self.early_stopping is True
+        return self._early_stopping_on(n_rows)
+
     # -- weights (the label holder's) -------------------------------------------
 
     def _final_sample_weight(self, X, y, sample_weight):
@@ -179,8 +196,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         weights = self._final_sample_weight(X, y, sample_weight)
         multi_output = (n_outputs > 1
                         and getattr(self, "multi_mode", None) == "multi_output")
-        early_stopping = (X.shape[0] > 10_000 if self.early_stopping == "auto"
-                          else bool(self.early_stopping))
+        early_stopping = self._early_stopping_on(X.shape[0])
         seeds = party_seeds(self.random_state, partition.n_parties + 1)
         # Model randomness only (row sampling, validation split, binning of
         # huge tables), kept so the privacy checks can replay it.

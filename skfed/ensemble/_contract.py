@@ -20,7 +20,7 @@ CSPRNG.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from ..privacy import Ciphertext, Contract, Inherent, Public, RandomIds, Rule
+from .._privacy_core import Ciphertext, Contract, Inherent, Public, RandomIds, Rule
 
 __all__ = ["CONTRACT"]
 

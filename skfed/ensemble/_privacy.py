@@ -5,7 +5,7 @@
 SecureBoost protocol computes from them and must keep: the active party's
 first-round gradients and hessians, the labels of the rows sampled in each
 round, and every passive party's bin indices; ``_privacy_attacks`` lists
-``deshuffle`` and ``leaf_purity`` (:mod:`skfed.privacy._attacks_boost`).
+``deshuffle`` and ``leaf_purity`` (:mod:`skfed.ensemble._attacks`).
 """
 
 # Authors: The skfed developers
@@ -62,7 +62,7 @@ class SecureBoostPrivacyMixin:
         return CONTRACT
 
     def _privacy_attacks(self):
-        from ..privacy._attacks_boost import deshuffle, leaf_purity
+        from ._attacks import deshuffle, leaf_purity
 
         return [deshuffle, leaf_purity]
 
@@ -86,7 +86,7 @@ class SecureBoostPrivacyMixin:
         - ``"weights"``: the active party's row weights (``sample_weight``
           times ``class_weight``), which scale its gradients and never leave it.
         """
-        from ..privacy import Secret
+        from .._privacy_core import Secret
 
         out = list(super()._privacy_secrets(X, y, **fit_params))
         X = np.asarray(X, dtype=np.float64)

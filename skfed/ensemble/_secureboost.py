@@ -12,7 +12,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import check_labels_not_single_class
-from ..federation._party_data import PartyData, party_data_fit_input
+from .._party_data_fit import party_data_fit_input
+from ..federation import PartyData
 from ._base import _BaseSecureBoost
 from ._docs import _document
 

@@ -18,16 +18,13 @@ with the in-memory fit.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import os
 import uuid
 import weakref
 
-import numpy as np
-
 from .. import _config
-from ._remote import HomeList, HomeRef
+from ._remote import HomeRef
 
-__all__ = ["PartyData", "party_data_fit_input", "party_data_predict_input"]
+__all__ = ["PartyData"]
 
 #: The homes of the threads backend: ``{party name: dict}`` in this process.
 _local_homes = {}
@@ -52,7 +49,8 @@ def _at_homes(calls, fn):
 
     out = {}
     if _on_ray():
-        from ._ray import home_actor, import_ray
+        from ._ray import home_actor
+        from ._remote import import_ray
 
         ray = import_ray()
         refs = {name: home_actor(name).at_home.remote(fn, args)
@@ -70,78 +68,6 @@ def _at_homes(calls, fn):
         except Exception as exc:
             raise PartyError(name, "data", fn.__name__, exc) from exc
     return out
-
-
-def _read(source):
-    """The table of a source: a DataFrame (runs on the party's home)."""
-    import pandas as pd
-
-    if callable(source):
-        table = source()
-    else:
-        path = os.fspath(source)
-        if path.endswith((".parquet", ".pq")):
-            table = pd.read_parquet(path)
-        else:
-            table = pd.read_csv(path)
-    if not isinstance(table, pd.DataFrame):
-        table = pd.DataFrame(table)
-    return table
-
-
-def _load(home, key, source, id_column, label):
-    """Home: read the table, check its id column; say what it holds."""
-    from ..alignment._psi import _kinds
-
-    table = _read(source)
-    if id_column not in table.columns:
-        raise ValueError(f"The table has no id column {id_column!r}.")
-    ids = table[id_column]
-    if ids.isna().any() or ids.duplicated().any():
-        raise ValueError(f"The id column {id_column!r} has missing or repeated "
-                         "ids; each row needs its own id.")
-    ids = ids.tolist()
-    kinds = _kinds(ids)
-    if len(kinds) != 1 or None in kinds:
-        raise TypeError(f"The ids in column {id_column!r} must be all integers "
-                        "or all strings.")
-    has_label = label is not None and label in table.columns
-    features = [c for c in table.columns if c not in (id_column, label)]
-    if not features:
-        raise ValueError("The table has no feature column besides the id "
-                         "(and the label).")
-    home[key + ("table",)] = table
-    home[key + ("ids",)] = ids
-    return len(table), len(features), has_label, kinds.pop()
-
-
-def _keep_rows(home, key, rows, id_column, label, allow_nan, encode):
-    """Home: keep the aligned rows, sorted by id; validate; split the label."""
-    from sklearn.utils import check_array
-
-    table = home.pop(key + ("table",))
-    home.pop(key + ("ids",), None)
-    block = table.iloc[np.asarray(rows, dtype=np.intp)]
-    block = block.sort_values(id_column, kind="stable").set_index(id_column)
-    classes = None
-    if label is not None and label in block.columns:
-        y = block.pop(label).to_numpy()
-        if encode is None:  # prediction: the labels are not used
-            y = None
-        elif encode:
-            from sklearn.preprocessing import LabelEncoder
-            from sklearn.utils.multiclass import check_classification_targets
-
-            check_classification_targets(y)
-            encoder = LabelEncoder().fit(y)
-            classes, y = encoder.classes_, encoder.transform(y)
-        else:
-            y = check_array(y, ensure_2d=False, dtype=np.float64)
-        if y is not None:
-            home[key + ("y",)] = y
-    home[key + ("X",)] = check_array(
-        block, dtype=np.float64, ensure_all_finite="allow-nan" if allow_nan else True)
-    return home[key + ("X",)].shape, classes
 
 
 def _drop(home, key):
@@ -253,11 +179,15 @@ class PartyData:
         return all(_homes.get(name, (None, None))[1] is self._loaded["actors"][name]
                    for name in self.parties)
 
-    def _load(self, label, allow_nan, encode):
+    def _load(self, label, allow_nan, encode, align):
         """Load, align and validate on the homes once per label and backend.
 
         ``encode``: True (class codes) or False (numbers) for a fit's labels,
         None for a prediction (the label column, if any, is dropped).
+        ``align(data, names, key, label, allow_nan, encode)`` reads, aligns
+        and validates the tables at the homes and returns ``(hub, summary,
+        (shape, classes) per party)``; the estimators' input glue
+        (:mod:`skfed._party_data_fit`) passes the private set intersection.
         """
         settings = (label, _on_ray())
         old = self._loaded
@@ -270,8 +200,8 @@ class PartyData:
         names = self.parties
         key = ("party_data", uuid.uuid4().hex)
         try:
-            hub, summary, shapes = self._align_at_homes(names, key, label,
-                                                        allow_nan, encode)
+            hub, summary, shapes = align(self, names, key, label, allow_nan,
+                                         encode)
         except BaseException:
             _release(names, key, _on_ray())  # what the homes read so far
             raise
@@ -294,38 +224,6 @@ class PartyData:
         self.n_rows_ = shapes[0][0][0]
         self.alignment_communication_ = summary
         return self._loaded
-
-    def _align_at_homes(self, names, key, label, allow_nan, encode):
-        """Each home reads its table; the homes align the ids by PSI; each
-        keeps and validates its aligned block. Returns (hub, PSI summary,
-        (shape, classes) per party)."""
-        from ..alignment._psi import run_psi
-
-        info = list(_at_homes({name: (key, self.sources[name], self.id_column, label)
-                               for name in names}, _load).values())
-        kinds = {kind for *_, kind in info}
-        if len(kinds) > 1:
-            raise TypeError(
-                f"The parties' ids in column {self.id_column!r} are of different "
-                f"types ({sorted(kinds)}); convert them to one type.")
-        holders = [k for k, (_, _, has_label, _) in enumerate(info) if has_label]
-        if encode is not None and label is not None and len(holders) != 1:
-            raise ValueError(
-                f"Exactly one party's table must have the label column {label!r}; "
-                f"found it in {len(holders)}.")
-        hub = holders[0] if holders else 0
-        if _on_ray():
-            ids = [HomeList(HomeRef(name, key + ("ids",))) for name in names]
-        else:
-            ids = [_local_homes[name][key + ("ids",)] for name in names]
-        rows, summary = run_psi(ids, hub=hub, party_names=names)
-        if len(rows[0]) == 0:
-            raise ValueError(f"The parties have no id in common in column "
-                             f"{self.id_column!r}.")
-        shapes = list(_at_homes({name: (key, rows[k], self.id_column, label,
-                                        allow_nan, encode)
-                                 for k, name in enumerate(names)}, _keep_rows).values())
-        return hub, summary, shapes
 
     def _blocks(self, loaded):
         from ._party_inputs import _PartyBlocks
@@ -399,49 +297,3 @@ def _resolve_local(ref):
     if not isinstance(ref, HomeRef):
         return ref
     return ref.read(_local_homes[ref.home])
-
-
-def party_data_fit_input(estimator, data, y, *, allow_nan=False,
-                         encode_labels=False):
-    """Stand-ins for ``X`` and ``y`` when ``fit`` is given a :class:`PartyData`.
-
-    Loads, aligns and validates every party's table on its home (``y`` names
-    the label column, read by the label holder) and sets the estimator's
-    ``n_features_in_`` (and ``classes_`` with ``encode_labels``, the labels
-    then kept as class codes). Returns ``(X, y)``: ``X[:, columns]`` names a
-    party's block and ``y`` the labels, both read by the parties' actors.
-    """
-    if y is not None and not isinstance(y, str):
-        raise TypeError("With PartyData, y names the label column (a str), "
-                        f"read by the party that holds it; got {type(y).__name__}.")
-    from ._party_checks import check_supported
-
-    check_supported(estimator, None)
-    loaded = data._load(y, allow_nan, encode_labels)
-    check_supported(estimator, loaded["n_rows"])
-    blocks = data._blocks(loaded)
-    estimator.n_features_in_ = blocks.shape[1]
-    estimator._party_data_label = y
-    if hasattr(estimator, "feature_names_in_"):
-        del estimator.feature_names_in_
-    if encode_labels:
-        estimator.classes_ = np.asarray(loaded["classes"])
-    return blocks, (None if y is None else blocks.labels())
-
-
-def party_data_predict_input(estimator, data, *, allow_nan=False):
-    """The stand-in for ``X`` when ``predict`` is given a :class:`PartyData`.
-
-    Each party's table must have the columns it had in ``fit``.
-    """
-    partition = estimator.partition_
-    loaded = data._load(getattr(estimator, "_party_data_label", None), allow_nan,
-                        None)
-    blocks = data._blocks(loaded)
-    expected = [len(partition.columns(k)) for k in range(partition.n_parties)]
-    if blocks.widths != expected:
-        raise ValueError(
-            f"The parties' tables have {blocks.widths} feature columns; the "
-            f"model was fitted on {expected}.")
-    blocks.active = partition.active_parties[0]
-    return blocks

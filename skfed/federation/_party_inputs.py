@@ -1,36 +1,24 @@
-"""What estimators call when they are given a PartyData instead of ``X``.
+"""A PartyData's blocks as the driver holds them, and work done at their homes.
 
-:func:`~skfed.federation._party_data.party_data_fit_input` and
-:func:`~skfed.federation._party_data.party_data_predict_input` return a
+The estimators' input glue (:mod:`skfed._party_data_fit`) returns a
 :class:`_PartyBlocks` in place of ``X``: where the estimator slices a
 party's columns (``X[:, columns]``) it gets a reference to that party's
 block at its home. The label holder's encodings (class codes to +-1
 columns, standardised targets) are computed at its home with
-:func:`at_home_apply`; :func:`validate_data_or_party_data` is
-``validate_data`` for prediction inputs that may be a PartyData.
+:func:`at_home_apply`.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
 import numpy as np
-from sklearn.utils.validation import validate_data
 
 from ..partition import VerticalPartition
-from ._party_data import (
-    PartyData,
-    _at_home,
-    _on_ray,
-    _resolve_local,
-    party_data_fit_input,
-    party_data_predict_input,
-)
+from ._party_data import _at_home, _on_ray, _resolve_local
 from ._remote import HomeRef
 
-__all__ = ["PartyData", "party_data_fit_input", "party_data_predict_input",
-           "binarized_fit_input", "standardised_fit_input", "at_home_apply", "at_home_value", "validate_data_or_party_data",
-           "binarized_codes", "signed_codes", "standardised_target",
-           "check_party_data_messages"]
+__all__ = ["at_home_apply", "at_home_value", "binarized_codes", "signed_codes",
+           "standardised_target"]
 
 
 class _PartyBlocks:
@@ -118,15 +106,6 @@ def at_home_value(value, fn, *args):
     return fn(value, *args)
 
 
-def validate_data_or_party_data(estimator, X, **kwargs):
-    """``validate_data(estimator, X, **kwargs)``, or for a :class:`PartyData`
-    the stand-in of :func:`party_data_predict_input` (prediction inputs)."""
-    if isinstance(X, PartyData):
-        allow_nan = kwargs.get("ensure_all_finite", True) == "allow-nan"
-        return party_data_predict_input(estimator, X, allow_nan=allow_nan)
-    return validate_data(estimator, X, **kwargs)
-
-
 def _binarize_codes(codes, binarizer):
     return binarizer.transform(binarizer.classes_[codes]).astype(float)
 
@@ -168,71 +147,3 @@ def standardised_target(y, weight=None):
     mean, scale = at_home_value(y, _moments, weight)
     return mean, scale, at_home_apply(y, _standardise, mean, scale,
                                       shape=(len(y), 1))
-
-
-def binarized_fit_input(estimator, data, y, sample_weight=None):
-    """``(X, Y, weight)`` for a +-1 classifier (FDSKL) fitted on ``data``.
-
-    Sets ``classes_``, ``_binarizer`` (a LabelBinarizer fitted on the
-    classes) and ``_n_outputs``; ``Y`` is computed by the label holder from
-    its class codes, and ``weight`` is the estimator's ``_effective_weight``.
-    """
-    from sklearn.preprocessing import LabelBinarizer
-
-    from ..base import check_labels_not_single_class
-
-    X, codes = party_data_fit_input(estimator, data, y, encode_labels=True)
-    check_labels_not_single_class(estimator.classes_)
-    estimator._binarizer = LabelBinarizer(neg_label=-1, pos_label=1).fit(
-        estimator.classes_)
-    Y = binarized_codes(codes, estimator._binarizer)
-    estimator._n_outputs = Y.shape[1]
-    return X, Y, estimator._effective_weight(codes, sample_weight)
-
-
-def standardised_fit_input(estimator, data, y, sample_weight=None):
-    """``(X, Y, weight)`` for a regressor that standardises its target
-    (FDSKL) fitted on ``data``; sets ``_y_mean``, ``_y_scale`` and
-    ``_n_outputs``."""
-    X, y = party_data_fit_input(estimator, data, y)
-    weight = estimator._effective_weight(y, sample_weight)
-    estimator._y_mean, estimator._y_scale, Y = standardised_target(y, weight)
-    estimator._n_outputs = 1
-    return X, Y, weight
-
-
-def check_party_data_messages(estimator, messages, X=None):
-    """Refuse a privacy check that cannot be done on a PartyData fit, with
-    what to do instead (called by :func:`skfed.privacy.check_messages` and
-    :func:`skfed.privacy.audit`)."""
-    from ._remote import RemoteValue, leaves
-
-    if isinstance(X, PartyData):
-        raise TypeError(
-            "check_messages and audit need the table in memory: they score "
-            "the messages against every party's columns, which a PartyData "
-            "keeps at the parties' homes. Align the tables in memory "
-            "(X, y, partition = skfed.alignment.align(tables, label=...)) and "
-            "audit the in-memory fit: it sends the same messages.")
-    for message in messages:
-        if any(isinstance(leaf, RemoteValue) for leaf in leaves(message.payload)):
-            raise ValueError(
-                "These messages were recorded between parties at home (Ray "
-                "backend with PartyData): their payloads stayed with the "
-                "parties, and the recording holds references only. Record "
-                "the same fit with the threads backend (PartyData works "
-                "there too, in one process) to check its messages.")
-    if getattr(estimator, "_party_data_label", False) is False:
-        return
-    from ..alignment._contract import CONTRACT as PSI_CONTRACT
-
-    contract = estimator._privacy_contract()
-    if any(PSI_CONTRACT.rules_for(m.phase) and not contract.rules_for(m.phase)
-           for m in messages):
-        raise ValueError(
-            "The messages include the alignment's (private set intersection "
-            "run when the PartyData loaded), which follow the contract of "
-            "skfed.alignment, not the estimator's. Check those with "
-            "skfed.alignment.PSIAudit and pass the others: [m for m in "
-            "messages if not skfed.alignment._contract.CONTRACT.rules_for("
-            "m.phase)].")

@@ -11,6 +11,8 @@ Drawing code behind :meth:`CommunicationSummary.plot` and
 
 import numpy as np
 
+from .._progress import human_bytes
+
 __all__ = ["plot_summary", "plot_timeline"]
 
 
@@ -41,7 +43,7 @@ def plot_summary(summary, by="phase", ax=None):
     ax.invert_yaxis()
     ax.set_xlabel("bytes")
     ax.set_title(f"by {by}: {summary.total_messages} messages, "
-                 f"{_human_bytes(summary.total_bytes)}")
+                 f"{human_bytes(summary.total_bytes)}")
     if by == "party":
         ax.legend(loc="lower right")
     ax.margins(x=0.15)
@@ -113,13 +115,6 @@ def plot_timeline(messages, ax=None, *, contract=None, parties=None,
     return ax
 
 
-def _human_bytes(n):
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
 def _natural_key(name):
     import re
 
@@ -137,15 +132,11 @@ def _contract_classifier(contract):
         return lambda phase: False
     if hasattr(contract, "_privacy_contract"):
         contract = contract._privacy_contract()
-    from ..privacy import Masked, RandomIds
-
     cache = {}
 
     def masked(phase):
         if phase not in cache:
-            cache[phase] = any(isinstance(e, (Masked, RandomIds))
-                               for r in contract.rules_for(phase)
-                               for e in r.elements)
+            cache[phase] = contract.hides_values(phase)
         return cache[phase]
 
     return masked

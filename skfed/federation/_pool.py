@@ -16,11 +16,9 @@ import os
 import queue
 import threading
 
-__all__ = ["MAX_IDLE_THREADS"]
+from .. import _cancel
 
-# The stop flag of the party served by the current thread, for code that has
-# no state at hand (crypto loops running on a party's thread).
-_current = threading.local()
+__all__ = ["MAX_IDLE_THREADS"]
 
 _IDLE_NAME = "skfed-idle-worker"
 #: Idle party threads kept for later runs; beyond this many, a thread that
@@ -58,7 +56,7 @@ class _Worker:
             finally:
                 party = None
                 thread.name = _IDLE_NAME
-                _current.stop_event = None
+                _cancel.bind_event(None)
             if not _pool.release(self):
                 return
 

@@ -26,9 +26,7 @@ import time
 import sklearn
 
 from .. import _config
-from ._remote import (  # noqa: F401  (import_ray, _writable: re-exported)
-    HomeRef,
-    RemoteValue,
+from ._remote import (
     _homes_named,
     _pack,
     _resolve,
@@ -37,8 +35,7 @@ from ._remote import (  # noqa: F401  (import_ray, _writable: re-exported)
 )
 from .party import _WAIT_SLICE, PartyFuture, PartyState, _name_of, deliver
 
-__all__ = ["RayParty", "RemoteValue", "HomeRef", "import_ray", "home_actor",
-           "shutdown_homes"]
+__all__ = ["RayParty", "home_actor", "shutdown_homes"]
 
 
 def _noop(state):

@@ -24,8 +24,7 @@ import numpy as np
 
 from ._accounting import CommunicationSummary, Message, measure
 from ._plots import plot_timeline
-from ._rounds import (  # noqa: F401  (_set_round: for the party runtime)
-    _set_round,
+from ._rounds import (
     current_round,
     protocol_round,
     protocol_rounds,

@@ -34,16 +34,21 @@ from types import SimpleNamespace
 
 import sklearn
 
-from .. import _config
-from ._pool import _current, _pool
+from .. import _cancel, _config
+from ._pool import _pool
+from ._rounds import _set_round
 from . import network as _network
 
 __all__ = ["Party", "PartyState", "PartyFuture", "PartyError", "PartyStopped",
            "FederationTimeoutError", "Local", "check_stop"]
 
 
-class PartyStopped(Exception):
-    """Raised inside a party whose run was told to stop (see :func:`check_stop`)."""
+class PartyStopped(_cancel.StopRequested):
+    """Raised inside a party whose run was told to stop (see :func:`check_stop`).
+
+    Loops below the runtime (the crypto workers) raise its base class,
+    :class:`skfed._cancel.StopRequested`, from the same flag.
+    """
 
 
 class PartyState(SimpleNamespace):
@@ -89,7 +94,7 @@ def check_stop(state=None):
     event = (state.__dict__.get("_stop_event") if isinstance(state, PartyState)
              else None)
     if event is None:
-        event = getattr(_current, "stop_event", None)
+        event = _cancel.bound_event()
     if event is not None and event.is_set():
         raise PartyStopped("the party was told to stop")
 
@@ -340,7 +345,7 @@ class Party:
         local_config = _config._get_threadlocal_config()
         local_config.clear()
         local_config.update(skfed_config)
-        _current.stop_event = self._stop_event
+        _cancel.bind_event(self._stop_event)
         try:
             while True:
                 item = self._queue.get()
@@ -348,7 +353,7 @@ class Party:
                     return
                 future, fn, args, kwargs, where, round_ = item
                 item = None
-                _network._set_round(round_)  # the caller's protocol round
+                _set_round(round_)  # the caller's protocol round
                 if not future.set_running_or_notify_cancel():
                     continue
                 if self._stop_event.is_set():  # between protocol steps
@@ -359,6 +364,11 @@ class Party:
                 try:
                     future.set_result(fn(self._state, *args, **kwargs))
                 except BaseException as exc:
+                    if isinstance(exc, _cancel.StopRequested):
+                        # a loop below the runtime saw the flag: say it
+                        # in the runtime's words
+                        exc = (exc if isinstance(exc, PartyStopped)
+                               else PartyStopped(str(exc)))
                     future.set_exception(exc)
                     if not isinstance(exc, PartyStopped):
                         self._failures.append((future, where, exc))

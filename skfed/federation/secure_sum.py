@@ -28,7 +28,7 @@ import numpy as np
 
 from .party import Local
 
-__all__ = ["RingEncoder", "secure_sum", "secure_sum_rules"]
+__all__ = ["RingEncoder", "secure_sum"]
 
 _RING_BITS = 64
 
@@ -251,22 +251,3 @@ class _ShapeCheckedFuture:
         value = self._future.result(timeout)
         _check_shape(value, self._shape, self._party, self._phase)
         return value
-
-
-def secure_sum_rules(phase, party_role="party", receiver_role="server"):
-    """Privacy-contract rules for one :func:`secure_sum` ``phase``.
-
-    The broadcast request is not included: its content is the caller's.
-    """
-    from ..privacy import Masked, RandomIds, Rule
-
-    return [
-        Rule(f"{phase}/keys", sender=party_role, receiver=party_role,
-             elements=(RandomIds("pair seed from the sender's CSPRNG",
-                                 dtype="u"),),
-             note="a fresh 128-bit seed per pair of contributors"),
-        Rule(f"{phase}/upload", sender=party_role, receiver=receiver_role,
-             elements=(Masked("pairwise ring masks (uniform in Z_2^64)",
-                              dtype="u"),),
-             note="each upload is uniform; only the sum decodes"),
-    ]

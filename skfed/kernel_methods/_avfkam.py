@@ -12,12 +12,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._docstrings import fill_doc
 from ..base import FederatedMixin, check_labels_not_single_class, party_seeds
 from ..federation import Local
-from ..federation import _party_inputs as party_data
+from .. import _party_data_fit as party_data
+from ..federation import PartyData
+from ..federation._party_inputs import signed_codes
 from ..losses import get_loss
 from . import _avfkam_protocol as protocol
 from . import _avfkam_training as training
 from ._avfkam_fitting import _AVFKAMFitMixin
-from ._convergence import check_decay
+from ._convergence import check_decay, resolve_early_stopping
 from ._privacy import KernelPrivacyMixin
 from ._vertical_features import (
     CoefficientStore,
@@ -266,6 +268,13 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
 
     #: checkpoints recorded during training (for staged scores)
     _n_checkpoints = 20
+    _accepts_party_data = True
+
+    def _held_out_in_driver(self, n_rows):
+        # the held-out rows are drawn stratified by label, in the driver
+        if n_rows is None:
+            return self.early_stopping is True
+        return resolve_early_stopping(self.early_stopping, n_rows)
 
     def __init__(self, partition=None, *, gamma="scale", kernel="rbf",
                  alpha=3e-3, learning_rate="auto", max_iter=1000,
@@ -320,10 +329,10 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
         self : AVFKAMRanker
         """
         y_signed = None
-        if isinstance(X, party_data.PartyData):  # tables loaded at home
+        if isinstance(X, PartyData):  # tables loaded at home
             X, codes = party_data.party_data_fit_input(self, X, y,
                                                        encode_labels=True)
-            y_signed = party_data.signed_codes(codes)
+            y_signed = signed_codes(codes)
         else:
             X, y = validate_data(self, X, y, dtype=np.float64,
                                  accept_sparse=["csr", "csc"])

@@ -30,7 +30,7 @@ import numpy as np
 
 from .._progress import Progress
 from ..federation import Local, balanced_tree, protocol_rounds, tree_sum
-from ..federation.network import _set_round
+from ..federation._rounds import _set_round
 from . import _avfkam_protocol as protocol
 
 __all__ = ["TrainingPlan", "run_asynchronous", "run_synchronous"]

@@ -16,7 +16,7 @@ What travels, and why it is safe:
 - Their requests: the row and feature ids (public to every party).
 - ``omega^T x + b`` at the receiver: the result of the sum, never a message.
   It is inherent to the paper (the receiver needs ``phi_j(x_i)``) and is what
-  :mod:`skfed.privacy._attacks_kernel` attacks.
+  :mod:`skfed.kernel_methods._attacks` attacks.
 - Partial sums of the local models ``f^l`` (Algorithm 1, line 7; AVFKAM's
   line 3, threshold, prediction): plaintext, as the paper sends them. They
   correlate with the labels by design, so they are declared
@@ -28,7 +28,7 @@ What travels, and why it is safe:
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from ..privacy import Aggregate, Contract, Inherent, Masked, Public, Rule
+from .._privacy_core import Aggregate, Contract, Inherent, Masked, Public, Rule
 
 __all__ = ["fdskl_contract", "avfkam_contract", "masked_sum_rules"]
 

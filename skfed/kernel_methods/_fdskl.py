@@ -19,7 +19,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from .._docstrings import fill_doc
-from ..federation import _party_inputs as party_data
+from .. import _party_data_fit as party_data
+from ..federation import PartyData
 from ..base import check_labels_not_single_class
 from ..losses import LogisticLoss
 from ._fdskl_base import _BaseFDSKL
@@ -185,7 +186,7 @@ __NOTES__
         -------
         self : object
         """
-        if isinstance(X, party_data.PartyData):  # tables loaded at home
+        if isinstance(X, PartyData):  # tables loaded at home
             return self._fit_federated(*party_data.binarized_fit_input(
                 self, X, y, sample_weight))
         X, y = validate_data(self, X, y, dtype=np.float64,
@@ -393,7 +394,7 @@ __SHARED__
         -------
         self : object
         """
-        if isinstance(X, party_data.PartyData):  # tables loaded at home
+        if isinstance(X, PartyData):  # tables loaded at home
             return self._fit_federated(*party_data.standardised_fit_input(
                 self, X, y, sample_weight))
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,

@@ -18,7 +18,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from ..base import FederatedMixin, party_seeds
-from ..federation._party_inputs import validate_data_or_party_data
+from .._party_data_fit import validate_data_or_party_data
 from ..losses import get_loss
 from ..partition import VerticalPartition
 from ._convergence import (
@@ -48,6 +48,8 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
     """What the FDSKL classifier and regressor share: the federated fit."""
 
     _partition_kind = "vertical"
+    # its held-out rows depend on the number of rows only: PartyData works
+    _accepts_party_data = True
 
     _parameter_constraints = {
         "partition": [None, Interval(Integral, 1, None, closed="left"), list,
@@ -226,7 +228,7 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
                                     ensure_non_negative=True)
 
     def _privacy_secrets(self, X, y=None, sample_weight=None, **fit_params):
-        from ..privacy import Secret
+        from .._privacy_core import Secret
 
         secrets = super()._privacy_secrets(X, y, **fit_params)
         if y is not None:

@@ -3,7 +3,7 @@
 :class:`KernelPrivacyMixin` gives :class:`FDSKLClassifier`,
 :class:`FDSKLRegressor` and :class:`AVFKAMRanker` the hooks read by
 :mod:`skfed.privacy`: their contract (:mod:`._contracts`), their secrets
-and the attacks of :mod:`skfed.privacy._attacks_kernel`.
+and the attacks of :mod:`skfed.kernel_methods._attacks`.
 
 :func:`masked_sum_instances` lays out the recorded messages of every masked
 two-tree sum (Algorithm 3) of a fit: which rows and features each entry
@@ -218,7 +218,7 @@ class KernelPrivacyMixin:
                 else avfkam_contract)(self)
 
     def _privacy_attacks(self):
-        from ..privacy._attacks_kernel import KERNEL_ATTACKS
+        from ._attacks import KERNEL_ATTACKS
 
         return list(KERNEL_ATTACKS)
 

@@ -34,6 +34,8 @@ from ..federation import Local, protocol_rounds
 from ..partition import (HorizontalPartition, HybridPartition,
                          VerticalPartition)
 from . import _hyfdca_protocol as P
+from ._hyfdca_dual import LINE_SEARCH_GRID
+from ._hyfdca_encryption import PRECISION_BITS, crypto_seconds, weight_change_encoder
 from ._hyfdca_docs import with_notes
 from ._hyfdca_data import (check_encodable, check_participation,
                            check_sample_party, client_blocks, row_weights)
@@ -323,7 +325,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         return self
 
     def _grid(self):
-        grid = P.LINE_SEARCH_GRID[self.loss]
+        grid = LINE_SEARCH_GRID[self.loss]
         if self.step_size == "auto":
             return grid
         # A fixed step: the reports give the conjugate sums at 0, (s/2,) s.
@@ -348,7 +350,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                 self.key_size, plaintext=self.encryption is None)
             if self.packing:
                 n_slots = PackedEncoder.max_slots(self.key_size, C,
-                                                  P.PRECISION_BITS)
+                                                  PRECISION_BITS)
         seeds = party_seeds(self.random_state, 1 + R + K)
         group_seeds, client_seeds = seeds[1:1 + R], seeds[1 + R:]
         grid = self._grid()
@@ -376,7 +378,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         total = {"N": n_samples}
 
         def ring_encoder(scale, n_terms):
-            return P.weight_change_encoder(
+            return weight_change_encoder(
                 self.loss, lam, total["N"], largest_rows, scale, n_terms,
                 weighted=weights is not None)
 
@@ -388,7 +390,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                 total["N"] = protocol.total_weight(range(K))
             w, curve, n_iter, gap = self._algorithm_1(
                 fed, protocol, partition, participants, grid)
-            seconds = fed.gather(fed[name].call(P.crypto_seconds)
+            seconds = fed.gather(fed[name].call(crypto_seconds)
                                  for name in fed.party_names)
         self.fit_time_ = time.perf_counter() - start
         self.crypto_time_ = float(sum(seconds))

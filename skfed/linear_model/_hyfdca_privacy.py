@@ -36,9 +36,8 @@ rule.
 
 import numpy as np
 
-from ..federation.secure_sum import secure_sum_rules
-from ..privacy import (Aggregate, Ciphertext, Contract, Inherent, OwnShare,
-                       Public, Rule)
+from .._privacy_core import (Aggregate, Ciphertext, Contract, Inherent,
+                             OwnShare, Public, Rule, secure_sum_rules)
 
 __all__ = ["hyfdca_contract", "HyFDCAPrivacyMixin", "WEIGHT_SUM_PHASES"]
 
@@ -139,7 +138,7 @@ class HyFDCAPrivacyMixin:
     def _privacy_secrets(self, X, y=None, sample_weight=None, **fit_params):
         """The base secrets, plus each client's row weights (kind
         ``"weights"``) when the fit was weighted."""
-        from ..privacy import Secret
+        from .._privacy_core import Secret
 
         secrets = super()._privacy_secrets(X, y, **fit_params)
         if sample_weight is not None:
@@ -158,6 +157,6 @@ class HyFDCAPrivacyMixin:
         return hyfdca_contract(min(sizes) if sizes else 1)
 
     def _privacy_attacks(self):
-        from ..privacy._attacks_hyfdca import row_reconstruction
+        from ._hyfdca_attacks import row_reconstruction
 
         return [row_reconstruction]

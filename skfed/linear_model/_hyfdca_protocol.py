@@ -32,8 +32,7 @@ import math
 import numpy as np
 
 from ._hyfdca_data import row_sqnorms
-from ._hyfdca_dual import (  # noqa: F401  (part of this module's interface)
-    LINE_SEARCH_GRID,
+from ._hyfdca_dual import (
     ZERO_MODEL_LOSS,
     _conj_at,
     _line_search,
@@ -43,25 +42,9 @@ from ._hyfdca_dual import (  # noqa: F401  (part of this module's interface)
     dual_step,
     loss_values,
 )
-from ._hyfdca_encryption import (  # noqa: F401  (part of this interface)
-    PRECISION_BITS,
-    _decrypt,
-    _encrypt,
-    _encrypted_sum,
-    crypto_seconds,
-    weight_change_encoder,
-)
+from ._hyfdca_encryption import _decrypt, _encrypt, _encrypted_sum
 
-__all__ = [
-    "PRECISION_BITS",
-    "LINE_SEARCH_GRID",
-    "weight_change_encoder",
-    "client_state",
-    "server_state",
-    "dual_step",
-    "loss_values",
-    "conjugate_values",
-]
+__all__ = ["client_state", "server_state"]
 
 # -- setup -------------------------------------------------------------------
 

@@ -1,5 +1,11 @@
 """Privacy you can check: message contracts, their checker, and attacks.
 
+This is the public face of the privacy tools. The contract types and
+:func:`check_messages` live in the privacy core (below the algorithms, which
+declare their contracts with them); each algorithm ships the attacks on its
+own protocol beside it (``skfed.ensemble._attacks`` and so on); :func:`audit`,
+on top, fits an estimator and runs both.
+
 Every protocol of skfed declares, next to its code, a :class:`Contract`: for
 each phase and direction (sender role -> receiver role), what each payload
 element may be. :func:`check_messages` holds recorded messages against it
@@ -25,9 +31,10 @@ Examples
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from ._audit import ATTACK_COLUMNS, AuditReport, attack_row, audit
-from ._check import R2_THRESHOLD, ROW_TOLERANCE, check_messages
-from ._contract import (
+from .._privacy_core import (  # the thresholds: importable here as before
+    ATTACK_COLUMNS,
+    R2_THRESHOLD,
+    ROW_TOLERANCE,
     Aggregate,
     Ciphertext,
     Contract,
@@ -40,7 +47,11 @@ from ._contract import (
     Rule,
     Secret,
     Violation,
+    attack_row,
+    check_messages,
+    secure_sum_rules,
 )
+from ._audit import AuditReport, audit
 
 __all__ = [
     "Contract",
@@ -59,4 +70,5 @@ __all__ = [
     "audit",
     "AuditReport",
     "attack_row",
+    "secure_sum_rules",
 ]

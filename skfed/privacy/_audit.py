@@ -8,37 +8,11 @@ from dataclasses import dataclass, field
 
 from sklearn.base import clone
 
+from .._privacy_core import (ATTACK_COLUMNS, check_messages,
+                             check_party_data_messages)
 from ..federation import record_messages
-from ._check import check_messages
 
-__all__ = ["audit", "AuditReport", "attack_row", "ATTACK_COLUMNS"]
-
-ATTACK_COLUMNS = ["attack", "attacker", "victim", "target", "metric", "value",
-                  "chance"]
-
-
-def attack_row(attack, attacker, victim, target, metric, value, chance):
-    """One row of an audit's attack table.
-
-    Parameters
-    ----------
-    attack : str
-        The attack's name (``"column_reconstruction"``, ``"deshuffle"``...).
-    attacker, victim : str
-        Party names (the victim may be a group, e.g. ``"passive parties"``).
-    target : str
-        What the attacker tries to learn (``"column 3"``).
-    metric : str
-        How success is measured (``"r2"``, ``"relative_error"``...).
-    value : float
-        The attacker's score.
-    chance : float
-        What the metric is for an attacker who learnt nothing (a guess).
-    """
-    return {"attack": str(attack), "attacker": str(attacker),
-            "victim": str(victim), "target": str(target),
-            "metric": str(metric), "value": float(value),
-            "chance": float(chance)}
+__all__ = ["audit", "AuditReport"]
 
 
 @dataclass
@@ -110,8 +84,6 @@ def audit(estimator, X, y=None, attacks=None, **fit_params):
     who learnt nothing.
     """
     import pandas as pd
-
-    from ..federation._party_inputs import check_party_data_messages
 
     check_party_data_messages(estimator, (), X)  # PartyData: before any fit
     start = time.perf_counter()

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 
 import skfed
 from skfed.alignment import GROUPS, Curve25519Group, private_set_intersection
-from skfed.alignment import _psi, _x25519
+from skfed.alignment import _ids, _psi, _x25519
 from skfed.alignment._psi import run_psi
-from skfed.alignment._x25519 import LOW_ORDER_U, P, common_positions, point_problem
+from skfed.alignment._curve_points import LOW_ORDER_U, P, point_problem
+from skfed.alignment._x25519 import common_positions
 from skfed.federation import PartyError, record_messages
 
 CURVE = GROUPS["curve25519"]
@@ -66,7 +67,7 @@ def test_hash_lands_on_the_curve_and_separates_types():
     assert abs(u.mean() - 0.5) < 0.03 and 0.25 < u.std() < 0.33
     # Half the masked first candidates are twist points, which are skipped.
     first = [_x25519.hashlib.blake2b(
-        CURVE._domain + _psi._encode_id(x) + (0).to_bytes(4, "big")).digest()[:32]
+        CURVE._domain + _ids.encode_id(x) + (0).to_bytes(4, "big")).digest()[:32]
         for x in range(2000)]
     on_curve = [_on_curve(int.from_bytes(d, "little") & (2**255 - 1))
                 for d in first]

@@ -161,7 +161,7 @@ def test_unsupported_combinations_fail_before_any_party_starts():
             model.fit(data, "label")
     # 'auto' is refused only once the load shows more than 10,000 rows.
     with pytest.raises(ValueError, match="early_stopping='auto' it is on above"):
-        from skfed.federation._party_checks import check_supported
+        from skfed._party_data_fit import check_supported
 
         check_supported(AVFKAMRanker(), 10_001)
     check_supported(AVFKAMRanker(), 10_000)

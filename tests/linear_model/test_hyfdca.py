@@ -21,8 +21,8 @@ from skfed.crypto import EncryptedArray
 from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier
 from skfed.linear_model._hyfdca import DivergenceError
-from skfed.linear_model._hyfdca_protocol import (conjugate_values, dual_step,
-                                                 loss_values)
+from skfed.linear_model._hyfdca_dual import (conjugate_values, dual_step,
+                                             loss_values)
 from skfed.partition import (HorizontalPartition, HybridPartition,
                              VerticalPartition)
 

@@ -5,7 +5,8 @@ import pytest
 
 from skfed.crypto import generate_keypair
 from skfed.federation import Federation, Message, record_messages
-from skfed.federation.secure_sum import RingEncoder, secure_sum, secure_sum_rules
+from skfed.federation.secure_sum import RingEncoder, secure_sum
+from skfed.privacy import secure_sum_rules
 from skfed.privacy import (
     Ciphertext,
     Contract,

@@ -19,7 +19,7 @@ from skfed.linear_model import _hyfdca_exchange, _hyfdca_protocol
 from skfed.partition import (HorizontalPartition, HybridPartition,
                              VerticalPartition)
 from skfed.privacy import audit, check_messages
-from skfed.privacy._attacks_hyfdca import row_reconstruction
+from skfed.linear_model._hyfdca_attacks import row_reconstruction
 
 X, Y = make_classification(300, 12, n_informative=6, random_state=0)
 X = StandardScaler().fit_transform(X)

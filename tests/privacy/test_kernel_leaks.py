@@ -2,7 +2,7 @@
 
 Each leak is planted with a monkeypatch on the masked two-tree sum or on the
 parties' keys, the estimator is fitted while recording, and the leak must be
-detected by an attack of :mod:`skfed.privacy._attacks_kernel` crossing its
+detected by an attack of :mod:`skfed.kernel_methods._attacks` crossing its
 threshold (or by :func:`~skfed.privacy.check_messages`); the clean fit must
 not be.
 
@@ -30,7 +30,7 @@ from skfed.kernel_methods import (
 )
 from skfed.partition import VerticalPartition
 from skfed.privacy import check_messages
-from skfed.privacy._attacks_kernel import (
+from skfed.kernel_methods._attacks import (
     column_reconstruction,
     column_reconstruction_known_rows,
     distance_reconstruction,

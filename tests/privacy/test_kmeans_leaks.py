@@ -19,7 +19,7 @@ import skfed.cluster._setup as setup
 from skfed.cluster import FederatedKernelKMeans
 from skfed.federation import record_messages
 from skfed.privacy import audit, check_messages
-from skfed.privacy._attacks_kmeans import row_reconstruction
+from skfed.cluster._attacks import row_reconstruction
 
 X_raw, _ = make_blobs(150, n_features=6, centers=3, center_box=(-10, 30),
                       random_state=0)

@@ -17,7 +17,7 @@ import pytest
 
 import skfed
 from skfed.alignment import DHGroup, PSIAudit
-from skfed.alignment import _psi, _x25519
+from skfed.alignment import _ids, _psi, _x25519
 from skfed.crypto import InsecureKeyWarning
 from skfed.federation import PartyError, record_messages
 from skfed.privacy import audit, check_messages
@@ -132,7 +132,7 @@ def test_parties_sharing_one_exponent_are_linked(group, monkeypatch):
 def _masked_hash(domain, x):
     """Ids hashed to any 255-bit u, the curve's twist included (the shortcut
     the Curve25519 group refuses: X25519 keeps each point on its side)."""
-    digest = bytearray(hashlib.blake2b(domain + _psi._encode_id(x),
+    digest = bytearray(hashlib.blake2b(domain + _ids.encode_id(x),
                                        digest_size=32).digest())
     digest[31] &= 0x7F
     return bytes(digest)

@@ -58,8 +58,8 @@ import numpy as np
 from scipy.stats import spearmanr
 from threadpoolctl import threadpool_limits
 
-from ._audit import attack_row
-from ._kernel_fits import (
+from .._privacy_core import attack_row
+from ._attack_fits import (
     _TWO_PI,
     _confidence,
     _fit_rows_and_constants,
@@ -142,7 +142,7 @@ def kernel_views(estimator, messages, n_rows):
     list of View
     """
     from ..federation import child_sets
-    from ..kernel_methods._privacy import masked_sum_instances
+    from ._privacy import masked_sum_instances
 
     pieces = {}
 
@@ -203,7 +203,7 @@ def _select(view):
 
 
 def _victim_columns(estimator, victims):
-    from ..kernel_methods._vertical_features import party_name
+    from ._vertical_features import party_name
 
     partition = estimator.partition_
     out = []
@@ -237,7 +237,7 @@ def _truth_rows(estimator, X, rows):
 def _guesses(estimator, attacker, victims, feature_ids, knows_random_state=False):
     """Candidate direction blocks (d_V x F) for the victims' columns."""
     from ..kernel_approximation import spectral_directions
-    from ..kernel_methods._vertical_features import party_name
+    from ._vertical_features import party_name
 
     hook = getattr(estimator, "_privacy_direction_guesses", None)
     partition = estimator.partition_

@@ -56,7 +56,7 @@ from numbers import Integral
 import numpy as np
 
 from ..base import party_seeds
-from ._audit import attack_row
+from .._privacy_core import attack_row
 
 __all__ = ["deshuffle", "leaf_purity"]
 
@@ -230,7 +230,7 @@ def leaf_purity(estimator, messages, X, y=None, **fit_params):
         One :func:`~skfed.privacy.attack_row` per passive party (two when
         its first shared tree is not the first tree).
     """
-    from ..ensemble._privacy import training_rows
+    from ._privacy import training_rows
 
     if y is None:
         return []

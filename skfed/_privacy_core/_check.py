@@ -12,6 +12,7 @@ from ..crypto import PaillierPublicKey, PlaintextPublicKey
 from ..crypto._array import EncryptedArray
 from ..crypto._plaintext import PlaintextArray
 from ._contract import Ciphertext, Public, Violation
+from ._party_data_checks import check_party_data_messages
 
 __all__ = ["check_messages", "R2_THRESHOLD", "ROW_TOLERANCE"]
 
@@ -289,8 +290,6 @@ def check_messages(estimator, messages, X=None, y=None, **fit_params):
     homomorphic result that was not re-randomised equals its input when it
     sums one element).
     """
-    from ..federation._party_inputs import check_party_data_messages
-
     check_party_data_messages(estimator, messages, X)  # PartyData: what cannot be checked
     contract = _contract_of(estimator)
     roles = estimator._privacy_roles()

@@ -1,6 +1,6 @@
 """Least squares behind the kernel attacks: rows and constants from angles.
 
-The column attacks of :mod:`skfed.privacy._attacks_kernel` model a view's
+The column attacks of :mod:`skfed.kernel_methods._attacks` model a view's
 values as ``v_ij = x_i . omega_j + c_j`` (modulo ``2 pi`` for ring values)
 and solve for the rows ``x`` and the per-feature constants ``c`` by
 alternating least squares, unwrapping angles around the current fit, when

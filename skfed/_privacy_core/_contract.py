@@ -57,6 +57,9 @@ class Element:
     kind = "element"
     #: whether plaintext leaves are compared with other parties' secrets
     semantic = True
+    #: whether the values travel hidden (masked, or random ids), which the
+    #: message timeline colours apart from plain values
+    hides_values = False
 
     def __init__(self, note="", *, dtype=None, exempt=(), validate=None):
         self.note = note
@@ -102,12 +105,14 @@ class Masked(Element):
     """Plaintext values hidden by a mask (say which in ``note``)."""
 
     kind = "masked value"
+    hides_values = True
 
 
 class RandomIds(Element):
     """Identifiers or seeds drawn from the sender's CSPRNG."""
 
     kind = "CSPRNG ids"
+    hides_values = True
 
 
 class Public(Element):
@@ -202,6 +207,13 @@ class Contract:
 
     def rules_for(self, phase):
         return [r for r in self.rules if fnmatchcase(str(phase), r.phase)]
+
+    def hides_values(self, phase):
+        """Whether a rule of ``phase`` declares masked values or random ids
+        (what :meth:`~skfed.federation.MessageRecorder.plot_timeline`
+        colours as masked)."""
+        return any(e.hides_values for r in self.rules_for(phase)
+                   for e in r.elements)
 
     def table(self):
         """The contract as plain-text lines, one per rule (for docs)."""

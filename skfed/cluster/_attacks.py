@@ -11,7 +11,7 @@ that the protocol's messages suggest, and reports the best one.
 
 import numpy as np
 
-from ._audit import attack_row
+from .._privacy_core import attack_row
 
 __all__ = ["row_reconstruction", "candidate_rows"]
 
@@ -54,7 +54,7 @@ def _vectors_of(array, d, n_rows):
 def _decoded_moments(received, sent, users, n_rows, d):
     """The masked moment uploads, decoded one by one and summed, with the
     scale the server announced itself: ``{user: estimates}`` and the total."""
-    from ..cluster._setup import moment_encoder
+    from ._setup import moment_encoder
 
     shifts = [m.payload[0] for m in sent if m.phase == "setup: scale"]
     uploads = {m.sender: np.asarray(m.payload[0]) for m in received

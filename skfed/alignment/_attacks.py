@@ -36,8 +36,11 @@ the id universe); the other parties' sets only score the attack.
 from collections import defaultdict
 from itertools import combinations
 
-from ..alignment._psi import _encode_id, _resolve_group, _schedule, id_kind
-from ._audit import attack_row
+from ._groups import _resolve_group
+from ._ids import encode_id as _encode_id
+from ._ids import id_kind
+from ._psi import _schedule
+from .._privacy_core import attack_row
 
 __all__ = ["set_sizes", "id_linking"]
 

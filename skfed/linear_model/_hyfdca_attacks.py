@@ -36,7 +36,7 @@ row only where it beats ``chance``.
 
 import numpy as np
 
-from ._audit import attack_row
+from .._privacy_core import attack_row
 
 __all__ = ["row_reconstruction"]
 
@@ -80,7 +80,7 @@ def _total_weight(messages):
 
 def _public_decoder(estimator, messages):
     """``decode(ring_total, n_terms)``: the secure sums' public encoding."""
-    from ..linear_model._hyfdca_protocol import weight_change_encoder
+    from ._hyfdca_encryption import weight_change_encoder
 
     partition = estimator.partition_
     sizes = [len(partition.client_rows(k)) for k in range(partition.n_clients)]
