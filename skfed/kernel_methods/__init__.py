@@ -4,6 +4,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
 
 from ._avfkam import AVFKAMRanker
+from ._export import (
+    KernelConsolidated,
+    KernelShare,
+    consolidate_shares,
+    predict_with_shares,
+)
 from ._fdskl import FDSKLClassifier, FDSKLRegressor
 
-__all__ = ["AVFKAMRanker", "FDSKLClassifier", "FDSKLRegressor"]
+__all__ = ["AVFKAMRanker", "FDSKLClassifier", "FDSKLRegressor",
+           "KernelConsolidated", "KernelShare", "consolidate_shares",
+           "predict_with_shares"]

@@ -20,6 +20,7 @@ from . import _avfkam_protocol as protocol
 from . import _avfkam_training as training
 from ._avfkam_fitting import _AVFKAMFitMixin
 from ._convergence import check_decay, resolve_early_stopping
+from ._export import KernelShareMixin
 from ._privacy import KernelPrivacyMixin
 from ._vertical_features import (
     CoefficientStore,
@@ -34,8 +35,8 @@ __all__ = ["AVFKAMRanker"]
 
 
 @fill_doc
-class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
-                   ClassifierMixin, BaseEstimator):
+class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
+                   FederatedMixin, ClassifierMixin, BaseEstimator):
     """Asynchronous vertical federated kernel AUC maximisation (AVFKAM).
 
     A kernel model ``f(x) = sum_i alpha_i phi_i(x)`` on random Fourier

@@ -31,6 +31,7 @@ from ._convergence import (
     validation_split,
     warn_not_converged,
 )
+from ._export import KernelShareMixin
 from ._fdskl_protocol import setup_party, train
 from ._privacy import KernelPrivacyMixin
 from ._vertical_features import (
@@ -44,7 +45,8 @@ from ._vertical_features import (
 __all__ = ["_BaseFDSKL"]
 
 
-class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
+class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
+                 BaseEstimator):
     """What the FDSKL classifier and regressor share: the federated fit."""
 
     _partition_kind = "vertical"
