@@ -44,15 +44,33 @@ random_state : int, RandomState instance or None, default=None
     from it in a fixed order), so two fits with the same seed agree.
     Cryptographic keys and encryption randomness never come from it.""",
     "party_keys": """
-party_keys : {"random_state", "os"}, default="random_state"
+party_keys : {"auto", "random_state", "os"}, default="auto"
     Where each party's private key comes from. The key fixes the party's
     block of the random directions and its phases, which nobody else can
-    compute. ``"random_state"`` derives the keys from ``random_state``, so
-    fits are reproducible, but whoever knows the seed can rebuild every
-    party's key (a simulation convenience). ``"os"`` lets every party draw
-    its key from the operating system, as a deployment does; the model then
-    changes with every fit (same distribution). The keys are part of each
-    party's share of the fitted model; masks never depend on them.""",
+    compute, so it shapes the model. ``"os"``: every party draws its key
+    from the operating system, as a deployment does; the model then changes
+    with every fit (same distribution). ``"random_state"``: the keys derive
+    from ``random_state``, so fits are reproducible, but whoever knows the
+    seed (the threat model counts it as public) rebuilds every party's key
+    and, from the messages it received, every other party's columns.
+    ``"auto"``: ``"os"`` when ``random_state`` is None, ``"random_state"``
+    otherwise (``party_keys_`` is the one used). Each party's key is part
+    of its share of the fitted model (``export_shares()``); masks never
+    depend on it.""",
+    "party_keys_": """
+party_keys_ : {"random_state", "os"}
+    Where the keys of this fit came from (``party_keys`` with ``"auto"``
+    resolved).""",
+    "whole_simulation": """
+The fitted estimator is the whole simulation: it holds every party's key
+and coefficients at once, so whoever holds it can compute every party's
+block of the random directions and, with the messages it received during
+the fit, rebuild the other parties' columns exactly. Never hand it to one
+party: ``export_shares()`` gives each party its own share (its key, its
+coefficients, the public parameters),
+:func:`~skfed.kernel_methods.predict_with_shares` predicts from the shares
+as the estimator does (bit for bit), and ``consolidate()`` joins them into
+one plaintext model when every party agrees to.""",
     "encryption": """
 encryption : {"paillier"} or None, default="paillier"
     ``"paillier"`` runs the protocol with Paillier encryption where the paper

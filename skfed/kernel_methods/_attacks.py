@@ -32,6 +32,12 @@ Attacks (each scored only against the victims' true columns):
     against the true one, both centred (the attacker cannot know a common
     shift); scale and sign are the attacker's, never fitted on the truth.
     Predicting the mean scores 0 (the ``chance`` column).
+``column_reconstruction_known_seed``
+    The same, by an attacker who also knows ``random_state`` (public in the
+    threat model): with keys derived from it (``party_keys="random_state"``,
+    or the default ``"auto"`` with a seed) it derives every party's key and
+    solves exactly; with OS keys it learns nothing more. The other attacks
+    never use the directions, so they score the same in both settings.
 ``column_reconstruction_known_rows``
     The attacker also knows ``k`` rows of the victims' columns (a bank knows
     some customers): least squares estimates each feature's directions and
@@ -43,6 +49,10 @@ Attacks (each scored only against the victims' true columns):
     distances: Spearman correlation between the estimated kernel and minus
     the true distances. Expected to stay high for the receiver: the kernel of
     the shared rows is what kernel learning computes.
+``distance_mds`` (:mod:`._mds_attack`)
+    The kernel estimate as distances, and classical MDS: the victims'
+    block up to a rigid motion, scored with an oracle rotation (an upper
+    bound) and without side information.
 
 For every (attacker, victim, target) the table keeps the attacker's best
 view, an upper bound on what it could do with the views listed above.
@@ -71,6 +81,7 @@ from ._attack_fits import (
 __all__ = [
     "column_reconstruction",
     "column_reconstruction_known_rows",
+    "column_reconstruction_known_seed",
     "distance_reconstruction",
     "kernel_views",
     "KERNEL_ATTACKS",
@@ -188,12 +199,14 @@ def kernel_views(estimator, messages, n_rows):
     return views
 
 
-def _select(view):
-    """The view restricted to its most observed features, with compact
+def _select(view, cap=None):
+    """The view restricted to its most observed features (at most ``cap``;
+    default by whether every row observes every feature), with compact
     indices, observations sorted by row."""
     feats, counts = np.unique(view.features, return_counts=True)
-    complete = np.all(counts == len(np.unique(view.rows)))
-    cap = MAX_FEATURES if complete else MAX_FEATURES_SPARSE
+    if cap is None:
+        complete = np.all(counts == len(np.unique(view.rows)))
+        cap = MAX_FEATURES if complete else MAX_FEATURES_SPARSE
     keep = feats[np.argsort(-counts, kind="stable")[:cap]]
     mask = np.isin(view.features, keep)
     rows_u, r = np.unique(view.rows[mask], return_inverse=True)
@@ -325,6 +338,23 @@ def column_reconstruction(estimator, messages, X, y=None,
 column_reconstruction.attack_name = "column_reconstruction"
 
 
+def column_reconstruction_known_seed(estimator, messages, X, y=None,
+                                     **fit_params):
+    """:func:`column_reconstruction` by an attacker who also knows
+    ``random_state``, which the threat model counts as public: the audit's
+    row for keys derived from the seed (``party_keys="random_state"``, or
+    ``"auto"`` with a seed). With OS keys it is the attack without the
+    seed."""
+    rows = column_reconstruction(estimator, messages, X, y,
+                                 knows_random_state=True, **fit_params)
+    for row in rows:
+        row["attack"] = column_reconstruction_known_seed.attack_name
+    return rows
+
+
+column_reconstruction_known_seed.attack_name = "column_reconstruction_known_seed"
+
+
 def _fit_known(D, T, circular, n_iter=3):
     """Least squares ``T = D W`` column by column (mod 2 pi when circular:
     unwrapped around each column's circular mean, then around the fit)."""
@@ -452,5 +482,5 @@ def distance_reconstruction(estimator, messages, X, y=None, **fit_params):
 distance_reconstruction.attack_name = "distance_reconstruction"
 
 #: the attacks of FDSKL and AVFKAM, as ``_privacy_attacks`` returns them
-KERNEL_ATTACKS = (column_reconstruction, column_reconstruction_known_rows,
-                  distance_reconstruction)
+KERNEL_ATTACKS = (column_reconstruction, column_reconstruction_known_seed,
+                  column_reconstruction_known_rows, distance_reconstruction)

@@ -166,6 +166,8 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
         In a deployment each stays with its party; here the estimator keeps
         them to predict.
 
+    %(party_keys_)s
+
     gamma_ : float
         The kernel bandwidth used.
 
@@ -247,6 +249,8 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
     the other active parties' ``f^l`` at the rows they sample (see the user
     guide and :func:`skfed.privacy.audit`).
 
+    %(whole_simulation)s
+
     References
     ----------
     .. [1] K. Zhang, G. Wang, H. Li, Y. Wang, H. Chen, B. Gu, "Asynchronous
@@ -283,7 +287,7 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
                  loss="squared", asynchronous=True, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-4,
                  party_delays=None, random_state=None,
-                 party_keys="random_state", verbose=0):
+                 party_keys="auto", verbose=0):
         self.partition = partition
         self.gamma = gamma
         self.kernel = kernel
@@ -371,7 +375,8 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
                 "Increase n_random_features.")
         # Each party's key fixes its block of omega and its phases.
         states = make_party_states(partition, X, y_signed, basis_seed,
-                                   resolve_party_keys(self.party_keys, key_seeds),
+                                   resolve_party_keys(self.party_keys, key_seeds,
+                                                      self.random_state),
                                    self.kernel, None,
                                    stores=[CoefficientStore() for _ in names])
         hyper = {"loss": get_loss(self.loss, pairwise=True),

@@ -57,7 +57,7 @@ class _AVFKAMFitMixin:
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "party_delays": [None, "array-like", dict],
         "random_state": ["random_state"],
-        "party_keys": [StrOptions({"random_state", "os"})],
+        "party_keys": [StrOptions({"auto", "random_state", "os"})],
         "verbose": ["verbose"],
     }
 

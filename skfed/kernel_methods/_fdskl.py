@@ -90,6 +90,8 @@ __SHARED__
         one column per output (one output for two classes, one per class
         otherwise).
 
+    %(party_keys_)s
+
     partition_ : VerticalPartition
         The resolved partition.
 
@@ -139,7 +141,7 @@ __NOTES__
                  batch_size=256, n_components_per_iter=32, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-3,
                  cache_size=200.0, class_weight=None, random_state=None,
-                 party_keys="random_state", verbose=0):
+                 party_keys="auto", verbose=0):
         super().__init__(
             partition, loss=loss, kernel=kernel, gamma=gamma, alpha=alpha,
             learning_rate=learning_rate, max_iter=max_iter, batch_size=batch_size,
@@ -300,6 +302,8 @@ __SHARED__
     coef_stores_ : list of CoefficientStore or None
         Per party, the coefficients it created (``None`` for passive parties).
 
+    %(party_keys_)s
+
     partition_ : VerticalPartition
         The resolved partition.
 
@@ -328,6 +332,8 @@ __SHARED__
     paper's squared loss ``(f - y)^2`` is used as ``(f - y)^2 / 2`` (the
     factor 2 is absorbed in the learning rate).
 
+    %(whole_simulation)s
+
     References
     ----------
     .. [1] B. Gu, Z. Dang, X. Li and H. Huang, "Federated Doubly Stochastic
@@ -355,7 +361,7 @@ __SHARED__
                  gamma="scale", alpha=1e-4, learning_rate="auto", max_iter=800,
                  batch_size=256, n_components_per_iter=32, early_stopping="auto",
                  validation_fraction=0.1, n_iter_no_change=10, tol=1e-3,
-                 cache_size=200.0, random_state=None, party_keys="random_state",
+                 cache_size=200.0, random_state=None, party_keys="auto",
                  verbose=0):
         super().__init__(
             partition, loss=loss, kernel=kernel, gamma=gamma, alpha=alpha,

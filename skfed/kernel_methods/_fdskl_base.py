@@ -70,14 +70,14 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
         "tol": [Interval(Real, 0, None, closed="left")],
         "cache_size": [Interval(Real, 0, None, closed="left")],
         "random_state": ["random_state"],
-        "party_keys": [StrOptions({"random_state", "os"})],
+        "party_keys": [StrOptions({"auto", "random_state", "os"})],
         "verbose": ["verbose"],
     }
 
     def __init__(self, partition, *, loss, kernel, gamma, alpha, learning_rate,
                  max_iter, batch_size, n_components_per_iter, early_stopping,
                  validation_fraction, n_iter_no_change, tol, cache_size,
-                 random_state, verbose, party_keys="random_state"):
+                 random_state, verbose, party_keys="auto"):
         self.partition = partition
         self.loss = loss
         self.kernel = kernel
@@ -157,7 +157,8 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
         )
         # Each party's key fixes its block of omega and its phases.
         states = make_party_states(partition, X, Y, basis_seed,
-                                   resolve_party_keys(self.party_keys, offset_seeds),
+                                   resolve_party_keys(self.party_keys, offset_seeds,
+                                                      self.random_state),
                                    self.kernel, None)
         for k in partition.active_parties:
             # The weights, as the labels, stay with the label holders.

@@ -10,6 +10,10 @@ cost), filled in once the classes are defined.
 
 __all__ = ["expand_shared_doc"]
 
+import textwrap
+
+from .._docstrings import SHARED_PARAMETERS
+
 _SHARED_DOC = """
     loss : {loss_options}, default={loss_default!r}
         The loss ``L(f(x), y)`` of the paper's Table 1.{loss_note}
@@ -168,8 +172,11 @@ _NOTES = """    Protocol of one step (Algorithm 1), with ``B = batch_size`` rows
     cannot solve for another party's columns. The phase ``b_j`` is the
     phase of the party ``l'_j`` whose value is not masked (Lemma 1). The
     model therefore depends on the split (another grouping of the columns
-    gives another, identically distributed, model) and, with
-    ``party_keys="os"``, on the keys drawn.
+    gives another, identically distributed, model) and, with OS keys
+    (``party_keys="os"``, or ``"auto"`` without a ``random_state``), on the
+    keys drawn. With a seeded ``random_state`` and ``"auto"`` the keys
+    derive from the seed: reproducible, but whoever knows the seed rebuilds
+    the columns (the audit reports both settings).
 
     Masks of Algorithm 3: angles are added in the ring ``Z_{2^32}`` (a full
     turn is ``2^32``), and every party but ``l'_j`` masks each entry with a
@@ -194,7 +201,9 @@ _NOTES = """    Protocol of one step (Algorithm 1), with ``B = batch_size`` rows
     the rows that fit in ``cache_size`` goes through Algorithm 3 once; the
     plain loop (and rows past the budget) recomputes every earlier feature
     of each drawn row, ``O(t^2)`` work and traffic after ``t`` steps (the
-    user guide tabulates the bytes per step against the paper's)."""
+    user guide tabulates the bytes per step against the paper's).
+
+""" + textwrap.indent(SHARED_PARAMETERS["whole_simulation"].strip("\n"), "    ")
 
 
 def expand_shared_doc(cls, loss_options, loss_default, loss_note="", lr_note=""):

@@ -27,6 +27,7 @@ from ..kernel_approximation import keyed_directions, spectral_directions
 from . import _vertical_features
 from ._vertical_features import (
     excluded_parties,
+    party_key_mode,
     party_name,
     resolve_party_keys,
     trees_for,
@@ -201,8 +202,11 @@ class KernelPrivacyMixin:
         them), with the row facts the privacy checks need.
 
         The simulation keeps every party's share in the estimator, as it
-        does the coefficient stores; fetching them is not a message.
+        does the coefficient stores; fetching them is not a message. The
+        estimator thus holds every party's key: it is the whole simulation,
+        never a thing to hand to one party (``export_shares()`` splits it).
         """
+        self.party_keys_ = party_key_mode(self.party_keys, self.random_state)
         self._party_keys = fed.gather(fed[p].call(_vertical_features.party_key)
                                       for p in names)
         # The public bookkeeping of the run (the same at every party), for
@@ -219,8 +223,9 @@ class KernelPrivacyMixin:
 
     def _privacy_attacks(self):
         from ._attacks import KERNEL_ATTACKS
+        from ._mds_attack import distance_mds
 
-        return list(KERNEL_ATTACKS)
+        return [*KERNEL_ATTACKS, distance_mds]
 
     def _privacy_row_order(self, n_rows):
         """Row ``r`` of the parties' blocks is row ``order[r]`` of the

@@ -24,10 +24,11 @@ receives ``omega_j^T x + b`` over many features can solve the linear system
 for the other parties' columns (it knows their directions). Here each party
 draws its block of ``omega_j`` from its own key, so the receiver knows the
 distribution of the other blocks but not the blocks. In a simulation the
-keys derive from ``random_state`` (reproducible fits; anyone who knows the
-seed knows the keys); ``party_keys="os"`` draws them from the operating
-system, as a deployment does. The keys are part of each party's share of the
-model: prediction needs them.
+keys derive from a given ``random_state`` (reproducible fits; anyone who
+knows the seed knows the keys); ``party_keys="os"`` draws them from the
+operating system, as a deployment does, and so does the default ``"auto"``
+when ``random_state`` is None. The keys are part of each party's share of
+the model (:mod:`._export`): prediction needs them.
 
 The phase ``b_j`` of feature ``j`` is the private phase of the party
 ``l'_j`` whose value is not masked (FDSKL Lemma 1); ``l'_j`` is a
@@ -68,6 +69,7 @@ from ..kernel_approximation import (
 __all__ = [
     "party_name",
     "PARTY_KEY_MODES",
+    "party_key_mode",
     "resolve_party_keys",
     "make_party_states",
     "party_key",
@@ -88,7 +90,8 @@ __all__ = [
 _BLOCK_ENTRIES = 2_000_000
 
 #: values of the estimators' ``party_keys`` parameter
-PARTY_KEY_MODES = ("random_state", "os")
+PARTY_KEY_MODES = ("auto", "random_state", "os")
+
 
 #: Angles as elements of Z_{2^32}: a uniform mask there hides an angle
 #: perfectly, and 4 bytes per entry keep the masked sums (whose T2 now
@@ -176,31 +179,48 @@ class CoefficientStore:
         return self._coef * self._scale
 
 
-def resolve_party_keys(mode, seeds):
+def party_key_mode(mode, random_state):
+    """The key source a fit uses: ``"auto"`` resolved.
+
+    ``"auto"`` is ``"os"`` when ``random_state`` is None (the model is not
+    reproducible anyway, so nothing is lost by keys nobody can rebuild) and
+    ``"random_state"`` otherwise (a seeded fit is reproducible, and whoever
+    knows the seed can rebuild every key).
+    """
+    if mode not in PARTY_KEY_MODES:
+        raise ValueError(f"party_keys must be one of {PARTY_KEY_MODES}, got "
+                         f"{mode!r}.")
+    if mode == "auto":
+        return "os" if random_state is None else "random_state"
+    return mode
+
+
+def resolve_party_keys(mode, seeds, random_state=None):
     """The key of every party for a fit (one entry per party).
 
     Parameters
     ----------
-    mode : {"random_state", "os"}
+    mode : {"auto", "random_state", "os"}
         ``"random_state"``: derived from ``seeds`` (drawn from the
         estimator's ``random_state``), so a fit is reproducible and whoever
         knows the seed can rebuild every key (simulation). ``"os"``: ``None``
         for every party, which then draws its own key from the operating
         system inside its own thread (deployment; the model changes with
-        every fit).
+        every fit). ``"auto"``: see :func:`party_key_mode`.
 
     seeds : list of int
         One seed per party (used in ``"random_state"`` mode).
+
+    random_state : int, RandomState instance or None
+        The estimator's, for ``"auto"``.
 
     Returns
     -------
     list of bytes or None
     """
-    if mode == "random_state":
+    if party_key_mode(mode, random_state) == "random_state":
         return [derive_party_key(seed, k) for k, seed in enumerate(seeds)]
-    if mode == "os":
-        return [None] * len(seeds)
-    raise ValueError(f"party_keys must be one of {PARTY_KEY_MODES}, got {mode!r}.")
+    return [None] * len(seeds)
 
 
 def make_party_states(partition, X, y, basis_seed, party_keys, kernel, gamma,

@@ -1,0 +1,128 @@
+"""FDSKL and AVFKAM shares: one per party, nothing secret twice, same predictions."""
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification, make_regression
+
+from skfed.kernel_methods import (
+    AVFKAMRanker,
+    FDSKLClassifier,
+    FDSKLRegressor,
+    KernelConsolidated,
+    KernelShare,
+    consolidate_shares,
+    predict_with_shares,
+)
+from skfed.kernel_methods._vertical_features import party_key_mode, resolve_party_keys
+from skfed.partition import VerticalPartition
+
+
+def _blobs(share):
+    """Every secret array and key of a share, as bytes (public parameters
+    and empty arrays excluded)."""
+    out = {"key": share.key, "columns": share.columns.tobytes(),
+           "feature_ids": share.feature_ids.tobytes(), "coef": share.coef.tobytes()}
+    if share.output is not None:
+        out.update({f"output.{k}": np.asarray(v).tobytes()
+                    for k, v in share.output.items()})
+    return {k: v for k, v in out.items() if len(v)}
+
+
+def _cases():
+    Xc, yc = make_classification(150, 9, n_informative=5, n_classes=3,
+                                 random_state=0)
+    Xr, yr = make_regression(150, 7, random_state=0)
+    Xb, yb = make_classification(150, 8, weights=[0.8], random_state=1)
+    two_active = VerticalPartition(3, active_parties=(0, 2))
+    return {
+        "classifier, two label holders": (FDSKLClassifier(
+            two_active, max_iter=12, random_state=0), Xc, yc,
+            ("decision_function", "predict", "predict_proba")),
+        "regressor": (FDSKLRegressor(2, max_iter=12, random_state=0), Xr, yr,
+                      ("predict",)),
+        "ranker, os keys": (AVFKAMRanker(3, max_iter=60, n_random_features=150,
+                                         party_keys="os", random_state=0),
+                            Xb, yb, ("decision_function", "predict")),
+    }
+
+
+@pytest.fixture(scope="module", params=list(_cases()))
+def fitted(request):
+    est, X, y, methods = _cases()[request.param]
+    return est.fit(X, y), X, methods
+
+
+def test_each_share_holds_only_its_own_secrets(fitted):
+    est, X, _ = fitted
+    shares = est.export_shares()
+    assert [s.party for s in shares] == list(range(est.partition_.n_parties))
+    assert all(isinstance(s, KernelShare) for s in shares)
+    assert sum(s.output is not None for s in shares) == 1
+    assert shares[est.partition_.active_parties[0]].output is not None
+    for k, share in enumerate(shares):
+        assert share.key == est._party_keys[k]
+        np.testing.assert_array_equal(share.columns, est.partition_.columns(k))
+    assert _shared_secrets(shares) == set()
+    # the check sees a planted leak: party 1's share carrying party 0's key
+    leaky = [pickle.loads(pickle.dumps(s)) for s in shares]
+    leaky[1].key = shares[0].key
+    assert (0, 1, "key", "key") in _shared_secrets(leaky)
+
+
+def _shared_secrets(shares):
+    """Secret blobs found in two parties' shares, or inside another party's
+    pickled share."""
+    blobs = [_blobs(s) for s in shares]
+    dumps = [pickle.dumps(s) for s in shares]
+    found = set()
+    for a in range(len(shares)):
+        for b in range(len(shares)):
+            if a == b:
+                continue
+            found |= {(a, b, n, m) for n, v in blobs[a].items()
+                      for m, w in blobs[b].items() if v == w}
+            found |= {(a, b, n, "pickle") for n, v in blobs[a].items()
+                      if n in ("key", "coef") and v in dumps[b]}
+    return found
+
+
+def test_shares_predict_as_the_estimator_bit_for_bit(fitted):
+    est, X, methods = fitted
+    shares = [pickle.loads(pickle.dumps(s)) for s in est.export_shares()]
+    blocks = [X[:, s.columns] for s in shares]
+    whole = consolidate_shares(shares[::-1])
+    assert isinstance(whole, KernelConsolidated)
+    for method in methods:
+        expected = getattr(est, method)(X)
+        np.testing.assert_array_equal(
+            predict_with_shares(shares[::-1], blocks, method), expected)
+        np.testing.assert_array_equal(getattr(whole, method)(X), expected)
+    np.testing.assert_array_equal(est.consolidate().predict(X), est.predict(X))
+
+
+def test_shares_refuse_a_missing_party_or_a_wrong_block(fitted):
+    est, X, _ = fitted
+    shares = est.export_shares()
+    blocks = [X[:, s.columns] for s in shares]
+    with pytest.raises(ValueError, match="one share per party"):
+        predict_with_shares(shares[1:], blocks[1:])
+    with pytest.raises(ValueError, match="columns"):
+        predict_with_shares(shares, [X] * len(shares))
+
+
+def test_auto_keys_come_from_the_os_without_a_seed():
+    assert party_key_mode("auto", None) == "os"
+    assert party_key_mode("auto", 0) == "random_state"
+    assert resolve_party_keys("auto", [1, 2], None) == [None, None]
+    X, y = make_classification(80, 6, random_state=0)
+    fits = [FDSKLClassifier(2, max_iter=3).fit(X, y) for _ in range(2)]
+    assert all(f.party_keys_ == "os" for f in fits)
+    assert not set(fits[0]._party_keys) & set(fits[1]._party_keys)
+    seeded = [FDSKLClassifier(2, max_iter=3, random_state=0).fit(X, y)
+              for _ in range(2)]
+    assert seeded[0].party_keys_ == "random_state"
+    assert seeded[0]._party_keys == seeded[1]._party_keys
+    np.testing.assert_array_equal(seeded[0].decision_function(X),
+                                  seeded[1].decision_function(X))
