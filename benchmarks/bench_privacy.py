@@ -63,6 +63,12 @@ def cases():
     three = VerticalPartition(3)
     yield "FDSKLClassifier", FDSKLClassifier(three, random_state=0), X, y, {}
     yield "AVFKAMRanker", AVFKAMRanker(three, random_state=0), X, y, {}
+    # party_keys="auto" with a seed derives the keys from it (the rows of
+    # column_reconstruction_known_seed above); OS keys are the other setting.
+    yield ("FDSKLClassifier (party_keys='os')",
+           FDSKLClassifier(three, random_state=0, party_keys="os"), X, y, {})
+    yield ("AVFKAMRanker (party_keys='os')",
+           AVFKAMRanker(three, random_state=0, party_keys="os"), X, y, {})
     yield ("SecureBoostClassifier",
            SecureBoostClassifier(n_estimators=3, partition=three, key_size=1024,
                                  random_state=0), X, y, {})

@@ -58,10 +58,9 @@ class KernelShare:
     Parameters
     ----------
     party : int
-        The party's index in the partition.
+        Index of the party that keeps this share.
     columns : ndarray of int
-        Which columns of the full table the party holds (its own block, in
-        its own order).
+        Its columns of the full table (its own block, in its own order).
     key : bytes
         The party's private key: its block of the random directions and its
         phases.

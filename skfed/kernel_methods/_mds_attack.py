@@ -153,7 +153,8 @@ def distance_mds(estimator, messages, X, y=None, n_known=None, estimates=None,
     """Kernel estimate -> distances -> classical MDS -> alignment (see the
     module docstring). Rows ``"column c (oracle rotation)"`` (``r2``) and
     ``"column c (ICA, no side information)"`` (``abs_corr``); with
-    ``n_known``, ``"column c (n known rows)"`` (``r2`` on the other rows).
+    ``n_known`` (an int or several), ``"column c (n known rows)"`` (``r2``
+    on the other rows).
     ``estimates``, a dict, receives the embedding of every view as
     ``(rows, embedding, truth)``."""
     best, chance, metric = {}, {}, {}
@@ -181,15 +182,17 @@ def distance_mds(estimator, messages, X, y=None, n_known=None, estimates=None,
         for a in range(d):
             found[f"column {cols[a][1]} (ICA, no side information)"] = (
                 a, "abs_corr", float(unmixed[a]), by_chance)
-        if n_known is not None and len(rows_u) >= int(n_known) + MIN_ROWS:
+        for k in () if n_known is None else np.atleast_1d(n_known).astype(int):
+            if len(rows_u) < k + MIN_ROWS:
+                continue
             known = np.zeros(len(rows_u), dtype=bool)
-            known[np.random.RandomState(0).choice(len(rows_u), int(n_known),
+            known[np.random.RandomState(0).choice(len(rows_u), k,
                                                   replace=False)] = True
             mu_y, mu_t = Y[known].mean(axis=0), truth[known].mean(axis=0)
             R = procrustes_rotation(Y[known] - mu_y, truth[known] - mu_t)
             fit = (Y[~known] - mu_y) @ R + mu_t
             for a in range(d):
-                found[f"column {cols[a][1]} ({int(n_known)} known rows)"] = (
+                found[f"column {cols[a][1]} ({k} known rows)"] = (
                     a, "r2", _r2(fit[:, a], truth[~known, a]), 0.0)
         for target, (a, name, value, base) in found.items():
             key = (view.attacker, cols[a][0], target)
