@@ -10,7 +10,7 @@ replacement, so other ``%`` signs in a docstring are safe).
 
 import textwrap
 
-__all__ = ["SHARED_PARAMETERS", "fill_doc"]
+__all__ = ["SHARED_NOTES", "SHARED_PARAMETERS", "fill_doc"]
 
 SHARED_PARAMETERS = {
     "partition_vertical": """
@@ -61,16 +61,6 @@ party_keys : {"auto", "random_state", "os"}, default="auto"
 party_keys_ : {"random_state", "os"}
     Where the keys of this fit came from (``party_keys`` with ``"auto"``
     resolved).""",
-    "whole_simulation": """
-The fitted estimator is the whole simulation: it holds every party's key
-and coefficients at once, so whoever holds it can compute every party's
-block of the random directions and, with the messages it received during
-the fit, rebuild the other parties' columns exactly. Never hand it to one
-party: ``export_shares()`` gives each party its own share (its key, its
-coefficients, the public parameters),
-:func:`~skfed.kernel_methods.predict_with_shares` predicts from the shares
-as the estimator does (bit for bit), and ``consolidate()`` joins them into
-one plaintext model when every party agrees to.""",
     "encryption": """
 encryption : {"paillier"} or None, default="paillier"
     ``"paillier"`` runs the protocol with Paillier encryption where the paper
@@ -96,8 +86,24 @@ verbose : int, default=0
 }
 
 
+#: Paragraphs of Notes several estimators share (``%(name)s`` as well).
+SHARED_NOTES = {
+    "whole_simulation": """
+The fitted estimator is the whole simulation: it holds every party's key
+and coefficients at once, so whoever holds it can compute every party's
+block of the random directions and, with the messages it received during
+the fit, solve for the other parties' columns. Never hand it to one
+party: ``export_shares()`` gives each party its own share (its key, its
+coefficients, the public parameters),
+:func:`~skfed.kernel_methods.predict_with_shares` predicts from the shares
+as the estimator does (bit for bit), and ``consolidate()`` joins them into
+one plaintext model when every party agrees to.""",
+}
+
+
 def fill_doc(obj):
-    """Substitute ``%(name)s`` markers of :data:`SHARED_PARAMETERS` in a docstring.
+    """Substitute ``%(name)s`` markers of :data:`SHARED_PARAMETERS` (or
+    :data:`SHARED_NOTES`) in a docstring.
 
     The marker must stand alone on its line; the entry is indented to match.
     """
@@ -109,10 +115,11 @@ def fill_doc(obj):
         stripped = line.strip()
         if stripped.startswith("%(") and stripped.endswith(")s"):
             key = stripped[2:-2]
-            if key not in SHARED_PARAMETERS:
+            shared = {**SHARED_PARAMETERS, **SHARED_NOTES}
+            if key not in shared:
                 raise KeyError(f"No shared documentation for {key!r}.")
             indent = line[: len(line) - len(line.lstrip())]
-            entry = SHARED_PARAMETERS[key].strip("\n")
+            entry = shared[key].strip("\n")
             lines.append(textwrap.indent(entry, indent))
         else:
             lines.append(line)

@@ -12,7 +12,7 @@ __all__ = ["expand_shared_doc"]
 
 import textwrap
 
-from .._docstrings import SHARED_PARAMETERS
+from .._docstrings import SHARED_NOTES
 
 _SHARED_DOC = """
     loss : {loss_options}, default={loss_default!r}
@@ -203,7 +203,7 @@ _NOTES = """    Protocol of one step (Algorithm 1), with ``B = batch_size`` rows
     of each drawn row, ``O(t^2)`` work and traffic after ``t`` steps (the
     user guide tabulates the bytes per step against the paper's).
 
-""" + textwrap.indent(SHARED_PARAMETERS["whole_simulation"].strip("\n"), "    ")
+""" + textwrap.indent(SHARED_NOTES["whole_simulation"].strip("\n"), "    ")
 
 
 def expand_shared_doc(cls, loss_options, loss_default, loss_note="", lr_note=""):
