@@ -29,7 +29,10 @@ motion itself (orthogonal Procrustes on the known rows) and is scored
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import warnings
+
 import numpy as np
+from sklearn.decomposition import FastICA
 
 from .._privacy_core import attack_row
 from ._attacks import (
@@ -120,9 +123,6 @@ def _abs_corr(S, T):
 
 
 def _unmixed(Y):
-    from sklearn.decomposition import FastICA
-
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a non-converged ICA is still a guess
         return FastICA(n_components=Y.shape[1], whiten="unit-variance",
