@@ -126,3 +126,19 @@ def test_auto_keys_come_from_the_os_without_a_seed():
     assert seeded[0]._party_keys == seeded[1]._party_keys
     np.testing.assert_array_equal(seeded[0].decision_function(X),
                                   seeded[1].decision_function(X))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("partition", [1, 2])
+def test_shares_of_one_party_and_of_sparse_rows(partition, sparse):
+    import scipy.sparse as sp
+
+    X, y = make_classification(100, 6, random_state=0)
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) > 1, X, 0))
+    est = FDSKLClassifier(partition, max_iter=5, random_state=0).fit(X, y)
+    shares = est.export_shares()
+    expected = est.decision_function(X)
+    np.testing.assert_array_equal(predict_with_shares(
+        shares, [X[:, s.columns] for s in shares], "decision_function"), expected)
+    np.testing.assert_array_equal(est.consolidate().decision_function(X), expected)
