@@ -5,8 +5,6 @@
 
 from collections import defaultdict
 
-import numpy as np
-
 from ..crypto._array import EncryptedArray
 from ._contract import Ciphertext, Violation
 from ._leaves import element_size, leaves, structural_problems
@@ -203,11 +201,13 @@ def check_messages(estimator, messages, X=None, y=None, **fit_params):
                 problems = found
         for problem in problems:
             report(problem, rule.describe())
-        if not problems:
+        if len(payload) == len(rule.elements):
+            # what a leaf or size violation carries is still named
             for spec, value in zip(rule.elements, payload):
                 if isinstance(spec, Ciphertext):
-                    for problem in ledger.check(message, spec, value):
-                        report(problem, spec.describe())
+                    if not problems:
+                        for problem in ledger.check(message, spec, value):
+                            report(problem, spec.describe())
                 elif secrets and spec.semantic:
                     for problem in semantic.problems(
                             spec, value, message.receiver):

@@ -48,7 +48,7 @@ from scipy.stats import rankdata
 from ._leaves import leaves
 
 __all__ = ["R2_THRESHOLD", "RANK_THRESHOLD", "ROW_TOLERANCE",
-           "semantic_problems"]
+           "SemanticChecker"]
 
 #: a plaintext vector whose affine fit to a secret column has R^2 above this
 #: is reported as that secret (a copy with noise of 0.12 sd: 0.986)
@@ -121,6 +121,9 @@ class _Target:
         self.n = self.matrix.shape[0]
         self.std, self.cols = _standardise(self.matrix)
         self.raw = self.matrix[:, self.cols]
+        index = {id(secret): i for i, secret in enumerate(secrets)}
+        self.secret_ids = np.array(
+            [index[id(self.owner_of[c][0])] for c in self.cols], dtype=int)
         distinct = np.array([np.unique(c).size for c in self.raw.T], dtype=int)
         self.rich = distinct >= MIN_DISTINCT
         self.rank_std, _ = _standardise(rankdata(self.raw, axis=0))
@@ -145,40 +148,41 @@ def _r2_threshold(n):
     return R2_THRESHOLD if n >= MIN_WINDOW_ROWS else _R2_SHORT
 
 
-def _column_scores(columns, target):
-    """``(kind, score, target column)`` of the best match of any column."""
+def _per_secret(kind, scores, ok, target, found):
+    """Add to ``found`` the best passing column of each secret not in it."""
+    for sid in np.unique(target.secret_ids[ok]):
+        if int(sid) in found:
+            continue
+        cols = np.flatnonzero(ok & (target.secret_ids == sid))
+        j = int(cols[np.argmax(scores[cols])])
+        found[int(sid)] = (kind, float(scores[j]), j)
+
+
+def _column_scores(columns, target, found):
+    """Match candidate vectors (columns) with the secrets, into ``found``:
+    ``{secret: (kind, score, target column)}``, affine first."""
     n = target.n
     columns = columns[:, np.all(np.isfinite(columns), axis=0)]
     payload, _ = _standardise(columns)
     if payload.shape[1] == 0:
-        return None
-    r2 = np.square(payload.T @ target.std)
-    j = int(np.argmax(np.max(r2, axis=0)))
-    if r2[:, j].max() > _r2_threshold(n):
-        return ("affine", float(r2[:, j].max()), j)
+        return found
+    r2 = np.max(np.square(payload.T @ target.std), axis=0)
+    _per_secret("affine", r2, r2 > _r2_threshold(n), target, found)
     if n < MIN_WINDOW_ROWS or not target.rich.any():
-        return None
-    return _rank_and_sorted(columns, target)
-
-
-def _rank_and_sorted(raw, target):
-    """Exact rank and permutation comparisons of candidate vectors (columns)."""
-    rich = np.flatnonzero(target.rich)
-    ranks, _ = _standardise(rankdata(raw, axis=0))
+        return found
+    rich = target.rich
+    ranks, _ = _standardise(rankdata(columns, axis=0))
     if ranks.shape[1]:
-        rho = np.abs(ranks.T @ target.rank_std[:, rich])
-        if rho.max() > RANK_THRESHOLD:
-            j = int(rich[np.argmax(np.max(rho, axis=0))])
-            return ("monotone", float(rho.max()), j)
-    ordered, _ = _standardise(np.sort(raw, axis=0))
+        rho = np.where(rich, np.max(np.abs(ranks.T @ target.rank_std), 0), 0.0)
+        _per_secret("monotone", rho, rho > RANK_THRESHOLD, target, found)
+    ordered, _ = _standardise(np.sort(columns, axis=0))
     if ordered.shape[1]:
-        up = ordered.T @ target.sorted_up[:, rich]
-        down = ordered.T @ target.sorted_down[:, rich]
-        gap = 1.0 - np.maximum(np.abs(up), np.abs(down))
-        if gap.min() < SORTED_TOLERANCE:
-            j = int(rich[np.argmin(np.min(gap, axis=0))])
-            return ("permutation", float(1.0 - gap.min()), j)
-    return None
+        up = np.abs(ordered.T @ target.sorted_up)
+        down = np.abs(ordered.T @ target.sorted_down)
+        close = np.where(rich, np.max(np.maximum(up, down), axis=0), 0.0)
+        _per_secret("permutation", close, close > 1.0 - SORTED_TOLERANCE,
+                    target, found)
+    return found
 
 
 class _Windows:
@@ -234,30 +238,25 @@ def _top(scores, k):
     return np.argpartition(scores, scores.size - k)[scores.size - k:]
 
 
-def _window_scores(windows, target):
-    n, k = target.n, target.std.shape[1]
-    if k == 0:
-        return None
-    r = windows.correlations(target)
-    best = np.max(r ** 2, axis=1)
-    start = int(np.argmax(best))
-    if best[start] > _r2_threshold(n):
-        # the FFT screen is verified on the window itself
-        match = _column_scores(windows.window([start]), target)
-        if match is not None and match[0] == "affine":
-            return match
-    if not target.rich.any():
-        return None
-    ranked = np.max(np.abs(windows.correlations(target, "rank")), axis=1)
-    moments = np.min(
-        np.abs(windows.skew[:, None] - target.skew[None])
-        + np.abs(windows.kurt[:, None] - target.kurt[None])
-        / np.maximum(target.kurt[None], 1.0), axis=1)
+def _window_scores(windows, target, found):
+    """The best match among the candidate windows, each verified exactly.
+
+    The screens run over every window; the affine, rank and permutation
+    comparisons then run exactly on the candidates (single precision and
+    payloads of mixed scales blur a screen, never a verification).
+    """
+    best = np.max(windows.correlations(target) ** 2, axis=1)
     starts = {0, windows.count - 1}
     starts.update(_top(best, CANDIDATES).tolist())
-    starts.update(_top(ranked, CANDIDATES).tolist())
-    starts.update(_top(-moments, CANDIDATES).tolist())
-    return _rank_and_sorted(windows.window(sorted(starts)), target)
+    if target.n >= MIN_WINDOW_ROWS and target.rich.any():
+        ranked = np.max(np.abs(windows.correlations(target, "rank")), axis=1)
+        moments = np.min(
+            np.abs(windows.skew[:, None] - target.skew[None])
+            + np.abs(windows.kurt[:, None] - target.kurt[None])
+            / np.maximum(target.kurt[None], 1.0), axis=1)
+        starts.update(_top(ranked, CANDIDATES).tolist())
+        starts.update(_top(-moments, CANDIDATES).tolist())
+    return _column_scores(windows.window(sorted(starts)), target, found)
 
 
 def _row_match(array, secret):
@@ -310,7 +309,7 @@ class SemanticChecker:
         return self._targets[key]
 
     def problems(self, spec, value, receiver):
-        """Every secret ``value`` carries, in words (one per secret column)."""
+        """Every secret ``value`` carries, in words (one per secret)."""
         arrays = [a for a in (_as_float(leaf) for leaf in leaves(value))
                   if a is not None and a.size]
         if not arrays:
@@ -334,30 +333,23 @@ class SemanticChecker:
             target = self._target(secrets)
             if target.std.shape[1] == 0:
                 continue
-            match = self._aligned(arrays, target)
-            if match is None and n >= MIN_WINDOW_ROWS:
+            found = {}
+            self._aligned(arrays, target, found)
+            if n >= MIN_WINDOW_ROWS:
                 if flat is None:
                     flat = np.concatenate([a.ravel() for a in arrays])
                     flat = flat[np.isfinite(flat)][:MAX_VALUES]
                 if flat.size >= n:
-                    match = _window_scores(_Windows(flat, n), target)
-            if match is not None:
-                out.append(_describe(match, target))
+                    _window_scores(_Windows(flat, n), target, found)
+            out += [_describe(match, target) for match in found.values()]
         return out
 
     @staticmethod
-    def _aligned(arrays, target):
+    def _aligned(arrays, target, found):
         for array in arrays:
             for axis in range(array.ndim):
                 if array.shape[axis] != target.n:
                     continue
                 columns = np.moveaxis(array, axis, 0).reshape(target.n, -1)
-                match = _column_scores(columns[:, :_MAX_COLUMNS], target)
-                if match is not None:
-                    return match
-        return None
+                _column_scores(columns[:, :_MAX_COLUMNS], target, found)
 
-
-def semantic_problems(spec, value, receiver, secrets):
-    """Problems of one element (a one-off :class:`SemanticChecker`)."""
-    return SemanticChecker(secrets).problems(spec, value, receiver)

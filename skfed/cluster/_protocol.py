@@ -256,8 +256,8 @@ def kernel_kmeans_contract(estimator):
                    _N_BUCKETS),
         Rule("setup: scale", "server", "user",
              (public("the common power-of-two scale"),)),
-        masked_sum("setup: moments", "(Q sum x, sum ||x||^2), Q from the users' key",
-                   "features + 1"),
+        masked_sum("setup: moments", "(Q sum x, sum ||x||^2), Q from the users' key "
+                   "(x zero-padded to a power of two)", "2 * features + 1"),
         Rule("setup: gamma", "server", "user", (public("the kernel width"),)),
         Rule("dspgd t=*", "server", "user",
              (public("t"), public("eta_t")),

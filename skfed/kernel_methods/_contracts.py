@@ -38,10 +38,14 @@ _T2 = "sums of fresh ring masks only (no data)"
 
 
 def random_features(sizes):
-    """The model's random features (FDSKL's drawn so far, AVFKAM's all)."""
+    """The random features a fit may draw: FDSKL's ``n_components_per_iter``
+    per step for at most ``max_iter`` steps (a diverged fit keeps fewer
+    than it sent), AVFKAM's ``n_random_features``."""
     est = sizes["est"]
-    drawn = getattr(est, "n_components_", None)
-    return int(drawn if drawn is not None else est.n_random_features)
+    per_step = getattr(est, "n_components_per_iter", None)
+    if per_step is not None:
+        return int(est.max_iter) * int(per_step)
+    return int(est.n_random_features)
 
 
 def rows_x_features(sizes):
