@@ -11,6 +11,7 @@ receiver's own share, or a plaintext exposure the paper itself accepts.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import functools
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
@@ -30,6 +31,13 @@ __all__ = [
     "Secret",
     "Violation",
 ]
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(expression):
+    # a contract's size expressions, compiled once (they are the contract
+    # author's code, evaluated over public sizes only)
+    return compile(expression, "<max_size>", "eval")
 
 
 class Element:
@@ -111,7 +119,8 @@ class Element:
             return None
         try:
             if isinstance(bound, str):
-                value = eval(bound, {"__builtins__": {}},  # noqa: S307
+                code = _compiled(bound)
+                value = eval(code, {"__builtins__": {}},  # noqa: S307
                              {"min": min, "max": max, "len": len, **sizes})
             elif callable(bound):
                 value = bound(sizes)

@@ -16,15 +16,18 @@ Three comparisons, each invariant to a family of disguises:
   :data:`R2_THRESHOLD` (an affine image, a rounded copy, a copy plus noise
   of 0.12 standard deviations: R^2 = 1 / 1.0144 = 0.986);
 - **rank**: the absolute Spearman correlation above :data:`RANK_THRESHOLD`
-  (any monotone transform: x^3, exp(x), a signed square root, the ranks,
-  the reversed order of values);
+  (any monotone transform: x^3, exp(x), a signed square root, the ranks);
 - **permutation**: the sorted values equal the sorted secret up to an
-  affine map (a copy in an order the receiver may know).
+  affine map (a copy in an order the receiver may know, or reversed).
+
+Each secret a payload carries is reported once, by the first comparison
+that finds it (in that order).
 
 Windows cost: the affine comparison runs on every window, with one FFT
 correlation per secret column (``O(L log L)`` for an element of ``L``
-values); the rank and permutation comparisons run exactly on a few
-candidate windows per secret column: the first and the last, the
+values; the secrets of one length are stacked); the rank and permutation
+comparisons run exactly on at most 26 candidate windows per secret length:
+the first and the last, the
 :data:`CANDIDATES` windows best by the affine score, by the same score
 computed on the ranks of the whole element (a monotone image stays monotone
 there), and by closeness of the window's skewness and kurtosis to the
@@ -216,7 +219,10 @@ class _Windows:
             spectrum, var = self.spectrum, self.var
         else:
             if self._ranked is None:
-                ranked = rankdata(self.flat)
+                # ordinal ranks are enough for a screen (ties are rare in
+                # floats; the verification uses average ranks)
+                ranked = np.empty(self.flat.size)
+                ranked[np.argsort(self.flat)] = np.arange(self.flat.size)
                 ranked = (ranked - ranked.mean()) / (ranked.std() or 1.0)
                 c = np.concatenate([[0.0], np.cumsum(ranked), ])
                 c2 = np.concatenate([[0.0], np.cumsum(ranked ** 2)])

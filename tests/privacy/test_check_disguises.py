@@ -12,7 +12,9 @@ import pytest
 from scipy.stats import rankdata
 
 from skfed._privacy_core import _leaves, _semantic
-from skfed.federation import Message
+from skfed.federation import Message, record_messages
+from skfed.kernel_methods import FDSKLClassifier
+from skfed.partition import VerticalPartition
 from skfed.privacy import (
     Aggregate,
     Contract,
@@ -29,7 +31,7 @@ rng = np.random.RandomState(0)
 X = rng.normal(size=(N, 4))
 Y = (X[:, 0] > 0).astype(float)
 COLUMN = X[:, 2]
-PERMUTATION = np.random.RandomState(1).permutation(N)  # known to both
+PERMUTATION = np.random.RandomState(1).permutation(1000)  # known to both
 
 
 class _Protocol:
@@ -68,41 +70,42 @@ def _noisy(x):
 
 AFFINE = ("affine", "monotone", "permutation")  # an exact copy: all three
 
-# name -> (phase, disguised payload, the detectors that report it, words
-# of the report)
+# name -> (phase, disguise of a column x, the detectors that report it,
+# words of the report)
 DISGUISES = {
     # caught before issue 25
-    "plain copy": ("values", COLUMN, AFFINE, "affine image"),
-    "affine copy": ("values", 3 * COLUMN - 7, AFFINE, "affine image"),
-    "int16": ("values", np.round(COLUMN * 1000).astype(np.int16),
+    "plain copy": ("values", lambda x: x, AFFINE, "affine image"),
+    "affine copy": ("values", lambda x: 3 * x - 7, AFFINE, "affine image"),
+    "int16": ("values", lambda x: np.round(x * 1000).astype(np.int16),
               ("affine", "monotone"), "affine image"),
-    "complex": ("values", COLUMN.astype(complex), ("leaves",),
+    "complex": ("values", lambda x: x.astype(complex), ("leaves",),
                 "dtype kind 'c'"),
     # passed before issue 25
-    "known permutation": ("values", COLUMN[PERMUTATION], ("permutation",),
-                          "a permutation"),
-    "reversed": ("values", COLUMN[::-1], ("permutation",), "a permutation"),
-    "x^3": ("values", COLUMN ** 3, ("monotone",), "monotone image"),
-    "exp(x)": ("values", np.exp(COLUMN), ("monotone",), "monotone image"),
-    "signed sqrt": ("values", np.sign(COLUMN) * np.sqrt(np.abs(COLUMN)),
+    "known permutation": ("values", lambda x: x[PERMUTATION[PERMUTATION < x.size]],
+                          ("permutation",), "a permutation"),
+    "reversed": ("values", lambda x: x[::-1], ("permutation",),
+                 "a permutation"),
+    "x^3": ("values", lambda x: x ** 3, ("monotone",), "monotone image"),
+    "exp(x)": ("values", np.exp, ("monotone",), "monotone image"),
+    "signed sqrt": ("values", lambda x: np.sign(x) * np.sqrt(np.abs(x)),
                     ("monotone",), "monotone image"),
-    "ranks": ("values", rankdata(COLUMN), ("monotone",), "monotone image"),
-    "noise 0.12 sd": ("values", _noisy(COLUMN), ("affine", "monotone"),
+    "ranks": ("values", rankdata, ("monotone",), "monotone image"),
+    "noise 0.12 sd": ("values", _noisy, ("affine", "monotone"),
                       "affine image"),
-    "one value appended": ("values", np.append(COLUMN, 0.5), AFFINE,
+    "one value appended": ("values", lambda x: np.append(x, 0.5), AFFINE,
                            "affine image"),
-    "reshaped (n/2, 2)": ("values", COLUMN.reshape(N // 2, 2), AFFINE,
+    "reshaped (n/2, 2)": ("values", lambda x: x.reshape(-1, 2), AFFINE,
                           "affine image"),
-    "float32 bytes": ("values", COLUMN.astype(np.float32).tobytes(),
+    "float32 bytes": ("values", lambda x: x.astype(np.float32).tobytes(),
                       ("leaves",), "bytes"),
-    "str": ("name", ",".join(f"{v:.6f}" for v in COLUMN), ("leaves",),
+    "str": ("name", lambda x: ",".join(f"{v:.6f}" for v in x), ("leaves",),
             "longer than the 16 characters"),
-    "dict key": ("values", {float(v): 0 for v in COLUMN}, ("leaves",),
+    "dict key": ("values", lambda x: {float(v): 0 for v in x}, ("leaves",),
                  "a dict"),
-    "list of floats": ("values", [float(v) for v in COLUMN],
+    "list of floats": ("values", lambda x: [float(v) for v in x],
                        ("leaves",) + AFFINE, "Python list holding 120 float(s)"),
-    "300-vector aggregate": ("aggregate", rng.normal(size=300), ("size",),
-                             "300 value(s) where at most 4"),
+    "300-vector aggregate": ("aggregate", lambda x: rng.normal(size=300),
+                             ("size",), "300 value(s) where at most 4"),
 }
 DETECTORS = ("affine", "monotone", "permutation", "leaves", "size")
 
@@ -123,7 +126,8 @@ def _disable(monkeypatch, detector):
 
 
 def _found(name):
-    phase, payload, _, _ = DISGUISES[name]
+    phase, disguise, _, _ = DISGUISES[name]
+    payload = disguise(COLUMN)
     return check_messages(_Protocol(), [Message("p", "a", phase, 0, 0, 0,
                                                  (payload,))], X, Y)
 
@@ -158,7 +162,8 @@ def test_each_detector_alone_reports_it_and_none_else_does(name, monkeypatch):
 @pytest.mark.parametrize("offset", [0, 37, 3 * N])
 def test_disguise_anywhere_in_a_long_payload(name, offset):
     # honest-looking values around the copy: any window is searched
-    _, payload, _, words = DISGUISES[name]
+    _, disguise, _, words = DISGUISES[name]
+    payload = disguise(COLUMN)
     filler = np.random.RandomState(3).uniform(-2**31, 2**31, size=3 * N)
     values = np.insert(filler, offset, payload)
     found = check_messages(_Protocol(), [_message("values", values)], X, Y)
@@ -193,3 +198,30 @@ def test_size_bounds_need_the_row_count():
     found = check_messages(_Protocol(), [
         _message("aggregate", np.zeros(5))])
     assert "5 value(s) where at most 4 (4)" in found[0].found
+
+
+@pytest.fixture(scope="module")
+def fdskl_fit():
+    X_fit = np.random.RandomState(7).normal(size=(150, 6))
+    y_fit = (X_fit[:, 0] + X_fit[:, 3] > 0).astype(int)
+    with record_messages() as rec:
+        est = FDSKLClassifier(VerticalPartition(3), max_iter=4, batch_size=150,
+                              random_state=0).fit(X_fit, y_fit)
+    return est, rec.messages, X_fit, y_fit
+
+
+@pytest.mark.parametrize("name", sorted(DISGUISES))
+def test_every_disguise_is_reported_in_a_real_protocol(name, fdskl_fit):
+    # FDSKL's decision sums (declared inherent for the labels only): one
+    # party sends, in their place, a disguise of party1's first column to
+    # the label holder
+    est, messages, X_fit, y_fit = fdskl_fit
+    honest = next(m for m in messages if m.phase == "step/decision"
+                  and m.receiver == "party0" and m.sender != "party1")
+    assert check_messages(est, [honest], X_fit, y_fit) == []
+    column = X_fit[:, est.partition_.columns(1)[0]]
+    forged = honest._replace(payload=(DISGUISES[name][1](column),))
+    found = check_messages(est, [forged], X_fit, y_fit)
+    assert found, name
+    semantic = [v.found for v in found if "'s columns" in v.found]
+    assert all("party1's columns" in text for text in semantic)
