@@ -127,11 +127,12 @@ def check_messages(estimator, messages, X=None, y=None, **fit_params):
         secrets of a party other than the receiver (``_privacy_secrets``),
         unless the contract exempts it: not as an affine image (R^2 above
         ``R2_THRESHOLD``, which a copy with noise of 0.12 standard
-        deviations crosses), a monotone image (|Spearman| above
-        ``RANK_THRESHOLD``) or a permutation (equal sorted values), along
-        any axis of a leaf or in any contiguous window of the element
-        flattened (see :mod:`skfed._privacy_core._semantic` for the windows
-        searched). ``X`` also gives the row count the size bounds use.
+        deviations crosses), a monotone image (absolute Spearman
+        correlation above ``RANK_THRESHOLD``) or a permutation (equal sorted
+        values), along any axis of a leaf or in any contiguous window of the
+        element flattened (``skfed._privacy_core._semantic`` says which
+        windows are searched). ``X`` also gives the row count the size
+        bounds use.
 
     **fit_params
         Passed to ``_privacy_secrets`` (e.g. ``sample_party``).

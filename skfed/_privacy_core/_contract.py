@@ -68,9 +68,9 @@ class Element:
         the public sizes (``"rows * est.n_components_"``: ``rows``, the rows
         of the fit or of the largest prediction query, ``features``, the
         columns, ``est``, the fitted estimator, and ``min``, ``max``,
-        ``len``); or a
-        callable of a dict of those names. None declares no bound, which
-        the contract tests refuse (every shipped element has one).
+        ``len``); or a callable of a dict of those names. None declares no
+        bound, which the contract tests refuse (every shipped element has
+        one).
 
     text : int, default=0
         The longest string a leaf may be (a party name, a table name);
@@ -105,11 +105,13 @@ class Element:
         return text + self._describe_size()
 
     def _describe_size(self):
+        text = (f", strings of up to {self.text} characters" if self.text
+                else "")
         if self.max_size is None:
-            return ""
+            return text
         bound = (self.max_size if isinstance(self.max_size, (int, str))
                  else getattr(self.max_size, "__name__", "a callable"))
-        return f", at most {bound} value(s)"
+        return f"{text}, at most {bound} value(s)"
 
     def size_bound(self, sizes):
         """The evaluated ``max_size`` (an int), or None when it is not

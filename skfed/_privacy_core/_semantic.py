@@ -58,7 +58,7 @@ __all__ = ["R2_THRESHOLD", "RANK_THRESHOLD", "ROW_TOLERANCE",
 R2_THRESHOLD = 0.97
 #: below this many rows the affine threshold is 0.99 (chance correlations)
 _R2_SHORT = 0.99
-#: |Spearman| above this: a monotone image of the secret
+#: an absolute Spearman correlation above this: a monotone image of the secret
 RANK_THRESHOLD = 0.97
 #: sorted values whose affine fit to the sorted secret leaves less than this
 #: fraction of the variance: a permutation of the secret
