@@ -12,7 +12,7 @@ and below the algorithms; :mod:`skfed.privacy` is its public face, with
 # SPDX-License-Identifier: BSD-3-Clause
 
 from ._attack_table import ATTACK_COLUMNS, attack_row
-from ._check import R2_THRESHOLD, ROW_TOLERANCE, check_messages
+from ._check import R2_THRESHOLD, RANK_THRESHOLD, ROW_TOLERANCE, check_messages
 from ._contract import (
     Aggregate,
     Ciphertext,
@@ -28,7 +28,7 @@ from ._contract import (
     Violation,
 )
 from ._party_data_checks import check_party_data_messages
-from ._secure_sum_rules import secure_sum_rules
+from ._secure_sum_rules import SEED_SIZE, secure_sum_rules
 
 __all__ = [
     "Contract",
@@ -46,8 +46,10 @@ __all__ = [
     "check_messages",
     "check_party_data_messages",
     "secure_sum_rules",
+    "SEED_SIZE",
     "attack_row",
     "ATTACK_COLUMNS",
     "R2_THRESHOLD",
+    "RANK_THRESHOLD",
     "ROW_TOLERANCE",
 ]

@@ -3,105 +3,17 @@
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import numbers
 from collections import defaultdict
 
-import numpy as np
-
-from ..crypto import PaillierPublicKey, PlaintextPublicKey
 from ..crypto._array import EncryptedArray
-from ..crypto._plaintext import PlaintextArray
-from ._contract import Ciphertext, Public, Violation
+from ._contract import Ciphertext, Violation
+from ._leaves import element_size, leaves, structural_problems
 from ._party_data_checks import check_party_data_messages
+from ._semantic import (R2_THRESHOLD, RANK_THRESHOLD, ROW_TOLERANCE,
+                        SemanticChecker)
 
-__all__ = ["check_messages", "R2_THRESHOLD", "ROW_TOLERANCE"]
-
-#: a plaintext column whose affine fit to a secret column has R^2 above this
-#: is reported as that secret
-R2_THRESHOLD = 0.99
-#: a plaintext vector within this relative distance of a private row is it
-ROW_TOLERANCE = 1e-6
-# Bounds on the work of one semantic comparison (columns of one payload).
-_MAX_COLUMNS = 4096
-
-
-def _leaves(value):
-    """Every leaf of a payload element (containers are walked)."""
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _leaves(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _leaves(item)
-    else:
-        yield value
-
-
-def _is_encrypted(leaf):
-    return isinstance(leaf, (EncryptedArray, PlaintextArray))
-
-
-def _describe_leaf(leaf):
-    if isinstance(leaf, EncryptedArray):
-        return f"a ciphertext array of shape {leaf.shape}"
-    if isinstance(leaf, PlaintextArray):
-        return f"an unencrypted PlaintextArray of shape {leaf.shape}"
-    if isinstance(leaf, np.ndarray):
-        return f"a plaintext {leaf.dtype} array of shape {leaf.shape}"
-    return f"a plaintext {type(leaf).__name__}"
-
-
-def _dtype_kind(leaf):
-    if isinstance(leaf, np.ndarray):
-        return leaf.dtype.kind
-    if isinstance(leaf, (bool, np.bool_)):
-        return "b"
-    if isinstance(leaf, numbers.Integral):
-        return "i"
-    if isinstance(leaf, numbers.Real):
-        return "f"
-    if isinstance(leaf, numbers.Complex):
-        return "c"
-    return None
-
-
-def _structural_problems(rule, payload, plaintext_mode):
-    if len(payload) != len(rule.elements):
-        return [f"{len(payload)} payload element(s) where the rule declares "
-                f"{len(rule.elements)}"]
-    problems = []
-    for position, (spec, value) in enumerate(zip(rule.elements, payload)):
-        for leaf in _leaves(value):
-            where = f"element {position}: {_describe_leaf(leaf)}"
-            if isinstance(spec, Ciphertext):
-                ok = isinstance(leaf, EncryptedArray) or (
-                    plaintext_mode and isinstance(leaf, PlaintextArray))
-                if not ok:
-                    problems.append(f"{where} where a ciphertext is declared")
-                continue
-            if _is_encrypted(leaf):
-                problems.append(f"{where} where {spec.kind} is declared")
-                continue
-            if isinstance(leaf, (PaillierPublicKey, PlaintextPublicKey)):
-                # A public key is public: allowed where Public is declared.
-                if not isinstance(spec, Public):
-                    problems.append(f"{where} where {spec.kind} is declared")
-                continue
-            if leaf is None or isinstance(leaf, (str, bytes, slice, range)):
-                continue
-            kind = _dtype_kind(leaf)
-            if kind is None:
-                problems.append(f"{where}, not a number or array")
-            elif spec.dtype is not None and kind not in spec.dtype:
-                problems.append(f"{where}: dtype kind {kind!r} where "
-                                f"{spec.dtype!r} is declared")
-            elif spec.dtype is None and kind not in "biuf":
-                problems.append(f"{where}: dtype kind {kind!r} is not numeric")
-            elif spec.validate is not None:
-                problem = spec.validate(leaf)
-                if problem:
-                    problems.append(f"{where}: {problem}")
-    return problems
+__all__ = ["check_messages", "R2_THRESHOLD", "RANK_THRESHOLD", "ROW_TOLERANCE",
+           "public_sizes"]
 
 
 class _CiphertextLedger:
@@ -114,7 +26,7 @@ class _CiphertextLedger:
 
     def check(self, message, spec, value):
         problems = []
-        for leaf in _leaves(value):
+        for leaf in leaves(value):
             if not isinstance(leaf, EncryptedArray):
                 continue
             n = int(leaf.public_key.n)
@@ -142,104 +54,49 @@ class _CiphertextLedger:
         return problems
 
     def record(self, message, payload):
-        for leaf in _leaves(payload):
+        for leaf in leaves(payload):
             if isinstance(leaf, EncryptedArray):
                 raw = set(leaf.ciphertexts.ravel().tolist())
                 self.received[message.receiver] |= raw
                 self.sent[message.sender] |= raw
 
 
-def _standardised_columns(matrix):
-    matrix = np.asarray(matrix, dtype=float)
-    if matrix.ndim == 1:
-        matrix = matrix[:, None]
-    keep = np.all(np.isfinite(matrix), axis=0)
-    matrix = matrix[:, keep]
-    centred = matrix - matrix.mean(axis=0)
-    norms = np.linalg.norm(centred, axis=0)
-    ok = norms > 1e-12 * max(1.0, float(np.max(np.abs(matrix), initial=0.0)))
-    return centred[:, ok] / norms[ok], np.flatnonzero(keep)[ok]
-
-
-def _numeric_array(leaf):
-    if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "biuf" and leaf.size:
-        if leaf.dtype.kind == "u" and leaf.dtype.itemsize in (4, 8):
-            # ring values (Z_2^64, or angles in Z_2^32): read in two's
-            # complement, as a decoder would, so that small negative values
-            # (an unmasked angle just below 0) stay next to small positive ones
-            signed = np.int64 if leaf.dtype.itemsize == 8 else np.int32
-            return leaf.astype(signed).astype(float)
-        return leaf.astype(float)
-    return None
-
-
-def _affine_match(array, secret):
-    """The best R^2 of an affine fit of a secret column on a payload column."""
-    n = secret.values.shape[0]
-    target, target_cols = _standardised_columns(secret.values)
-    if target.shape[1] == 0:
+def _rows_of(X):
+    if X is None:
         return None
-    best = None
-    for axis in range(array.ndim):
-        if array.shape[axis] != n or n < 3:
-            continue
-        columns = np.moveaxis(array, axis, 0).reshape(n, -1)[:, :_MAX_COLUMNS]
-        payload, _ = _standardised_columns(columns)
-        if payload.shape[1] == 0:
-            continue
-        r2 = np.square(payload.T @ target)
-        j = int(np.argmax(np.max(r2, axis=0)))
-        score = float(np.max(r2[:, j]))
-        if best is None or score > best[0]:
-            best = (score, int(target_cols[j]))
-    return best
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0])
+    return len(X)
 
 
-def _row_match(array, secret):
-    """The smallest relative distance of a payload vector to a private row."""
-    rows = np.asarray(secret.values, dtype=float)
-    d = rows.shape[1]
-    if d < 2:
-        return None
-    best = None
-    for axis in range(array.ndim):
-        if array.shape[axis] != d:
-            continue
-        vectors = np.moveaxis(array, axis, -1).reshape(-1, d)[:_MAX_COLUMNS]
-        dist = np.sqrt(np.maximum(
-            np.square(vectors).sum(1)[:, None] - 2 * vectors @ rows.T
-            + np.square(rows).sum(1)[None, :], 0.0))
-        rel = dist / np.maximum(np.linalg.norm(rows, axis=1)[None, :], 1e-12)
-        i = int(np.argmin(np.min(rel, axis=0)))
-        score = float(np.min(rel[:, i]))
-        if best is None or score < best[0]:
-            best = (score, i)
-    return best
+def public_sizes(estimator, X=None, messages=(), contract=None):
+    """The names a contract's ``max_size`` expressions may use.
 
-
-def _semantic_problems(spec, value, receiver, secrets):
-    problems = []
-    for leaf in _leaves(value):
-        array = _numeric_array(leaf)
-        if array is None:
-            continue
-        for secret in secrets:
-            if secret.owner == receiver or secret.kind in spec.exempt:
-                continue
-            if secret.kind == "rows":
-                match = _row_match(array, secret)
-                if match is not None and match[0] < ROW_TOLERANCE:
-                    problems.append(
-                        f"a vector equal to private row {match[1]} of "
-                        f"{secret.owner} ({secret.name})")
-            else:
-                match = _affine_match(array, secret)
-                if match is not None and match[0] > R2_THRESHOLD:
-                    problems.append(
-                        f"an affine image (R^2 = {match[0]:.4f}) of "
-                        f"{secret.owner}'s {secret.kind} ({secret.name}, "
-                        f"column {match[1]})")
-    return problems
+    ``rows``: the rows of the fit (from ``X``, else the estimator's
+    ``_privacy_n_rows``), raised to the largest prediction query among
+    ``messages`` (elements declared ``query=True``); ``features``: the
+    columns (``n_features_in_``); ``est``: the estimator. An estimator may
+    override these with ``_privacy_sizes(X)`` (PSI: the largest id set).
+    """
+    rows = _rows_of(X)
+    if rows is None:
+        rows = getattr(estimator, "_privacy_n_rows", None)
+    features = getattr(estimator, "n_features_in_", None)
+    if features is None and X is not None and getattr(X, "ndim", 0) == 2:
+        features = int(X.shape[1])
+    sizes = {"rows": rows, "features": features, "est": estimator}
+    hook = getattr(estimator, "_privacy_sizes", None)
+    if hook is not None:
+        sizes.update(hook(X))
+    if contract is not None and sizes["rows"] is not None:
+        for message in messages:
+            for rule in contract.rules_for(message.phase):
+                payload = tuple(message.payload or ())
+                for spec, value in zip(rule.elements, payload):
+                    if spec.query:
+                        sizes["rows"] = max(sizes["rows"], element_size(value))
+    return sizes
 
 
 def _contract_of(estimator):
@@ -266,10 +123,16 @@ def check_messages(estimator, messages, X=None, y=None, **fit_params):
 
     X, y : array-like, optional
         The data of the fit. When given, the semantic checks run too: no
-        plaintext payload may equal, or be an affine image (R^2 above
-        ``R2_THRESHOLD``) of, a private column, the labels or other secrets
-        of a party other than the receiver (``_privacy_secrets``), unless the
-        contract exempts it.
+        plaintext element may carry a private column, the labels or other
+        secrets of a party other than the receiver (``_privacy_secrets``),
+        unless the contract exempts it: not as an affine image (R^2 above
+        ``R2_THRESHOLD``, which a copy with noise of 0.12 standard
+        deviations crosses), a monotone image (absolute Spearman
+        correlation above ``RANK_THRESHOLD``) or a permutation (equal sorted
+        values), along any axis of a leaf or in any contiguous window of the
+        element flattened (``skfed._privacy_core._semantic`` says which
+        windows are searched). ``X`` also gives the row count the size
+        bounds use.
 
     **fit_params
         Passed to ``_privacy_secrets`` (e.g. ``sample_party``).
@@ -284,7 +147,13 @@ def check_messages(estimator, messages, X=None, y=None, **fit_params):
     Structural checks: every message must match a rule by phase and roles,
     with exactly the declared payload elements; a ciphertext where plaintext
     is declared, or plaintext where a ciphertext is declared, a wrong dtype
-    kind, one key declared under two owners, are violations. Raw ciphertexts
+    kind, one key declared under two owners, are violations. Only whitelisted
+    leaves travel (arrays and numbers of a declared dtype kind, None,
+    ciphertexts, public keys where public values are declared, strings no
+    longer than the element's ``text``): bytes, a dict, a Python list of
+    floats or any other object is a violation. An element holding more
+    values than its ``max_size`` is one too (bounds that need the row count
+    are checked when ``X`` is given or the estimator knows it). Raw ciphertexts
     of elements declared ``fresh`` never repeat: not inside one message, not
     twice to one receiver, and never back to a party that sent them (a
     homomorphic result that was not re-randomised equals its input when it
@@ -296,6 +165,8 @@ def check_messages(estimator, messages, X=None, y=None, **fit_params):
     plaintext_mode = getattr(estimator, "encryption", "paillier") is None
     secrets = ([] if X is None else
                list(estimator._privacy_secrets(X, y, **fit_params)))
+    semantic = SemanticChecker(secrets)
+    sizes = public_sizes(estimator, X, messages, contract)
     ledger = _CiphertextLedger()
     violations = []
     for index, message in enumerate(messages):
@@ -322,7 +193,8 @@ def check_messages(estimator, messages, X=None, y=None, **fit_params):
             continue
         rule, problems = candidates[0], None
         for candidate in candidates:
-            found = _structural_problems(candidate, payload, plaintext_mode)
+            found = structural_problems(candidate, payload, plaintext_mode,
+                                        sizes)
             if not found:
                 rule, problems = candidate, []
                 break
@@ -330,14 +202,16 @@ def check_messages(estimator, messages, X=None, y=None, **fit_params):
                 problems = found
         for problem in problems:
             report(problem, rule.describe())
-        if not problems:
+        if len(payload) == len(rule.elements):
+            # what a leaf or size violation carries is still named
             for spec, value in zip(rule.elements, payload):
                 if isinstance(spec, Ciphertext):
-                    for problem in ledger.check(message, spec, value):
-                        report(problem, spec.describe())
+                    if not problems:
+                        for problem in ledger.check(message, spec, value):
+                            report(problem, spec.describe())
                 elif secrets and spec.semantic:
-                    for problem in _semantic_problems(
-                            spec, value, message.receiver, secrets):
+                    for problem in semantic.problems(
+                            spec, value, message.receiver):
                         report(problem, spec.describe())
         ledger.record(message, payload)
     return violations

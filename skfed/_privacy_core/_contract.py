@@ -11,6 +11,7 @@ receiver's own share, or a plaintext exposure the paper itself accepts.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import functools
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
@@ -30,6 +31,13 @@ __all__ = [
     "Secret",
     "Violation",
 ]
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(expression):
+    # a contract's size expressions, compiled once (they are the contract
+    # author's code, evaluated over public sizes only)
+    return compile(expression, "<max_size>", "eval")
 
 
 class Element:
@@ -52,6 +60,25 @@ class Element:
         ``validate(leaf) -> str or None``: a protocol-specific check of each
         plaintext leaf (for example that an object array holds group
         elements, not raw ids); a returned string is reported as a problem.
+
+    max_size : int, str, callable or None, default=None
+        The most values the element may hold, all its leaves together (an
+        array counts its entries, a ciphertext array its ciphertexts, a
+        scalar or a string one, None nothing). An int; an expression over
+        the public sizes (``"rows * est.n_components_"``: ``rows``, the rows
+        of the fit or of the largest prediction query, ``features``, the
+        columns, ``est``, the fitted estimator, and ``min``, ``max``,
+        ``len``); or a callable of a dict of those names. None declares no
+        bound, which the contract tests refuse (every shipped element has
+        one).
+
+    text : int, default=0
+        The longest string a leaf may be (a party name, a table name);
+        0 allows no string.
+
+    query : bool, default=False
+        The element carries the row ids of a prediction query: its size
+        bounds the ``rows`` of the messages that answer it.
     """
 
     kind = "element"
@@ -61,17 +88,49 @@ class Element:
     #: message timeline colours apart from plain values
     hides_values = False
 
-    def __init__(self, note="", *, dtype=None, exempt=(), validate=None):
+    def __init__(self, note="", *, dtype=None, exempt=(), validate=None,
+                 max_size=None, text=0, query=False):
         self.note = note
         self.dtype = dtype
         self.exempt = tuple(exempt)
         self.validate = validate
+        self.max_size = max_size
+        self.text = int(text)
+        self.query = bool(query)
 
     def describe(self):
         text = self.kind + (f" ({self.note})" if self.note else "")
         if self.dtype:
             text += f" of dtype kind {self.dtype!r}"
-        return text
+        return text + self._describe_size()
+
+    def _describe_size(self):
+        text = (f", strings of up to {self.text} characters" if self.text
+                else "")
+        if self.max_size is None:
+            return text
+        bound = (self.max_size if isinstance(self.max_size, (int, str))
+                 else getattr(self.max_size, "__name__", "a callable"))
+        return f"{text}, at most {bound} value(s)"
+
+    def size_bound(self, sizes):
+        """The evaluated ``max_size`` (an int), or None when it is not
+        declared or needs a size the checker does not know."""
+        bound = self.max_size
+        if bound is None:
+            return None
+        try:
+            if isinstance(bound, str):
+                code = _compiled(bound)
+                value = eval(code, {"__builtins__": {}},  # noqa: S307
+                             {"min": min, "max": max, "len": len, **sizes})
+            elif callable(bound):
+                value = bound(sizes)
+            else:
+                value = bound
+            return int(value)
+        except (TypeError, AttributeError, ValueError):
+            return None  # rows unknown (None), or an unfitted estimator
 
     def __repr__(self):
         return f"{type(self).__name__}({self.note!r})"
@@ -88,14 +147,15 @@ class Ciphertext(Element):
     kind = "ciphertext"
     semantic = False
 
-    def __init__(self, key_owner, note="", *, fresh=True):
-        super().__init__(note)
+    def __init__(self, key_owner, note="", *, fresh=True, max_size=None):
+        super().__init__(note, max_size=max_size)
         self.key_owner = key_owner
         self.fresh = fresh
 
     def describe(self):
         text = f"ciphertext under {self.key_owner}'s key"
-        return text + (f" ({self.note})" if self.note else "")
+        return (text + (f" ({self.note})" if self.note else "")
+                + self._describe_size())
 
     def __repr__(self):
         return f"Ciphertext({self.key_owner!r}, fresh={self.fresh})"
@@ -131,8 +191,9 @@ class Aggregate(Element):
         self.min_rows = int(min_rows)
 
     def describe(self):
-        return f"aggregate over >= {self.min_rows} rows" + (
-            f" ({self.note})" if self.note else "")
+        return (f"aggregate over >= {self.min_rows} rows"
+                + (f" ({self.note})" if self.note else "")
+                + self._describe_size())
 
 
 class OwnShare(Element):

@@ -60,18 +60,20 @@ def psi_contract(group=DEFAULT_GROUP):
                  "party before the receiver on the set's route, in the owner's "
                  "secret order (or in L's, for the hub's set); random group "
                  "elements to anyone missing a key (DDH)",
-                 dtype=group.message_kind, validate=group.check_points),),
+                 dtype=group.message_kind, validate=group.check_points,
+                 max_size="rows"),),
              note="the length of the message is the size of the owner's set: "
                   "inherent to DH-PSI"),
         Rule("reveal positions", sender="hub", receiver="party",
              elements=(Inherent(
                  "positions, in the order the receiver itself sent, of its values "
-                 "in the intersection: the receiver's output", dtype="iu"),),
+                 "in the intersection: the receiver's output", dtype="iu",
+                 max_size="rows"),),
              note="positions into an order only the receiver can undo"),
         Rule("reveal positions", sender="last", receiver="hub",
              elements=(Inherent(
                  "the hub's rows of the intersection, sorted: the hub's output",
-                 dtype="iu"),),
+                 dtype="iu", max_size="rows"),),
              note="L undoes its own shuffle; sorted, so the order says nothing"),
     ])
 
@@ -280,6 +282,7 @@ class PSIAudit:
                 exponent_bits=self.exponent_bits, party_names=names,
                 key_log=keys)
         self.keys_ = keys
+        self._set_sizes = [len(ids) for ids in id_lists]
         self.intersection_ = sorted(id_lists[0][i] for i in rows[0])
         return self
 
@@ -308,6 +311,14 @@ class PSIAudit:
     def _privacy_roles(self):
         names, hub = self._fitted_or_declared()
         return psi_roles(names, hub)
+
+    def _privacy_sizes(self, X=None):
+        """``rows``: the largest id set (what a message may be as long as)."""
+        sets = X if X is not None else getattr(self, "_set_sizes", None)
+        if sets is None:
+            return {"rows": None}
+        return {"rows": max((s if isinstance(s, int) else len(s)
+                             for s in sets), default=0)}
 
     def _privacy_secrets(self, X, y=None, **fit_params):
         # The ids are not numbers the semantic checks could compare (group

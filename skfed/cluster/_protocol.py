@@ -222,67 +222,89 @@ def kernel_kmeans_contract(estimator):
     """
     from .._privacy_core import (Aggregate, Contract, Inherent, OwnShare,
                                  Public, RandomIds, Rule, secure_sum_rules)
+    from .._privacy_core import SEED_SIZE
     from ._coreset import MIN_GROUP
     from ._setup import MIN_USER_ROWS
 
-    def masked_sum(phase, what):
-        rule = secure_sum_rules(phase, "user", "server")[1]
+    from ._setup import _N_BUCKETS
+
+    def masked_sum(phase, what, max_size):
+        rule = secure_sum_rules(phase, "user", "server", max_size)[1]
         rule.note = f"{what}: uniform in the ring, only the total decodes"
         return rule
 
-    public = Public("a broadcast of the server")
+    def public(note, max_size=1):
+        return Public(note, max_size=max_size)
+
+    # Sizes: the Lanczos dimension D + r_t (r_t <= D), s components, the
+    # published map's shape.
+    dim = "2 * est.n_random_features_"
+    s = "est.n_components_"
     rules = [
         Rule("*/keys", "user", "user",
-             (RandomIds("pair seed of the secure sum", dtype="u"),),
+             (RandomIds("pair seed of the secure sum", dtype="u",
+                        max_size=SEED_SIZE),),
              note="one 128-bit seed per pair of users, from the sender's CSPRNG"),
         Rule("setup: row counts", "user", "server",
-             (Public("the user's row count", dtype="iu"),),
+             (Public("the user's row count", dtype="iu", max_size=1),),
              note="the server splits the coreset budget by row counts"),
         Rule("setup: users' key", "user", "user",
-             (RandomIds("the users' feature key", dtype="u"),),
+             (RandomIds("the users' feature key", dtype="u",
+                        max_size=SEED_SIZE),),
              note="party_keys='os': the first user's CSPRNG; never to the server"),
-        masked_sum("setup: scale", "one-hot power-of-two bucket of the moments"),
+        masked_sum("setup: scale", "one-hot power-of-two bucket of the moments",
+                   _N_BUCKETS),
         Rule("setup: scale", "server", "user",
-             (Public("the common power-of-two scale"),)),
-        masked_sum("setup: moments", "(Q sum x, sum ||x||^2), Q from the users' key"),
-        Rule("setup: gamma", "server", "user", (Public("the kernel width"),)),
-        Rule("dspgd t=*", "server", "user", (public, public),
+             (public("the common power-of-two scale"),)),
+        masked_sum("setup: moments", "(Q sum x, sum ||x||^2), Q from the users' key "
+                   "(x zero-padded to a power of two)", "2 * features + 1"),
+        Rule("setup: gamma", "server", "user", (public("the kernel width"),)),
+        Rule("dspgd t=*", "server", "user",
+             (public("t"), public("eta_t")),
              note="the iteration t and eta_t"),
-        Rule("dspgd t=*", "server", "user", (public, public, public),
+        Rule("dspgd t=*", "server", "user",
+             (public("theta", dim), public("V", f"{dim} * {dim}"),
+              public("the threshold")),
              note="the Ritz pairs (theta, V) and the threshold eta_t lambda"),
         Rule("dspgd t=*/request", "server", "user",
-             (Public("the server's Lanczos vector c_q"),)),
-        masked_sum("dspgd t=*", "W_t[m]^T W_t[m] c_q"),
-        masked_sum("convergence t=*", "the overlap U_t[m]^T U_{t-1}[m]"),
+             (public("the server's Lanczos vector c_q", dim),)),
+        masked_sum("dspgd t=*", "W_t[m]^T W_t[m] c_q", dim),
+        masked_sum("convergence t=*", "the overlap U_t[m]^T U_{t-1}[m]",
+                   f"{s} * {s}"),
         Rule("dspgd: build H", "server", "user",
-             (Public("the scales of H's columns"),)),
+             (public("the scales of H's columns", s),)),
         Rule("kmeans: local costs", "user", "server",
              (Aggregate(MIN_USER_ROWS, "cost of the user's local k-means on "
-                        "its rows of H"),)),
+                        "its rows of H", max_size=1),)),
         Rule("kmeans: budgets", "server", "user",
-             (Public("the user's number of group means"),)),
+             (public("the user's number of group means"),)),
         Rule("kmeans: coreset", "user", "server",
-             (Aggregate(MIN_GROUP, "group means of the user's rows of H"),
-              Aggregate(MIN_GROUP, "the group sizes", dtype="iuf")),
+             (Aggregate(MIN_GROUP, "group means of the user's rows of H",
+                        max_size=f"est.coreset_size * {s}"),
+              Aggregate(MIN_GROUP, "the group sizes", dtype="iuf",
+                        max_size="est.coreset_size")),
              note=f"every group averages at least {MIN_GROUP} rows"),
         Rule("kmeans: centers", "server", "user",
-             (Public("the k centers in the embedding space"),)),
-        masked_sum("oos: embedding map", "H[m]^T A'[m]"),
+             (public("the k centers in the embedding space",
+                     f"est.n_clusters * {s}"),)),
+        masked_sum("oos: embedding map", "H[m]^T A'[m]",
+                   "est.embedding_map_.size"),
         Rule("oos: embedding map", "server", "user",
-             (Public("the published map P"),)),
+             (public("the published map P", "est.embedding_map_.size"),)),
     ]
     if not estimator.communication_efficient:
         rules += [
             Rule("dspgd t=*", "server", "user",
-                 (Public("the user's part c_q[m], or the sum A_t^T c_q"),)),
+                 (public("the user's part c_q[m], or the sum A_t^T c_q",
+                         f"rows + {dim}"),)),
             Rule("dspgd t=*/rows", "user", "server",
                  (Inherent("A_t[m] A_t^T c_q, one value per row of the user: "
                            "plain DSPGD (section 4.1) concatenates them",
-                           exempt=("columns", "rows")),),
+                           exempt=("columns", "rows"), max_size="rows"),),
                  note="plain DSPGD only: per-row values the paper's server "
                       "needs; CEM removes them"),
             Rule("dspgd: rows of H", "server", "user",
                  (OwnShare("the user's own rows of H, which the server "
-                           "holds in plain DSPGD"),)),
+                           "holds in plain DSPGD", max_size=f"rows * {s}"),)),
         ]
     return Contract("federated kernel k-means", rules)

@@ -24,76 +24,88 @@ from .._privacy_core import Ciphertext, Contract, Inherent, Public, RandomIds, R
 
 __all__ = ["CONTRACT"]
 
-_TREE_KEY = Public("tree key (round, output)", dtype="i")
+_TREE_KEY = Public("tree key (round, output)", dtype="i", max_size=2)
+#: size bounds, from public sizes: one (h, g) pair per row and output; one
+#: left sum per candidate (passive columns times bins), per node built
+_PAIRS = "2 * rows * est.n_trees_per_iteration_"
+_CANDIDATES = "features * est.max_bins"
+_CANDIDATE_SUMS = "4 * features * est.max_bins * est.n_trees_per_iteration_"
 
 CONTRACT = Contract("secureboost", rules=[
     # -- fit -------------------------------------------------------------------
     Rule("setup/key", sender="active", receiver="passive",
-         elements=(Public("the active party's Paillier public key"),),
+         elements=(Public("the active party's Paillier public key",
+                          max_size=1),),
          note="the private key never leaves the active party"),
     Rule("gradients", sender="active", receiver="passive",
          elements=(
              Public("packing layout: slot bits, values per ciphertext, slots "
                     "(from the row count and key size); one row per group of "
-                    "classes for multi-output trees", dtype="i"),
+                    "classes for multi-output trees", dtype="i",
+                    max_size="3 * est.n_trees_per_iteration_"),
              Inherent("ids of the rows carrying gradients this round; None "
                       "for every row. A uniform subsample is model randomness "
                       "(random_state); GOSS (goss_top_rate) sends the rows "
                       "with the largest |g h| mixed with a random share of "
                       "the others, so the passive party learns that union, "
                       "not which rows are the top ones (as in LightGBM's and "
-                      "FATE's GOSS)", dtype="i"),
+                      "FATE's GOSS)", dtype="i", max_size="rows"),
              Ciphertext("active", "one packed (h, g) pair per sampled row, "
                         "per output (multi-output trees: the pairs of a group "
-                        "of classes in one ciphertext, per group)"),
+                        "of classes in one ciphertext, per group)",
+                        max_size=_PAIRS),
          ),
          note="gradients and hessians only as fresh ciphertexts"),
     Rule("histogram/rows", sender="active", receiver="passive",
          elements=(
              _TREE_KEY,
-             Public("output (class) of the tree", dtype="i"),
+             Public("output (class) of the tree", dtype="i", max_size=1),
              Inherent("row ids of the instance space of each node to build "
-                      "(None: every row); the paper sends them", dtype="i"),
+                      "(None: every row); the paper sends them", dtype="i",
+                      max_size="rows"),
          ),
          note="section 7: the passive party learns the instance spaces"),
     Rule("histogram/sums", sender="passive", receiver="active",
          elements=(
              RandomIds("the tree's candidate ids, from the passive party's "
                        "CSPRNG (first level of each tree only, else None)",
-                       dtype="i"),
+                       dtype="i", max_size=_CANDIDATES),
              Ciphertext("active", "left-of-threshold sums of every candidate, "
                         "in the passive party's secret order, packed and "
-                        "re-randomised"),
+                        "re-randomised", max_size=_CANDIDATE_SUMS),
          ),
          note="the active party decrypts anonymous candidate sums"),
     Rule("split/choice", sender="active", receiver="passive",
          elements=(
              _TREE_KEY,
              RandomIds("the receiver's own ids of the best candidate(s)",
-                       dtype="i"),
+                       dtype="i", max_size="rows"),
              Inherent("row ids of the node to split (None: every row)",
-                      dtype="i"),
+                      dtype="i", max_size="rows"),
          )),
     Rule("split/answer", sender="passive", receiver="active",
          elements=(
              Public("record id: a counter into the owner's lookup table",
-                    dtype="i"),
+                    dtype="i", max_size=1),
              Inherent("I_L, the node's rows that go left (row ids): the "
-                      "paper's instance space of the split", dtype="i"),
+                      "paper's instance space of the split", dtype="i",
+                      max_size="rows"),
          ),
          note="threshold and feature stay with the owner"),
     # -- predict (and early stopping's validation predictions during fit) -----
     Rule("predict/query", sender="active", receiver="passive",
          elements=(
-             Public("which table: 'predict' or 'val'"),
-             Public("record ids of the receiver's nodes", dtype="i"),
-             Public("row ids of the queried rows", dtype="i"),
+             Public("which table: 'predict' or 'val'", text=7, max_size=1),
+             Public("record ids of the receiver's nodes", dtype="i",
+                    max_size="rows"),
+             Public("row ids of the queried rows", dtype="i", max_size="rows",
+                    query=True),
          )),
     Rule("predict/answer", sender="passive", receiver="active",
          elements=(
              Inherent("which way each queried row goes at the owner's node "
                       "(paper section 5)", dtype="b",
-                      exempt=("columns", "bins")),
+                      exempt=("columns", "bins"), max_size="rows"),
          ),
          note="a split on a binary column repeats the column: inherent"),
 ])

@@ -50,6 +50,14 @@ def _alone(phase):
     return f"{phase}/alone"
 
 
+# Size bounds, from public sizes: one value per task (a class, or one for
+# binary labels); a client's weights (its columns and the intercept) per
+# task; the objective report's loss and line-search sums per task.
+_TASKS = "est.coef_.shape[0]"
+_WEIGHTS = f"(features + 1) * {_TASKS}"
+_REPORT = f"(1 + len(est._grid())) * {_TASKS}"
+
+
 def hyfdca_contract(min_rows=1):
     """The HyFDCA contract (fit; prediction sends nothing).
 
@@ -62,71 +70,78 @@ def hyfdca_contract(min_rows=1):
     rules = [
         Rule("setup/scale", "client", "server",
              (Public("binary exponent of the client's largest row-part norm",
-                     dtype="i"),),
+                     dtype="i", max_size=1),),
              note="one integer per client; the server keeps the maximum"),
         Rule("setup/scale", "server", "client",
              (Public("the agreed binary exponent (federated maximum)",
-                     dtype="i"),)),
+                     dtype="i", max_size=1),)),
         # With sample_weight: the total weight S, by secure aggregation over
         # one client per row group (the weights never leave their rows).
         Rule("setup/weights/scale", "client", "server",
              (Public("binary exponent of the row group's total weight",
-                     dtype="i"),),
+                     dtype="i", max_size=1),),
              note="one integer per row group; the server keeps the maximum"),
-        *secure_sum_rules("setup/weights", "client", "server"),
+        *secure_sum_rules("setup/weights", "client", "server", max_size=1),
         Rule("setup/weights/request", "server", "client",
              (Public("the largest binary exponent (shares are scaled by its "
-                     "inverse power of two)", dtype="i"),)),
+                     "inverse power of two)", dtype="i", max_size=1),)),
         Rule("setup/weights/alone/request", "server", "client",
-             (Public("the binary exponent of the total weight", dtype="i"),)),
+             (Public("the binary exponent of the total weight", dtype="i",
+                     max_size=1),)),
         Rule("setup/weights/alone/upload", "client", "server",
              (Aggregate(min_rows, "the total weight of all rows, alone: one "
                         "row group holds every row (it is the sum)",
-                        dtype="u"),)),
+                        dtype="u", max_size=1),)),
         Rule("setup/weights", "server", "client",
              (Aggregate(min_rows, "the total weight S of all rows",
-                        dtype="f"),),
+                        dtype="f", max_size=1),),
              note="the average of the objective divides by it"),
         Rule("squared norms", "client", "server",
-             (Ciphertext("client", "||x_{k,i}||^2 of the client's rows"),)),
+             (Ciphertext("client", "||x_{k,i}||^2 of the client's rows",
+                         max_size="rows"),)),
         Rule("squared norms", "server", "client",
-             (Ciphertext("client", "||x_i||^2 summed over the row's clients"),),
+             (Ciphertext("client", "||x_i||^2 summed over the row's clients",
+                         max_size="rows"),),
              note="a sum of the row group's parts: fresh ciphertexts"),
         Rule("inner products", "client", "server",
-             (Ciphertext("client", "x_{k,i}^T w_k of the client's rows"),),
+             (Ciphertext("client", "x_{k,i}^T w_k of the client's rows",
+                         max_size=f"rows * {_TASKS}"),),
              note="Algorithm 2: encrypted, or the server could solve "
                   "B = W x_i for the row"),
         Rule("inner products", "server", "client",
-             (Ciphertext("client", "x_i^T w summed over the row's clients"),)),
+             (Ciphertext("client", "x_i^T w summed over the row's clients",
+                         max_size=f"rows * {_TASKS}"),)),
         Rule("primal weights", "server", "client",
-             (OwnShare("the weights of the client's own columns"),
+             (OwnShare("the weights of the client's own columns",
+                       max_size=_WEIGHTS),
               Public("binary exponent bounding this round's inner-product "
-                     "parts", dtype="i")),
+                     "parts", dtype="i", max_size=1)),
              note="a client never receives weights of other columns"),
         Rule("objective report", "client", "server",
              (Aggregate(min_rows, "per task: the loss sum over the row "
                         "group's rows at the round's w, and its conjugate "
                         "sums at the line search's step lengths",
-                        dtype="f"),),
+                        dtype="f", max_size=_REPORT),),
              note="one reporter per row group"),
         Rule("step", "server", "client",
-             (Public("step length per task", dtype="f"),
-              Public("whether the step is taken, per task", dtype="b")),),
+             (Public("step length per task", dtype="f", max_size=_TASKS),
+              Public("whether the step is taken, per task", dtype="b",
+                     max_size=_TASKS)),),
     ]
     for phase in WEIGHT_SUM_PHASES:
         what = ("momentum (the point's shift)" if phase == "point"
                 else "the curvature scale per task")
         rules.append(Rule(f"{phase}/request", "server", "client",
-                          (Public(what, dtype="f"),)))
-        rules += secure_sum_rules(phase, "client", "server")
+                          (Public(what, dtype="f", max_size=_WEIGHTS),)))
+        rules += secure_sum_rules(phase, "client", "server", _WEIGHTS)
         rules.append(Rule(f"{_alone(phase)}/request", "server", "client",
-                          (Public(what, dtype="f"),)))
+                          (Public(what, dtype="f", max_size=_WEIGHTS),)))
         rules.append(Rule(
             f"{_alone(phase)}/upload", "client", "server",
             (Inherent("the client's part X_k^T (y * v) / (lambda N) of a "
                       "change of w, alone: its column group has one client "
                       "this round (the paper's plaintext w_hat_k)",
-                      dtype="u"),),
+                      dtype="u", max_size=_WEIGHTS),),
             note="no one to sum with: a vertical split, or one row group "
                  "taking part"))
     return Contract("hyfdca", rules)

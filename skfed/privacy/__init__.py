@@ -34,6 +34,7 @@ Examples
 from .._privacy_core import (  # the thresholds: importable here as before
     ATTACK_COLUMNS,
     R2_THRESHOLD,
+    RANK_THRESHOLD,
     ROW_TOLERANCE,
     Aggregate,
     Ciphertext,

@@ -93,11 +93,16 @@ def test_default_contract_declares_32_byte_points_and_checks_them():
         first._replace(payload=(values.astype("V31"),)),
     ]
     found = check_messages(fitted, list(rec.messages) + forged)
-    assert [v.index for v in found] == [len(rec.messages) + i for i in range(4)]
-    assert "value 0 is on the quadratic twist" in found[0].found
-    assert "value 1 is a point of small order" in found[1].found
-    assert "dtype kind 'u'" in found[2].found
-    assert "not a 1-D array of 32-byte points" in found[3].found
+    by_index = {}
+    for v in found:
+        by_index.setdefault(v.index - len(rec.messages), []).append(v.found)
+    assert sorted(by_index) == [0, 1, 2, 3]
+    assert "value 0 is on the quadratic twist" in by_index[0][0]
+    assert "value 1 is a point of small order" in by_index[1][0]
+    # 32 bytes per point: the wrong dtype, and 32 times the values declared
+    assert "dtype kind 'u'" in by_index[2][0]
+    assert "960 value(s) where at most 30 (rows)" in by_index[2][1]
+    assert "not a 1-D array of 32-byte points" in by_index[3][0]
     # A MODP run's messages are checked against the MODP encoding.
     assert psi_contract(GROUPS["modp3072"]).rules[0].elements[0].dtype == "O"
 

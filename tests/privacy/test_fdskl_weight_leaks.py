@@ -41,9 +41,9 @@ def test_weights_never_leave_the_label_holder():
 
 
 def test_planted_weight_leak_is_detected(monkeypatch):
-    # The label holder sends its weights down the decay broadcast (one
-    # float element, as the contract allows): only the "weights" secret
-    # can tell it apart, so without sample_weight in the check it passes.
+    # The label holder sends its weights down the decay broadcast (a float
+    # element, where one value is declared): the size bound sees it, and
+    # only the "weights" secret can tell what it is.
     from skfed.kernel_methods import _fdskl_protocol
 
     X, y = _binary_data()
@@ -61,4 +61,6 @@ def test_planted_weight_leak_is_detected(monkeypatch):
     found = check_messages(clf, messages, X, y, sample_weight=weight)
     assert found and {v.phase for v in found} == {"step/decay"}
     assert all(v.sender == "party1" or v.receiver != "party1" for v in found)
-    assert not check_messages(clf, messages, X, y)
+    assert any("party1's weights" in v.found for v in found)
+    without = check_messages(clf, messages, X, y)
+    assert without and all("where at most 1" in v.found for v in without)

@@ -43,9 +43,9 @@ def test_clean_weighted_fit_keeps_the_weights_with_their_rows():
 
 def test_planted_weight_leak_is_detected(monkeypatch):
     # Each row group's reporter sends its rows' weights in place of the
-    # exponent of their total (integers, one element, as the contract
-    # allows); the server takes the exponent from them and the fit goes on.
-    # Only the "weights" secret tells it apart.
+    # exponent of their total (integers, where one value is declared); the
+    # server takes the exponent from them and the fit goes on. The size
+    # bound sees it; only the "weights" secret tells what it is.
     def leaky(client):
         return client.s[:, 0].astype(np.int64)
 
@@ -59,4 +59,7 @@ def test_planted_weight_leak_is_detected(monkeypatch):
     found = check_messages(clf, messages, X, Y, sample_weight=WEIGHT)
     assert found and {v.phase for v in found} == {"setup/weights/scale"}
     assert all(v.receiver == "server" for v in found)
-    assert not check_messages(clf, messages, X, Y)
+    assert any("'s weights" in v.found for v in found)
+    # without the weights secret only the size bound (one exponent) sees it
+    without = check_messages(clf, messages, X, Y)
+    assert without and all("where at most 1" in v.found for v in without)

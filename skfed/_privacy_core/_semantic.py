@@ -1,0 +1,361 @@
+"""Semantic checks: does a plaintext payload carry another party's secret?
+
+A secret column ``s`` (``n`` values: a party's column, the labels, its
+gradients...) is looked for in every plaintext element, in two places:
+
+- along every axis of every leaf whose length is ``n`` (a column of a
+  matrix payload, as before);
+- in every contiguous window of ``n`` values of the element flattened (all
+  its numeric leaves, in order, C order): a copy reshaped to ``(n/2, 2)``,
+  with a value appended, split over two leaves or hidden in a Python list
+  is a window of the flattened element.
+
+Three comparisons, each invariant to a family of disguises:
+
+- **affine**: the squared Pearson correlation ``R^2`` above
+  :data:`R2_THRESHOLD` (an affine image, a rounded copy, a copy plus noise
+  of 0.12 standard deviations: R^2 = 1 / 1.0144 = 0.986);
+- **rank**: the absolute Spearman correlation above :data:`RANK_THRESHOLD`
+  (any monotone transform: x^3, exp(x), a signed square root, the ranks);
+- **permutation**: the sorted values equal the sorted secret up to an
+  affine map (a copy in an order the receiver may know, or reversed).
+
+Each secret a payload carries is reported once, by the first comparison
+that finds it (in that order).
+
+Windows cost: the affine comparison runs on every window, with one FFT
+correlation per secret column (``O(L log L)`` for an element of ``L``
+values; the secrets of one length are stacked); the rank and permutation
+comparisons run exactly on at most 26 candidate windows per secret length:
+the first and the last, the
+:data:`CANDIDATES` windows best by the affine score, by the same score
+computed on the ranks of the whole element (a monotone image stays monotone
+there), and by closeness of the window's skewness and kurtosis to the
+secret's (a permuted affine copy has the same ones). Elements longer than
+:data:`MAX_VALUES` are checked on their first ``MAX_VALUES`` values.
+Windows and ranks need ``n >= MIN_WINDOW_ROWS`` and, for the rank and
+permutation comparisons, a secret with at least :data:`MIN_DISTINCT`
+distinct values (a permuted binary label vector gives away only the class
+counts).
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import numbers
+
+import numpy as np
+from scipy.fft import irfft, next_fast_len, rfft
+from scipy.stats import rankdata
+
+from ._leaves import leaves
+
+__all__ = ["R2_THRESHOLD", "RANK_THRESHOLD", "ROW_TOLERANCE",
+           "SemanticChecker"]
+
+#: a plaintext vector whose affine fit to a secret column has R^2 above this
+#: is reported as that secret (a copy with noise of 0.12 sd: 0.986)
+R2_THRESHOLD = 0.97
+#: below this many rows the affine threshold is 0.99 (chance correlations)
+_R2_SHORT = 0.99
+#: an absolute Spearman correlation above this: a monotone image of the secret
+RANK_THRESHOLD = 0.97
+#: sorted values whose affine fit to the sorted secret leaves less than this
+#: fraction of the variance: a permutation of the secret
+SORTED_TOLERANCE = 1e-8
+#: a plaintext vector within this relative distance of a private row is it
+ROW_TOLERANCE = 1e-6
+#: shortest secret searched for in windows and by ranks
+MIN_WINDOW_ROWS = 16
+#: fewest distinct values of a secret for the rank and permutation checks
+MIN_DISTINCT = 10
+#: candidate windows per secret column and per criterion
+CANDIDATES = 8
+#: values of one element the window search reads
+MAX_VALUES = 1 << 22
+# columns of one leaf compared along one axis
+_MAX_COLUMNS = 4096
+
+
+def _as_float(leaf):
+    """A numeric leaf as floats (ring values read in two's complement)."""
+    if isinstance(leaf, (bool, np.bool_, numbers.Real)) and not isinstance(
+            leaf, np.ndarray):
+        return np.array([float(leaf)])
+    if not isinstance(leaf, np.ndarray) or leaf.dtype.kind not in "biuf":
+        return None
+    if leaf.dtype.kind == "u" and leaf.dtype.itemsize in (4, 8):
+        # ring values (Z_2^64, or angles in Z_2^32): read as a decoder would,
+        # so that small negative values stay next to small positive ones
+        signed = np.int64 if leaf.dtype.itemsize == 8 else np.int32
+        return leaf.astype(signed).astype(float)
+    return leaf.astype(float)
+
+
+def _standardise(matrix):
+    """Centred, unit-norm finite non-constant columns, and their indices."""
+    matrix = np.asarray(matrix, dtype=float)
+    if matrix.ndim == 1:
+        matrix = matrix[:, None]
+    keep = np.all(np.isfinite(matrix), axis=0)
+    matrix = matrix[:, keep]
+    centred = matrix - matrix.mean(axis=0)
+    norms = np.linalg.norm(centred, axis=0)
+    ok = norms > 1e-12 * max(1.0, float(np.max(np.abs(matrix), initial=0.0)))
+    return centred[:, ok] / norms[ok], np.flatnonzero(keep)[ok]
+
+
+class _Target:
+    """The secret columns of one length, prepared once for every payload.
+
+    Secrets of the same row count are stacked, so that one FFT and one set
+    of candidate windows serve all of them; ``owner_of[j]`` names the
+    secret and its column behind stacked column ``j``.
+    """
+
+    def __init__(self, secrets):
+        blocks, self.owner_of = [], []
+        for secret in secrets:
+            values = np.asarray(secret.values, dtype=float)
+            values = values[:, None] if values.ndim == 1 else values
+            blocks.append(values)
+            self.owner_of += [(secret, c) for c in range(values.shape[1])]
+        self.matrix = np.hstack(blocks)
+        self.n = self.matrix.shape[0]
+        self.std, self.cols = _standardise(self.matrix)
+        self.raw = self.matrix[:, self.cols]
+        index = {id(secret): i for i, secret in enumerate(secrets)}
+        self.secret_ids = np.array(
+            [index[id(self.owner_of[c][0])] for c in self.cols], dtype=int)
+        distinct = np.array([np.unique(c).size for c in self.raw.T], dtype=int)
+        self.rich = distinct >= MIN_DISTINCT
+        self.rank_std, _ = _standardise(rankdata(self.raw, axis=0))
+        ordered = np.sort(self.raw, axis=0)
+        self.sorted_up, _ = _standardise(ordered)
+        self.sorted_down, _ = _standardise(ordered[::-1])
+        z = self.std * np.sqrt(self.n)
+        self.skew = np.abs(np.mean(z ** 3, axis=0))
+        self.kurt = np.mean(z ** 4, axis=0)
+        self._fft = {}
+
+    def fft(self, kind, size):
+        key = (kind, size)
+        if key not in self._fft:
+            matrix = self.std if kind == "raw" else self.rank_std
+            self._fft[key] = np.conj(rfft(matrix.astype(np.float32), size,
+                                          axis=0))
+        return self._fft[key]
+
+
+def _r2_threshold(n):
+    return R2_THRESHOLD if n >= MIN_WINDOW_ROWS else _R2_SHORT
+
+
+def _per_secret(kind, scores, ok, target, found):
+    """Add to ``found`` the best passing column of each secret not in it."""
+    for sid in np.unique(target.secret_ids[ok]):
+        if int(sid) in found:
+            continue
+        cols = np.flatnonzero(ok & (target.secret_ids == sid))
+        j = int(cols[np.argmax(scores[cols])])
+        found[int(sid)] = (kind, float(scores[j]), j)
+
+
+def _column_scores(columns, target, found):
+    """Match candidate vectors (columns) with the secrets, into ``found``:
+    ``{secret: (kind, score, target column)}``, affine first."""
+    n = target.n
+    columns = columns[:, np.all(np.isfinite(columns), axis=0)]
+    payload, _ = _standardise(columns)
+    if payload.shape[1] == 0:
+        return found
+    r2 = np.max(np.square(payload.T @ target.std), axis=0)
+    _per_secret("affine", r2, r2 > _r2_threshold(n), target, found)
+    if n < MIN_WINDOW_ROWS or not target.rich.any():
+        return found
+    rich = target.rich
+    ranks, _ = _standardise(rankdata(columns, axis=0))
+    if ranks.shape[1]:
+        rho = np.where(rich, np.max(np.abs(ranks.T @ target.rank_std), 0), 0.0)
+        _per_secret("monotone", rho, rho > RANK_THRESHOLD, target, found)
+    ordered, _ = _standardise(np.sort(columns, axis=0))
+    if ordered.shape[1]:
+        up = np.abs(ordered.T @ target.sorted_up)
+        down = np.abs(ordered.T @ target.sorted_down)
+        close = np.where(rich, np.max(np.maximum(up, down), axis=0), 0.0)
+        _per_secret("permutation", close, close > 1.0 - SORTED_TOLERANCE,
+                    target, found)
+    return found
+
+
+class _Windows:
+    """The sliding windows of one flattened element, for one length ``n``."""
+
+    def __init__(self, flat, n):
+        self.flat, self.n = flat, n
+        self.count = flat.size - n + 1
+        self.size = next_fast_len(flat.size + n)
+        scale = np.std(flat) or 1.0
+        z = (flat - np.mean(flat)) / scale
+        z2 = z * z
+        sums = [np.concatenate([[0.0], np.cumsum(p)])
+                for p in (z, z2, z2 * z, z2 * z2)]
+        s1, s2, s3, s4 = (c[n:] - c[:-n] for c in sums)
+        mean = s1 / n
+        self.var = np.maximum(s2 - n * mean ** 2, 0.0)
+        m2 = self.var / n
+        ok = m2 > 1e-12
+        m3 = s3 / n - 3 * mean * s2 / n + 2 * mean ** 3
+        m4 = s4 / n - 4 * mean * s3 / n + 6 * mean ** 2 * s2 / n - 3 * mean ** 4
+        self.skew = np.where(ok, np.abs(m3) / np.where(ok, m2, 1) ** 1.5, np.inf)
+        self.kurt = np.where(ok, m4 / np.where(ok, m2, 1) ** 2, np.inf)
+        # the screens run in single precision; matches are verified exactly
+        self.spectrum = rfft(z.astype(np.float32), self.size)
+        self._ranked = None
+
+    def correlations(self, target, kind="raw"):
+        """Pearson r of every window with every column: (count, k)."""
+        if kind == "raw":
+            spectrum, var = self.spectrum, self.var
+        else:
+            if self._ranked is None:
+                # ordinal ranks are enough for a screen (ties are rare in
+                # floats; the verification uses average ranks)
+                ranked = np.empty(self.flat.size)
+                ranked[np.argsort(self.flat)] = np.arange(self.flat.size)
+                ranked = (ranked - ranked.mean()) / (ranked.std() or 1.0)
+                c = np.concatenate([[0.0], np.cumsum(ranked), ])
+                c2 = np.concatenate([[0.0], np.cumsum(ranked ** 2)])
+                s1, s2 = c[self.n:] - c[:-self.n], c2[self.n:] - c2[:-self.n]
+                self._ranked = (rfft(ranked.astype(np.float32), self.size),
+                                np.maximum(s2 - s1 ** 2 / self.n, 0.0))
+            spectrum, var = self._ranked
+        dots = irfft(spectrum[:, None] * target.fft(kind, self.size),
+                     self.size, axis=0)[:self.count]
+        norm = np.sqrt(var)[:, None]
+        return np.where(norm > 1e-9, dots / np.where(norm > 1e-9, norm, 1), 0.0)
+
+    def window(self, starts):
+        return np.stack([self.flat[i:i + self.n] for i in starts], axis=1)
+
+
+def _top(scores, k):
+    k = min(k, scores.size)
+    return np.argpartition(scores, scores.size - k)[scores.size - k:]
+
+
+def _window_scores(windows, target, found):
+    """The best match among the candidate windows, each verified exactly.
+
+    The screens run over every window; the affine, rank and permutation
+    comparisons then run exactly on the candidates (single precision and
+    payloads of mixed scales blur a screen, never a verification).
+    """
+    best = np.max(windows.correlations(target) ** 2, axis=1)
+    starts = {0, windows.count - 1}
+    starts.update(_top(best, CANDIDATES).tolist())
+    if target.n >= MIN_WINDOW_ROWS and target.rich.any():
+        ranked = np.max(np.abs(windows.correlations(target, "rank")), axis=1)
+        moments = np.min(
+            np.abs(windows.skew[:, None] - target.skew[None])
+            + np.abs(windows.kurt[:, None] - target.kurt[None])
+            / np.maximum(target.kurt[None], 1.0), axis=1)
+        starts.update(_top(ranked, CANDIDATES).tolist())
+        starts.update(_top(-moments, CANDIDATES).tolist())
+    return _column_scores(windows.window(sorted(starts)), target, found)
+
+
+def _row_match(array, secret):
+    """The smallest relative distance of a payload vector to a private row."""
+    rows = np.asarray(secret.values, dtype=float)
+    d = rows.shape[1]
+    if d < 2:
+        return None
+    best = None
+    for axis in range(array.ndim):
+        if array.shape[axis] != d:
+            continue
+        vectors = np.moveaxis(array, axis, -1).reshape(-1, d)[:_MAX_COLUMNS]
+        dist = np.sqrt(np.maximum(
+            np.square(vectors).sum(1)[:, None] - 2 * vectors @ rows.T
+            + np.square(rows).sum(1)[None, :], 0.0))
+        rel = dist / np.maximum(np.linalg.norm(rows, axis=1)[None, :], 1e-12)
+        i = int(np.argmin(np.min(rel, axis=0)))
+        score = float(np.min(rel[:, i]))
+        if best is None or score < best[0]:
+            best = (score, i)
+    return best
+
+
+def _describe(match, target):
+    kind, score, j = match
+    secret, column = target.owner_of[int(target.cols[j])]
+    what = {"affine": f"an affine image (R^2 = {score:.4f})",
+            "monotone": f"a monotone image (|Spearman| = {score:.4f})",
+            "permutation": "a permutation (sorted values equal up to an "
+                           "affine map)"}[kind]
+    return (f"{what} of {secret.owner}'s {secret.kind} ({secret.name}, "
+            f"column {column})")
+
+
+class SemanticChecker:
+    """Compares plaintext elements with the secrets of the fit."""
+
+    def __init__(self, secrets):
+        self.rows = [s for s in secrets if s.kind == "rows"]
+        self.columns = [s for s in secrets if s.kind != "rows"
+                        and np.ndim(s.values) in (1, 2)
+                        and np.shape(s.values)[0] >= 3]
+        self._targets = {}
+
+    def _target(self, secrets):
+        key = tuple(id(s) for s in secrets)
+        if key not in self._targets:
+            self._targets[key] = _Target(secrets)
+        return self._targets[key]
+
+    def problems(self, spec, value, receiver):
+        """Every secret ``value`` carries, in words (one per secret)."""
+        arrays = [a for a in (_as_float(leaf) for leaf in leaves(value))
+                  if a is not None and a.size]
+        if not arrays:
+            return []
+        out = []
+        for secret in self.rows:
+            if secret.owner == receiver or secret.kind in spec.exempt:
+                continue
+            for array in arrays:
+                match = _row_match(array, secret)
+                if match is not None and match[0] < ROW_TOLERANCE:
+                    out.append(f"a vector equal to private row {match[1]} of "
+                               f"{secret.owner} ({secret.name})")
+                    break
+        by_length = {}
+        for secret in self.columns:
+            if secret.owner != receiver and secret.kind not in spec.exempt:
+                by_length.setdefault(np.shape(secret.values)[0], []).append(secret)
+        flat = None
+        for n, secrets in by_length.items():
+            target = self._target(secrets)
+            if target.std.shape[1] == 0:
+                continue
+            found = {}
+            self._aligned(arrays, target, found)
+            if n >= MIN_WINDOW_ROWS:
+                if flat is None:
+                    flat = np.concatenate([a.ravel() for a in arrays])
+                    flat = flat[np.isfinite(flat)][:MAX_VALUES]
+                if flat.size >= n:
+                    _window_scores(_Windows(flat, n), target, found)
+            out += [_describe(match, target) for match in found.values()]
+        return out
+
+    @staticmethod
+    def _aligned(arrays, target, found):
+        for array in arrays:
+            for axis in range(array.ndim):
+                if array.shape[axis] != target.n:
+                    continue
+                columns = np.moveaxis(array, axis, 0).reshape(target.n, -1)
+                _column_scores(columns[:, :_MAX_COLUMNS], target, found)
+

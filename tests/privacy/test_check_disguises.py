@@ -1,0 +1,227 @@
+"""The checker sees through disguised copies of another party's column.
+
+Each case replaces one declared plaintext element with a disguise of party
+``p``'s column sent to party ``a`` (issue 25, item 5: 14 disguises the
+checker used to pass, and the 4 it already caught). Each must be reported,
+and by the detector named in the case: with that detector disabled the same
+message passes, so every test below can fail.
+"""
+
+import numpy as np
+import pytest
+from scipy.stats import rankdata
+
+from skfed._privacy_core import _leaves, _semantic
+from skfed.federation import Message, record_messages
+from skfed.kernel_methods import FDSKLClassifier
+from skfed.partition import VerticalPartition
+from skfed.privacy import (
+    Aggregate,
+    Contract,
+    Element,
+    Masked,
+    Public,
+    Rule,
+    Secret,
+    check_messages,
+)
+
+N = 120
+rng = np.random.RandomState(0)
+X = rng.normal(size=(N, 4))
+Y = (X[:, 0] > 0).astype(float)
+COLUMN = X[:, 2]
+PERMUTATION = np.random.RandomState(1).permutation(1000)  # known to both
+
+
+class _Protocol:
+    """Two parties: ``a`` holds column 0 and the labels, ``p`` the rest."""
+
+    encryption = "paillier"
+
+    def _privacy_contract(self):
+        return Contract("toy", [
+            # room for a few vectors: the size bound alone cannot catch a copy
+            Rule("values", "passive", "active",
+                 (Masked("ring-masked values", max_size="4 * rows"),)),
+            Rule("aggregate", "passive", "active",
+                 (Aggregate(N, "sum, mean, min, max", dtype="f", max_size=4),)),
+            Rule("name", "passive", "active",
+                 (Public("the sender's name", text=16, max_size=1),)),
+        ])
+
+    def _privacy_roles(self):
+        return {"a": {"active"}, "p": {"passive"}}
+
+    def _privacy_secrets(self, X, y=None):
+        return [Secret("p", "columns", "columns of p", X[:, 1:]),
+                Secret("a", "columns", "columns of a", X[:, :1]),
+                Secret("a", "labels", "labels", y)]
+
+
+def _message(phase, value):
+    return Message("p", "a", phase, 0, 0, 0, (value,))
+
+
+def _noisy(x):
+    noise = np.random.RandomState(2).normal(size=x.size)
+    return x + 0.12 * x.std() * noise
+
+
+AFFINE = ("affine", "monotone", "permutation")  # an exact copy: all three
+
+# name -> (phase, disguise of a column x, the detectors that report it,
+# words of the report)
+DISGUISES = {
+    # caught before issue 25
+    "plain copy": ("values", lambda x: x, AFFINE, "affine image"),
+    "affine copy": ("values", lambda x: 3 * x - 7, AFFINE, "affine image"),
+    "int16": ("values", lambda x: np.round(x * 1000).astype(np.int16),
+              ("affine", "monotone"), "affine image"),
+    "complex": ("values", lambda x: x.astype(complex), ("leaves",),
+                "dtype kind 'c'"),
+    # passed before issue 25
+    "known permutation": ("values", lambda x: x[PERMUTATION[PERMUTATION < x.size]],
+                          ("permutation",), "a permutation"),
+    "reversed": ("values", lambda x: x[::-1], ("permutation",),
+                 "a permutation"),
+    "x^3": ("values", lambda x: x ** 3, ("monotone",), "monotone image"),
+    "exp(x)": ("values", np.exp, ("monotone",), "monotone image"),
+    "signed sqrt": ("values", lambda x: np.sign(x) * np.sqrt(np.abs(x)),
+                    ("monotone",), "monotone image"),
+    "ranks": ("values", rankdata, ("monotone",), "monotone image"),
+    "noise 0.12 sd": ("values", _noisy, ("affine", "monotone"),
+                      "affine image"),
+    "one value appended": ("values", lambda x: np.append(x, 0.5), AFFINE,
+                           "affine image"),
+    "reshaped (n/2, 2)": ("values", lambda x: x.reshape(-1, 2), AFFINE,
+                          "affine image"),
+    "float32 bytes": ("values", lambda x: x.astype(np.float32).tobytes(),
+                      ("leaves",), "bytes"),
+    "str": ("name", lambda x: ",".join(f"{v:.6f}" for v in x), ("leaves",),
+            "longer than the 16 characters"),
+    "dict key": ("values", lambda x: {float(v): 0 for v in x}, ("leaves",),
+                 "a dict"),
+    "list of floats": ("values", lambda x: [float(v) for v in x],
+                       ("leaves",) + AFFINE, "Python list holding 120 float(s)"),
+    "300-vector aggregate": ("aggregate", lambda x: rng.normal(size=300),
+                             ("size",), "300 value(s) where at most 4"),
+}
+DETECTORS = ("affine", "monotone", "permutation", "leaves", "size")
+
+
+def _disable(monkeypatch, detector):
+    if detector == "affine":
+        monkeypatch.setattr(_semantic, "R2_THRESHOLD", 1.1)
+        monkeypatch.setattr(_semantic, "_R2_SHORT", 1.1)
+    elif detector == "monotone":
+        monkeypatch.setattr(_semantic, "RANK_THRESHOLD", 1.1)
+    elif detector == "permutation":
+        monkeypatch.setattr(_semantic, "SORTED_TOLERANCE", -1.0)
+    elif detector == "leaves":
+        monkeypatch.setattr(_leaves, "_leaf_problem", lambda *args: None)
+        monkeypatch.setattr(_leaves, "_container_problems", lambda *args: [])
+    elif detector == "size":
+        monkeypatch.setattr(Element, "size_bound", lambda self, sizes: None)
+
+
+def _found(name):
+    phase, disguise, _, _ = DISGUISES[name]
+    payload = disguise(COLUMN)
+    return check_messages(_Protocol(), [Message("p", "a", phase, 0, 0, 0,
+                                                 (payload,))], X, Y)
+
+
+@pytest.mark.parametrize("name", sorted(DISGUISES))
+def test_every_disguise_is_reported(name):
+    found = _found(name)
+    words = DISGUISES[name][3]
+    assert any(words in v.found for v in found), [v.found for v in found]
+    semantic = [v for v in found if "of p's columns" in v.found]
+    assert all("column 1" in v.found for v in semantic)
+
+
+@pytest.mark.parametrize("name", sorted(DISGUISES))
+def test_each_detector_alone_reports_it_and_none_else_does(name, monkeypatch):
+    # The detectors named in the case each catch the disguise on their own;
+    # with them disabled the message passes: every report above can fail.
+    named = DISGUISES[name][2]
+    for detector in DETECTORS:
+        with monkeypatch.context() as patch:
+            for other in DETECTORS:
+                if other != detector:
+                    _disable(patch, other)
+            assert bool(_found(name)) == (detector in named), detector
+    for detector in named:
+        _disable(monkeypatch, detector)
+    assert _found(name) == []
+
+
+@pytest.mark.parametrize("name", ["affine copy", "noise 0.12 sd",
+                                  "known permutation", "exp(x)", "ranks"])
+@pytest.mark.parametrize("offset", [0, 37, 3 * N])
+def test_disguise_anywhere_in_a_long_payload(name, offset):
+    # honest-looking values around the copy: any window is searched
+    _, disguise, _, words = DISGUISES[name]
+    payload = disguise(COLUMN)
+    filler = np.random.RandomState(3).uniform(-2**31, 2**31, size=3 * N)
+    values = np.insert(filler, offset, payload)
+    found = check_messages(_Protocol(), [_message("values", values)], X, Y)
+    assert len(found) == 1 and words in found[0].found, [
+        v.found for v in found]
+
+
+def test_honest_values_pass_and_declared_strings_too():
+    honest = [_message("values", np.random.RandomState(4).uniform(
+                  -2**31, 2**31, size=4 * N).astype(np.int64)),
+              _message("values", np.random.RandomState(5).normal(size=N)),
+              _message("aggregate", np.array([COLUMN.sum(), COLUMN.mean(),
+                                              COLUMN.min(), COLUMN.max()])),
+              _message("name", "party1")]
+    assert check_messages(_Protocol(), honest, X, Y) == []
+
+
+def test_a_permuted_binary_vector_is_not_the_labels():
+    # the class counts are all a permutation of the labels gives away
+    shuffled = Y[np.random.RandomState(6).permutation(N)]
+    assert check_messages(_Protocol(), [_message("values", shuffled)], X, Y) == []
+
+
+def test_size_bounds_need_the_row_count():
+    copy = np.tile(COLUMN, 5)  # 5 n values where 4 n are declared
+    found = check_messages(_Protocol(), [_message("values", copy)], X, Y)
+    assert any("600 value(s) where at most 480 (4 * rows)" in v.found
+               for v in found)
+    # without the data the row count is unknown: no bound, no semantics
+    assert check_messages(_Protocol(), [_message("values", copy)]) == []
+    # an int bound needs nothing
+    found = check_messages(_Protocol(), [
+        _message("aggregate", np.zeros(5))])
+    assert "5 value(s) where at most 4 (4)" in found[0].found
+
+
+@pytest.fixture(scope="module")
+def fdskl_fit():
+    X_fit = np.random.RandomState(7).normal(size=(150, 6))
+    y_fit = (X_fit[:, 0] + X_fit[:, 3] > 0).astype(int)
+    with record_messages() as rec:
+        est = FDSKLClassifier(VerticalPartition(3), max_iter=4, batch_size=150,
+                              random_state=0).fit(X_fit, y_fit)
+    return est, rec.messages, X_fit, y_fit
+
+
+@pytest.mark.parametrize("name", sorted(DISGUISES))
+def test_every_disguise_is_reported_in_a_real_protocol(name, fdskl_fit):
+    # FDSKL's decision sums (declared inherent for the labels only): one
+    # party sends, in their place, a disguise of party1's first column to
+    # the label holder
+    est, messages, X_fit, y_fit = fdskl_fit
+    honest = next(m for m in messages if m.phase == "step/decision"
+                  and m.receiver == "party0" and m.sender != "party1")
+    assert check_messages(est, [honest], X_fit, y_fit) == []
+    column = X_fit[:, est.partition_.columns(1)[0]]
+    forged = honest._replace(payload=(DISGUISES[name][1](column),))
+    found = check_messages(est, [forged], X_fit, y_fit)
+    assert found, name
+    semantic = [v.found for v in found if "'s columns" in v.found]
+    assert all("party1's columns" in text for text in semantic)
