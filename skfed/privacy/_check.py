@@ -8,7 +8,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..crypto import PaillierPublicKey, PlaintextPublicKey
+from ..crypto import OUPublicKey, PaillierPublicKey, PlaintextPublicKey
 from ..crypto._array import EncryptedArray
 from ..crypto._plaintext import PlaintextArray
 from ._contract import Ciphertext, Public, Violation
@@ -81,7 +81,7 @@ def _structural_problems(rule, payload, plaintext_mode):
             if _is_encrypted(leaf):
                 problems.append(f"{where} where {spec.kind} is declared")
                 continue
-            if isinstance(leaf, (PaillierPublicKey, PlaintextPublicKey)):
+            if isinstance(leaf, (PaillierPublicKey, OUPublicKey, PlaintextPublicKey)):
                 # A public key is public: allowed where Public is declared.
                 if not isinstance(spec, Public):
                     problems.append(f"{where} where {spec.kind} is declared")
