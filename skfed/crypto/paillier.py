@@ -36,7 +36,7 @@ import phe
 
 from ._key_policy import check_key_size
 from ._obfuscation import OBFUSCATIONS, DJNObfuscator, standard_obfuscators
-from ._ou import OUPublicKey, generate_ou_keys, ou_prime_bits, ou_public_key
+from ._ou import generate_ou_keys, ou_prime_bits, ou_public_key
 from ._ou_private_key import OUPrivateKey, ou_subgroup_bits
 from ._parallel import parallel_map
 from ._plaintext import PlaintextPrivateKey, PlaintextPublicKey

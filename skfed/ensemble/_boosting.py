@@ -243,7 +243,9 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
     # Scores before the first round (the baseline), as HistGradientBoosting.
     train, val = A.call(active_scores, phase="score").result()
     train_scores, val_scores = [train], [val] if validation else []
-    progress = Progress(label, params["n_estimators"], verbose, fed=fed)
+    # Encrypted fits say after the first round how long the rest will take.
+    progress = Progress(label, params["n_estimators"], verbose, fed=fed,
+                        estimate=not params["plaintext"])
     for it in protocol_rounds(range(params["n_estimators"])):
         start = time.perf_counter()
         clock = {}
