@@ -112,11 +112,23 @@ class FixedBase:
         count = len(raw) // n_bytes
         if count == 0:
             return []
+        return self.powers_from_columns(self.columns(raw, n_bytes))
+
+    def columns(self, raw, n_bytes):
+        """The digit columns of the exponents in ``raw`` (:func:`window_digits`)."""
         n_rows = min(self.n_rows, -(-8 * n_bytes // self.window_bits))
+        return window_digits(raw, len(raw) // n_bytes, n_bytes, self.window_bits,
+                             n_rows)
+
+    def powers_from_columns(self, columns):
+        """``base**e`` from the digit columns of the exponents (see :meth:`columns`).
+
+        Tables with the same ``window_bits`` and length share columns: the key
+        owner cuts each exponent into digits once for both CRT halves.
+        """
         table, modulus = self.table, self.modulus
-        columns = window_digits(raw, count, n_bytes, self.window_bits, n_rows)
         acc = [table[0][d] for d in columns[0]]
-        for row, column in zip(table[1:n_rows], columns[1:]):
+        for row, column in zip(table[1:len(columns)], columns[1:]):
             acc = [a * row[d] % modulus if d else a for a, d in zip(acc, column)]
         return acc
 
@@ -129,9 +141,14 @@ class FixedBase:
         if longest > self.exponent_bits:
             raise ValueError(f"an exponent of {longest} bits exceeds the table's "
                              f"{self.exponent_bits} bits.")
+        return self.powers_from_columns(self.exponent_columns(exponents))
+
+    def exponent_columns(self, exponents):
+        """Digit columns of non-negative ints (all below ``2**exponent_bits``)."""
+        longest = max(e.bit_length() for e in exponents)
         n_bytes = max(1, -(-longest // 8))
         raw = b"".join(e.to_bytes(n_bytes, "little") for e in exponents)
-        return self.powers_from_bytes(raw, n_bytes)
+        return self.columns(raw, n_bytes)
 
     def random_powers(self, count, exponent_bytes):
         """``count`` fresh ``base**a``, ``a`` of ``8 exponent_bytes`` bits from :mod:`secrets`."""

@@ -66,6 +66,8 @@ OU_OBFUSCATIONS = ("short", "standard")
 #: Length of the random exponent ``r`` of ``H**r`` ("short" obfuscation).
 RANDOM_BITS = 256
 _RANDOM_BYTES = RANDOM_BITS // 8
+#: Digit width of the fixed-base tables of ``H`` (see OUPublicKey).
+H_WINDOW_BITS = 10
 
 
 def ou_prime_bits(key_size):
@@ -182,7 +184,10 @@ class OUPublicKey:
         self._g_table = FixedBase(self.G, self.n, self.p_bits)
         self._g_inverse_table = FixedBase(gmpy2.invert(self.G, self.n), self.n,
                                           self.p_bits)
-        self._h_table = FixedBase(self.H, self.n, RANDOM_BITS)
+        # 10-bit windows for H: 26 products per obfuscator instead of 32
+        # (measured 22,300 against 18,900 per CPU second at 2048 bits; 6.8 MB,
+        # built in 0.16 s); G keeps 8 bits, its table spans all of p's bits.
+        self._h_table = FixedBase(self.H, self.n, RANDOM_BITS, H_WINDOW_BITS)
 
     def __repr__(self):
         fingerprint = hex(hash(self) & 0xFFFFFFFF)

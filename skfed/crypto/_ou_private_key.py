@@ -39,7 +39,7 @@ import gmpy2
 import numpy as np
 
 from ._fixed_base import FixedBase
-from ._ou import _RANDOM_BYTES, RANDOM_BITS
+from ._ou import _RANDOM_BYTES, H_WINDOW_BITS, RANDOM_BITS
 from ._parallel import fork_map, parallel_map
 from ._precompute import PrecomputingKeyMixin
 from ._raw import object_array
@@ -74,26 +74,37 @@ class _CRTHalf:
         self.g = FixedBase(public_key.G % modulus, modulus, public_key.p_bits)
         self.g_inverse = FixedBase(gmpy2.invert(public_key.G, n) % modulus, modulus,
                                    public_key.p_bits)
-        self.h = FixedBase(public_key.H % modulus, modulus, RANDOM_BITS)
+        self.h = FixedBase(public_key.H % modulus, modulus, RANDOM_BITS, H_WINDOW_BITS)
 
     def build(self):
         for table in (self.g, self.g_inverse, self.h):
             table.table
 
-    def encrypt(self, mantissas, raw):
-        """``G**m H**r`` modulo this factor, ``r`` read from ``raw`` (or 1 if None)."""
-        positive = [m if m >= 0 else 0 for m in mantissas]
-        out = self.g.powers(positive)
-        negative_at = [i for i, m in enumerate(mantissas) if m < 0]
+    def encrypt(self, digits):
+        """``G**m H**r`` modulo this factor from :func:`_digits` (``H**r`` left
+        out when ``r`` is not given)."""
+        positive, negative_at, negative, randomness = digits
+        out = self.g.powers_from_columns(positive)
         if negative_at:
-            for i, value in zip(negative_at,
-                                self.g_inverse.powers([-mantissas[i] for i in negative_at])):
+            for i, value in zip(negative_at, self.g_inverse.powers_from_columns(negative)):
                 out[i] = value
-        if raw is None:
+        if randomness is None:
             return out
         modulus = self.modulus
-        hr = self.h.powers_from_bytes(raw, _RANDOM_BYTES)
+        hr = self.h.powers_from_columns(randomness)
         return [a * b % modulus for a, b in zip(out, hr)]
+
+
+def _digits(half, mantissas, raw):
+    """Digit columns of ``|m|`` (for ``G`` or ``G**-1``) and of ``r`` (in
+    ``raw``), cut once for both CRT halves (whose tables have equal shapes)."""
+    mantissas = [int(m) for m in mantissas]
+    positive = half.g.exponent_columns([m if m >= 0 else 0 for m in mantissas])
+    negative_at = [i for i, m in enumerate(mantissas) if m < 0]
+    negative = (half.g.exponent_columns([-mantissas[i] for i in negative_at])
+                if negative_at else None)
+    randomness = None if raw is None else half.h.columns(raw, _RANDOM_BYTES)
+    return positive, negative_at, negative, randomness
 
 
 class OUPrivateKey(PrecomputingKeyMixin):
@@ -209,9 +220,12 @@ class OUPrivateKey(PrecomputingKeyMixin):
         half_p, half_q = self._crt_halves
 
         def obfuscators(count):
+            if count == 0:
+                return []
             raw = secrets.token_bytes(count * _RANDOM_BYTES)
-            zeros = [0] * count
-            return self._combine(half_p.encrypt(zeros, raw), half_q.encrypt(zeros, raw))
+            columns = half_p.h.columns(raw, _RANDOM_BYTES)
+            return self._combine(half_p.h.powers_from_columns(columns),
+                                 half_q.h.powers_from_columns(columns))
 
         return obfuscators
 
@@ -235,17 +249,20 @@ class OUPrivateKey(PrecomputingKeyMixin):
         half_p, half_q = self._crt_halves
         n = self.public_key.n
 
-        def work(chunk):
-            chunk = [int(m) for m in chunk]
-            raw = secrets.token_bytes(len(chunk) * _RANDOM_BYTES)
-            return self._combine(half_p.encrypt(chunk, raw), half_q.encrypt(chunk, raw))
+        def work(chunk, obfuscators=None):
+            if not chunk:
+                return []
+            raw = (secrets.token_bytes(len(chunk) * _RANDOM_BYTES)
+                   if obfuscators is None else None)
+            digits = _digits(half_p, chunk, raw)
+            out = self._combine(half_p.encrypt(digits), half_q.encrypt(digits))
+            if obfuscators is None:
+                return out
+            return [gm * s % n for gm, s in zip(out, obfuscators)]
 
         flat = plaintexts.ravel().tolist()
         ready = self._take_precomputed(len(flat), precomputed)
-        head = flat[:len(ready)]
-        head = [gm * s % n for gm, s in zip(
-            self._combine(half_p.encrypt([int(m) for m in head], None),
-                          half_q.encrypt([int(m) for m in head], None)), ready)]
+        head = work(flat[:len(ready)], ready)
         return object_array(
             head + fork_map(work, flat[len(ready):], n_jobs,
                             self._min_items_per_process()),
