@@ -22,7 +22,7 @@ from skfed.crypto import (
     generate_keypair,
     plaintext_bits,
 )
-from skfed.crypto._ou_private_key import ou_subgroup_bits
+from skfed.crypto._ou_private_key import _digits, ou_subgroup_bits
 from skfed.crypto._parallel import fork_available
 
 
@@ -182,7 +182,8 @@ def test_key_owner_path_is_the_public_distribution(ou):
     half_p, half_q = private_key._crt_halves
     raw = secrets.token_bytes(3 * 32)
     m = [5, -7, public_key.max_int]
-    ours = private_key._combine(half_p.encrypt(m, raw), half_q.encrypt(m, raw))
+    digits = _digits(half_p, m, raw)
+    ours = private_key._combine(half_p.encrypt(digits), half_q.encrypt(digits))
     n = int(public_key.n)
     for k, (mk, c) in enumerate(zip(m, ours)):
         r = int.from_bytes(raw[32 * k:32 * (k + 1)], "little")
