@@ -275,15 +275,23 @@ class OUPublicKey:
         """Encrypt signed integer plaintexts (``|m| <= max_int``) to ``G**m H**r mod n``."""
         plaintexts = np.asarray(plaintexts, dtype=object)
         source = self._obfuscator_source(obfuscation)
+        return object_array(
+            parallel_map(lambda chunk: self._encrypt_chunk(chunk, source(len(chunk))),
+                         plaintexts.ravel().tolist(), n_jobs),
+            plaintexts.shape)
+
+    def build_tables(self):
+        """Build the fixed-base tables now (before forking workers, say)."""
+        for table in (self._g_table, self._g_inverse_table, self._h_table):
+            table.table
+        return self
+
+    def _encrypt_chunk(self, chunk, obfuscators):
+        """``G**m * s mod n`` for the plaintexts and obfuscators given."""
+        if not chunk:
+            return []
         n = self.n
-        self._g_table.table
-
-        def work(chunk):
-            powers = self.raw_plain_powers(chunk)
-            return [gm * s % n for gm, s in zip(powers, source(len(chunk)))]
-
-        return object_array(parallel_map(work, plaintexts.ravel().tolist(), n_jobs),
-                            plaintexts.shape)
+        return [gm * s % n for gm, s in zip(self.raw_plain_powers(chunk), obfuscators)]
 
     def encrypt(self, values, *, precision=None, obfuscation=None, n_jobs=None):
         """Encrypt a numpy array of floats or integers.

@@ -21,25 +21,19 @@ homomorphic scheme, OU is malleable: ``c * G**k`` is a valid encryption of
 ``m + k`` and cannot be detected. (Paillier's ciphertext space is all of
 ``Z*_{n**2}``: every unit decrypts to something, so there is no such check.)
 
-The key owner also encrypts faster than anyone else: ``G**m`` and ``H**r``
-are computed modulo ``p**2`` and modulo ``q`` from fixed-base tables and
-joined by the Chinese remainder theorem, the same ciphertexts (same ``r``
-distribution, from :mod:`secrets`) as the public path; and it can have the
-next round's obfuscators computed while it waits
-(:class:`~skfed.crypto._precompute.PrecomputingKeyMixin`).
+The key owner encrypts like anyone else (same tables, same ciphertext
+distribution), but can have the next round's obfuscators computed while it
+waits (:class:`~skfed.crypto._precompute.PrecomputingKeyMixin`) and forks
+workers for large batches (see :meth:`OUPrivateKey.raw_encrypt` for the CRT
+variant that was measured and dropped).
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import secrets
-import threading
-
 import gmpy2
 import numpy as np
 
-from ._fixed_base import FixedBase
-from ._ou import _RANDOM_BYTES, H_WINDOW_BITS, RANDOM_BITS
 from ._parallel import fork_map, parallel_map
 from ._precompute import PrecomputingKeyMixin
 from ._raw import object_array
@@ -50,7 +44,6 @@ __all__ = ["OUPrivateKey", "ou_subgroup_bits"]
 # Key-owner encryption forks worker processes only from this many values per
 # process (an OU encryption costs ~50 us at 2048 bits; a fork ~25 ms).
 _MIN_ITEMS_PER_PROCESS = 1024
-_tables_lock = threading.Lock()
 
 
 def ou_subgroup_bits(key_size):
@@ -63,48 +56,6 @@ def ou_subgroup_bits(key_size):
     key_size = int(key_size)
     bits = 256 if key_size >= 3072 else 224 if key_size >= 2048 else 160
     return min(bits, (key_size // 3) // 2)
-
-
-class _CRTHalf:
-    """Fixed-base tables for ``G``, ``G**-1`` and ``H`` modulo one CRT factor."""
-
-    def __init__(self, public_key, modulus):
-        n = public_key.n
-        self.modulus = modulus
-        self.g = FixedBase(public_key.G % modulus, modulus, public_key.p_bits)
-        self.g_inverse = FixedBase(gmpy2.invert(public_key.G, n) % modulus, modulus,
-                                   public_key.p_bits)
-        self.h = FixedBase(public_key.H % modulus, modulus, RANDOM_BITS, H_WINDOW_BITS)
-
-    def build(self):
-        for table in (self.g, self.g_inverse, self.h):
-            table.table
-
-    def encrypt(self, digits):
-        """``G**m H**r`` modulo this factor from :func:`_digits` (``H**r`` left
-        out when ``r`` is not given)."""
-        positive, negative_at, negative, randomness = digits
-        out = self.g.powers_from_columns(positive)
-        if negative_at:
-            for i, value in zip(negative_at, self.g_inverse.powers_from_columns(negative)):
-                out[i] = value
-        if randomness is None:
-            return out
-        modulus = self.modulus
-        hr = self.h.powers_from_columns(randomness)
-        return [a * b % modulus for a, b in zip(out, hr)]
-
-
-def _digits(half, mantissas, raw):
-    """Digit columns of ``|m|`` (for ``G`` or ``G**-1``) and of ``r`` (in
-    ``raw``), cut once for both CRT halves (whose tables have equal shapes)."""
-    mantissas = [int(m) for m in mantissas]
-    positive = half.g.exponent_columns([m if m >= 0 else 0 for m in mantissas])
-    negative_at = [i for i, m in enumerate(mantissas) if m < 0]
-    negative = (half.g.exponent_columns([-mantissas[i] for i in negative_at])
-                if negative_at else None)
-    randomness = None if raw is None else half.h.columns(raw, _RANDOM_BYTES)
-    return positive, negative_at, negative, randomness
 
 
 class OUPrivateKey(PrecomputingKeyMixin):
@@ -130,15 +81,12 @@ class OUPrivateKey(PrecomputingKeyMixin):
         self.psquare = p * p
         gt = gmpy2.powmod(public_key.G, t, self.psquare)
         self.g_inverse_l = gmpy2.invert((gt - 1) // p, p)
-        # c = c_q + q ((c_p - c_q) q**-1 mod p**2): the CRT recombination.
-        self.q_inverse = gmpy2.invert(q, self.psquare)
 
     def __repr__(self):
         return f"<OUPrivateKey for {self.public_key!r}>"
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state.pop("_halves", None)  # tables are rebuilt where needed
         state.pop("_pool", None)  # precomputed obfuscators never travel
         return state
 
@@ -194,79 +142,48 @@ class OUPrivateKey(PrecomputingKeyMixin):
 
     # -- key-owner encryption -------------------------------------------
 
-    @property
-    def _crt_halves(self):
-        halves = self.__dict__.get("_halves")
-        if halves is None:
-            with _tables_lock:
-                halves = self.__dict__.get("_halves")
-                if halves is None:
-                    halves = (_CRTHalf(self.public_key, self.psquare),
-                              _CRTHalf(self.public_key, self.q))
-                    for half in halves:
-                        half.build()
-                    self._halves = halves
-        return halves
-
-    def _combine(self, cp, cq):
-        psquare, q, q_inverse = self.psquare, self.q, self.q_inverse
-        return [b + q * ((a - b) * q_inverse % psquare) for a, b in zip(cp, cq)]
-
     def _min_items_per_process(self):
         scale = max(1, 2048 // self.public_key.key_size) ** 2
         return _MIN_ITEMS_PER_PROCESS * scale
 
     def _pool_source(self, n_jobs=None):
-        half_p, half_q = self._crt_halves
-
-        def obfuscators(count):
-            if count == 0:
-                return []
-            raw = secrets.token_bytes(count * _RANDOM_BYTES)
-            columns = half_p.h.columns(raw, _RANDOM_BYTES)
-            return self._combine(half_p.h.powers_from_columns(columns),
-                                 half_q.h.powers_from_columns(columns))
-
-        return obfuscators
+        return self.public_key._obfuscator_source(None)
 
     def raw_obfuscators(self, count, n_jobs=None):
-        """``count`` fresh obfuscators ``H**r mod n`` (``r`` of 256 bits), with CRT."""
-        source = self._pool_source(n_jobs)
+        """``count`` fresh obfuscators ``H**r mod n`` (``r`` of 256 bits)."""
+        source = self._pool_source()
         return fork_map(lambda chunk: source(len(chunk)), [None] * count, n_jobs,
                         self._min_items_per_process())
 
     def raw_encrypt(self, plaintexts, n_jobs=None, precomputed=True):
-        """Encrypt signed integer plaintexts as the key owner (CRT tables).
+        """Encrypt signed integer plaintexts as the key owner.
 
         The same ciphertexts as ``public_key.raw_encrypt`` (``G**m H**r mod
-        n`` with ``r`` of 256 bits from :mod:`secrets`), computed modulo
-        ``p**2`` and ``q`` and joined by CRT. ``n_jobs > 1`` forks worker
-        processes (as Paillier's key owner). Obfuscators computed ahead by
-        :meth:`precompute_obfuscators` are used first, each once
-        (``precomputed=False``: compute all).
+        n``, ``r`` of 256 bits from :mod:`secrets`), with two differences:
+        obfuscators computed ahead by :meth:`precompute_obfuscators` are used
+        first, each once (``precomputed=False``: compute all), and
+        ``n_jobs > 1`` forks worker processes, as Paillier's key owner does
+        (each product is too short for threads to pay).
+
+        Notes
+        -----
+        Computing ``G**m`` and ``H**r`` modulo ``p**2`` and ``q`` with CRT
+        (the key owner's Paillier trick) was measured and not kept: the
+        products are 1.9x and 4.5x cheaper, but Python's per-product cost
+        stays, and on one core it gave 1.04x at 2048 bits and 0.80x at
+        1024 bits (``benchmarks/bench_crypto.py --schemes``). The key
+        owner's speed-ups are decryption (exponent ``t`` modulo ``p**2``)
+        and obfuscators computed while it waits.
         """
         plaintexts = np.asarray(plaintexts, dtype=object)
-        half_p, half_q = self._crt_halves
-        n = self.public_key.n
-
-        def work(chunk, obfuscators=None):
-            if not chunk:
-                return []
-            raw = (secrets.token_bytes(len(chunk) * _RANDOM_BYTES)
-                   if obfuscators is None else None)
-            digits = _digits(half_p, chunk, raw)
-            out = self._combine(half_p.encrypt(digits), half_q.encrypt(digits))
-            if obfuscators is None:
-                return out
-            return [gm * s % n for gm, s in zip(out, obfuscators)]
-
+        public_key = self.public_key.build_tables()  # inherited by forked workers
+        source = self._pool_source()
         flat = plaintexts.ravel().tolist()
         ready = self._take_precomputed(len(flat), precomputed)
-        head = work(flat[:len(ready)], ready)
-        return object_array(
-            head + fork_map(work, flat[len(ready):], n_jobs,
-                            self._min_items_per_process()),
-            plaintexts.shape)
+        head = public_key._encrypt_chunk(flat[:len(ready)], ready)
+        rest = fork_map(lambda chunk: public_key._encrypt_chunk(chunk, source(len(chunk))),
+                        flat[len(ready):], n_jobs, self._min_items_per_process())
+        return object_array(head + rest, plaintexts.shape)
 
     def encrypt(self, values, *, precision=None, n_jobs=None):
         """Encrypt like :meth:`OUPublicKey.encrypt`, as the key owner (faster)."""
