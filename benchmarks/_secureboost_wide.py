@@ -206,7 +206,8 @@ def wide(n_rows=32_561, key_size=2048, n_jobs=2, trees=2, baseline=BASELINE,
         print(f"\nmodels after {common} tree(s): {same} predictions (sum of P(y=1) "
               f"over 2000 rows: {check[common - 1]} vs {old_check[common - 1]})")
     ref, cpu = ours[-1]["tree"], ours[-1]["cpu"]
-    print(f"\nthis code, tree {len(ours)}: {ref:.2f} s on {n_jobs} threads, "
+    print(f"\nthis code ({schemes[-1]}), tree {len(ours)}: {ref:.2f} s on "
+          f"{n_jobs} threads, "
           f"{cpu:.1f} CPU seconds (thread-seconds)")
     if old is not None:
         print(f"  {old[-1]['tree'] / ref:.1f}x faster than {baseline} in seconds, "
@@ -221,7 +222,7 @@ def wide(n_rows=32_561, key_size=2048, n_jobs=2, trees=2, baseline=BASELINE,
           f"FATE 1.x {FATE_SECONDS:.0f} s ({FATE_SECONDS / ref:.1f}x ours)")
     print("(FedTree's and FATE's figures are as published, on their machines and on "
           "the real a9a; the step columns are CPU seconds)")
-    print("tree 1 also builds the key owner's CRT tables and the passive party's "
+    print("tree 1 also builds the key owner's tables and the passive party's "
           "obfuscator table")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return ours, old
