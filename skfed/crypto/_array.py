@@ -428,8 +428,8 @@ class EncryptedArray(SumsMixin):
         ----------
         obfuscation : str or None, default=None
             The key's default (Paillier ``"djn"``, OU ``"short"``), or see
-            :meth:`PaillierPublicKey.raw_obfuscators` and
-            :meth:`OUPublicKey.raw_obfuscators`.
+            the keys' ``_obfuscator_source``
+            (:mod:`skfed.crypto.paillier`, :mod:`skfed.crypto._ou`).
         n_jobs : int or None, default=None
             Worker threads.
 

@@ -34,7 +34,7 @@ derives its slots from this public bound (``plaintext_bits``).
 
 Security: see :mod:`skfed.crypto._key_policy` (OU is one-way if factoring
 ``n = p**2 q`` is hard and semantically secure under the p-subgroup
-assumption) and the ``obfuscation`` notes of :meth:`OUPublicKey.raw_obfuscators`.
+assumption) and the ``obfuscation`` notes of ``OUPublicKey._obfuscator_source``.
 
 References
 ----------
@@ -58,7 +58,7 @@ import numpy as np
 from ._fixed_base import FixedBase
 from ._parallel import parallel_map
 from ._raw import elementwise, object_array
-from ._scheme import encrypt_array, encrypt_packed_array
+from ._scheme import PublicKeyMixin, encrypt_array, encrypt_packed_array
 
 __all__ = ["OUPublicKey", "ou_public_key", "ou_prime_bits", "OU_OBFUSCATIONS"]
 
@@ -141,7 +141,7 @@ def ou_public_key(n, G, H, p_bits):
         return key
 
 
-class OUPublicKey:
+class OUPublicKey(PublicKeyMixin):
     """Okamoto-Uchiyama public key working on numpy arrays.
 
     Same interface as :class:`~skfed.crypto.PaillierPublicKey`: ``encrypt``,
@@ -230,17 +230,16 @@ class OUPublicKey:
         n = self.n
         return elementwise(lambda c, s: c * s % n, ciphertexts, powers)
 
-    def raw_obfuscators(self, count, obfuscation=None, n_jobs=None):
-        """``count`` fresh obfuscators ``H**r mod n`` (encryptions of 0).
+    def _obfuscator_source(self, obfuscation):
+        """Function ``count -> list`` of fresh obfuscators ``H**r mod n``.
 
         Parameters
         ----------
-        count : int
-        obfuscation : {"short", "standard"} or None, default=None
+        obfuscation : {"short", "standard"} or None
             ``"short"`` (None; ``"djn"`` is read the same way, so that
             scheme-agnostic code may pass Paillier's default): ``r`` of 256
-            bits from :mod:`secrets`, one product modulo ``n`` per byte of
-            ``r`` from a fixed-base table. Generic attacks on a short
+            bits from :mod:`secrets`, one product modulo ``n`` per 10-bit
+            digit of ``r`` from a fixed-base table (26 at any key size). Generic attacks on a short
             exponent (baby-step giant-step, Pollard's lambda) cost
             ``2**128``; the short exponent is indistinguishable from a
             full one under the same kind of assumption as Paillier-DJN's.
@@ -248,17 +247,7 @@ class OUPublicKey:
             search in ``2**55`` steps; we do not follow it there.
             ``"standard"``: ``r`` uniform in ``[0, n)`` (Okamoto-Uchiyama
             1998), one full exponentiation each.
-        n_jobs : int or None
-            Worker threads.
-
-        Returns
-        -------
-        obfuscators : list of mpz
         """
-        source = self._obfuscator_source(obfuscation)
-        return parallel_map(lambda chunk: source(len(chunk)), [None] * count, n_jobs)
-
-    def _obfuscator_source(self, obfuscation):
         if obfuscation in (None, "short", "djn"):
             table = self._h_table
             table.table  # built once here, not waited for by every worker
@@ -298,7 +287,7 @@ class OUPublicKey:
 
         Same encoding, arguments and result as
         :meth:`PaillierPublicKey.encrypt` (``obfuscation``: see
-        :meth:`raw_obfuscators`); the values must fit ``max_int`` at the
+        :meth:`_obfuscator_source`); the values must fit ``max_int`` at the
         chosen precision (about ``2**(key_size / 3)``).
         """
         return encrypt_array(

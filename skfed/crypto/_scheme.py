@@ -21,6 +21,7 @@ Interface a public key offers to :class:`~skfed.crypto.EncryptedArray`:
 import numpy as np
 
 from ._array import EncryptedArray
+from ._parallel import parallel_map
 from ._raw import max_abs
 from .encoding import (
     PackedEncoder,
@@ -30,8 +31,8 @@ from .encoding import (
     signed_from_residues,
 )
 
-__all__ = ["SCHEMES", "decrypt_array", "encrypt_array", "encrypt_packed_array",
-           "plaintext_bits"]
+__all__ = ["SCHEMES", "PublicKeyMixin", "decrypt_array", "encrypt_array",
+           "encrypt_packed_array", "plaintext_bits"]
 
 #: The schemes :func:`skfed.crypto.generate_keypair` makes keys for.
 SCHEMES = ("paillier", "ou")
@@ -49,6 +50,35 @@ def plaintext_bits(key_size, scheme="paillier"):
     if scheme == "ou":
         return int(key_size) // 3 - 3
     raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}.")
+
+
+class PublicKeyMixin:
+    """What Paillier's and OU's public keys share.
+
+    The key provides ``_obfuscator_source(obfuscation)``: a function
+    ``count -> list`` of fresh encryptions of 0 (its docstring lists the
+    key's obfuscations).
+    """
+
+    def raw_obfuscators(self, count, obfuscation=None, n_jobs=None):
+        """``count`` fresh obfuscators: encryptions of 0, from :mod:`secrets`.
+
+        Parameters
+        ----------
+        count : int
+        obfuscation : str or None
+            None: the key's default (Paillier ``"djn"``, OU ``"short"``);
+            the choices and their assumptions are in the key's
+            ``_obfuscator_source``.
+        n_jobs : int or None
+            Worker threads.
+
+        Returns
+        -------
+        obfuscators : list of mpz
+        """
+        source = self._obfuscator_source(obfuscation)
+        return parallel_map(lambda chunk: source(len(chunk)), [None] * count, n_jobs)
 
 
 def encrypt_array(public_key, raw_encrypt, values, precision):

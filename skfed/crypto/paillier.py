@@ -42,7 +42,7 @@ from ._parallel import parallel_map
 from ._plaintext import PlaintextPrivateKey, PlaintextPublicKey
 from ._private_key import PaillierPrivateKey
 from ._raw import add_plain, object_array
-from ._scheme import SCHEMES, encrypt_array, encrypt_packed_array
+from ._scheme import SCHEMES, PublicKeyMixin, encrypt_array, encrypt_packed_array
 
 __all__ = [
     "PaillierPrivateKey",
@@ -141,7 +141,7 @@ def public_key_from_n(n):
         return key
 
 
-class PaillierPublicKey:
+class PaillierPublicKey(PublicKeyMixin):
     """Paillier public key working on numpy arrays.
 
     Parameters
@@ -215,31 +215,15 @@ class PaillierPublicKey:
         """``E(a) * (1 + m n) mod n**2`` elementwise: adds plaintext mantissas."""
         return add_plain(ciphertexts, mantissas, self.n, self.nsquare)
 
-    def raw_obfuscators(self, count, obfuscation="djn", n_jobs=None):
-        """``count`` fresh random n-th residues modulo ``n**2``.
-
-        Parameters
-        ----------
-        count : int
-            Number of obfuscators.
-        obfuscation : {"djn", "standard"} or None, default="djn"
-            ``"djn"``: ``h_s**a`` with a short random ``a`` from a fixed-base
-            table (DJN 2010), secure under DCR plus a short-exponent
-            indistinguishability assumption; ~15x cheaper at 2048 bits.
-            ``"standard"``: ``r**n`` with uniform ``r`` (Paillier 1999),
-            secure under DCR alone.
-        n_jobs : int or None
-            Worker threads.
-
-        Returns
-        -------
-        obfuscators : list of mpz
-        """
-        source = self._obfuscator_source(obfuscation)
-        return parallel_map(lambda chunk: source(len(chunk)), [None] * count, n_jobs)
-
     def _obfuscator_source(self, obfuscation):
-        """Function ``count -> list of fresh obfuscators`` for ``obfuscation``."""
+        """Function ``count -> list of fresh obfuscators`` for ``obfuscation``.
+
+        ``"djn"`` (or None): ``h_s**a`` with a short random ``a`` from a
+        fixed-base table (DJN 2010), secure under DCR plus a short-exponent
+        indistinguishability assumption; ~15x cheaper at 2048 bits.
+        ``"standard"``: ``r**n`` with uniform ``r`` (Paillier 1999), secure
+        under DCR alone.
+        """
         if obfuscation in ("djn", None):
             djn = self.djn
             djn.table  # built here, once, rather than waited for by every worker
@@ -258,7 +242,7 @@ class PaillierPublicKey:
         plaintexts : ndarray of object
             Integers; negative ``m`` stands for ``n + m``.
         obfuscation : {"djn", "standard"}, default="djn"
-            See :meth:`raw_obfuscators`.
+            See :meth:`_obfuscator_source`.
         n_jobs : int or None
             Worker threads.
 
@@ -293,7 +277,7 @@ class PaillierPublicKey:
             the shared exponent is ``floor(log2(precision))``. ``None`` keeps
             53 significant bits of the largest magnitude.
         obfuscation : {"djn", "standard"}, default="djn"
-            See :meth:`raw_obfuscators`.
+            See :meth:`_obfuscator_source`.
         n_jobs : int or None, default=None
             Worker threads; None means 1, -1 all cores.
 
@@ -334,7 +318,7 @@ class PaillierPublicKey:
         encoder : PackedEncoder
             Slot layout (bounds, ``max_summands``, precision).
         obfuscation : {"djn", "standard"}, default="djn"
-            See :meth:`raw_obfuscators`.
+            See :meth:`_obfuscator_source`.
         n_jobs : int or None, default=None
             Worker threads.
 
