@@ -73,7 +73,7 @@ from ._key_policy import InsecureKeyWarning, check_key_size
 from ._ou import OUPublicKey
 from ._ou_private_key import OUPrivateKey
 from ._plaintext import PlaintextArray, PlaintextPrivateKey, PlaintextPublicKey
-from ._scheme import SCHEMES, plaintext_bits
+from ._scheme import plaintext_bits
 from .encoding import PackedEncoder
 from .paillier import PaillierPrivateKey, PaillierPublicKey, generate_keypair
 
@@ -88,7 +88,6 @@ __all__ = [
     "PlaintextArray",
     "PlaintextPrivateKey",
     "PlaintextPublicKey",
-    "SCHEMES",
     "check_key_size",
     "concatenate",
     "generate_keypair",
