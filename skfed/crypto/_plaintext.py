@@ -42,10 +42,11 @@ class PlaintextPublicKey:
         return f"<PlaintextPublicKey {self.key_size} bits (no encryption)>"
 
     def __eq__(self, other):
-        return isinstance(other, PlaintextPublicKey) and other.key_size == self.key_size
+        return (isinstance(other, PlaintextPublicKey) and other.key_size == self.key_size
+                and other.scheme == self.scheme)
 
     def __hash__(self):
-        return hash(("plaintext", self.key_size))
+        return hash(("plaintext", self.key_size, self.scheme))
 
     def __message_size__(self):
         """Nothing to send: there is no key material in plaintext mode."""

@@ -252,3 +252,13 @@ def test_ou_key_policy():
         with pytest.warns(InsecureKeyWarning, match="1024-bit Okamoto-Uchiyama key"):
             assert check_key_size(1024, scheme="ou") == 1024
         assert check_key_size(2048, scheme="ou") == 2048
+
+
+def test_plaintext_mode_checks_ou_capacity():
+    """Plaintext keys of the OU scheme refuse what a real OU key would."""
+    public_key, _ = generate_keypair(768, plaintext=True, scheme="ou")
+    assert public_key.plaintext_bits == 253
+    assert public_key.max_int == (1 << 255) // 3 - 1
+    assert public_key != generate_keypair(768, plaintext=True)[0]
+    with pytest.raises(ValueError, match="do not fit"):
+        public_key.encrypt_packed(np.zeros((1, 5)), PackedEncoder([1.0] * 5, 100))
