@@ -176,7 +176,7 @@ def _row(name, s):
 
 
 def wide(n_rows=32_561, key_size=2048, n_jobs=2, trees=2, baseline=BASELINE,
-         baseline_trees=None):
+         baseline_trees=None, schemes=("paillier",)):
     """Print the a9a table: ours per tree by step, beside ``baseline``'s."""
     header = (f"{'code, tree':24s}  {'seconds':>7}  {'CPU s':>7}  {'encrypt':>7}  "
               f"{'hist':>6}  {'packing':>7}  {'decrypt':>7}  {'other':>6}")
@@ -185,9 +185,16 @@ def wide(n_rows=32_561, key_size=2048, n_jobs=2, trees=2, baseline=BASELINE,
           f"n_jobs={n_jobs}, {trees} tree(s)",
           f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
           f"on {os.cpu_count()} cores\n", header, "-" * len(header), sep="\n")
-    ours, check = tree_splits(n_rows, key_size, n_jobs, trees)
-    for t, s in enumerate(ours, start=1):
-        print(_row(f"this code, tree {t}", s), flush=True)
+    checks = {}
+    for scheme in schemes:
+        ours, checks[scheme] = tree_splits(n_rows, key_size, n_jobs, trees, scheme)
+        name = "this code" if scheme == "paillier" else f"this code, {scheme}"
+        for t, s in enumerate(ours, start=1):
+            print(_row(f"{name}, tree {t}", s), flush=True)
+    check = checks[schemes[0]]
+    for scheme in schemes[1:]:
+        same = "same" if checks[scheme] == check else "DIFFERENT"
+        print(f"{scheme} vs {schemes[0]}: {same} predictions after every tree")
     old = None
     if baseline:
         old, old_check = _baseline_splits(baseline, n_rows, key_size, n_jobs,
@@ -199,7 +206,8 @@ def wide(n_rows=32_561, key_size=2048, n_jobs=2, trees=2, baseline=BASELINE,
         print(f"\nmodels after {common} tree(s): {same} predictions (sum of P(y=1) "
               f"over 2000 rows: {check[common - 1]} vs {old_check[common - 1]})")
     ref, cpu = ours[-1]["tree"], ours[-1]["cpu"]
-    print(f"\nthis code, tree {len(ours)}: {ref:.2f} s on {n_jobs} threads, "
+    print(f"\nthis code ({schemes[-1]}), tree {len(ours)}: {ref:.2f} s on "
+          f"{n_jobs} threads, "
           f"{cpu:.1f} CPU seconds (thread-seconds)")
     if old is not None:
         print(f"  {old[-1]['tree'] / ref:.1f}x faster than {baseline} in seconds, "
@@ -214,7 +222,7 @@ def wide(n_rows=32_561, key_size=2048, n_jobs=2, trees=2, baseline=BASELINE,
           f"FATE 1.x {FATE_SECONDS:.0f} s ({FATE_SECONDS / ref:.1f}x ours)")
     print("(FedTree's and FATE's figures are as published, on their machines and on "
           "the real a9a; the step columns are CPU seconds)")
-    print("tree 1 also builds the key owner's CRT tables and the passive party's "
+    print("tree 1 also builds the key owner's tables and the passive party's "
           "obfuscator table")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return ours, old

@@ -7,10 +7,17 @@ owner's CRT encryption, ``private_key.encrypt``) and of phe's
 and the time to group-sum 30,000 ciphertexts into 32 bins for 10 features
 (one SecureBoost histogram round).
 
+``--schemes`` adds (or, with ``--schemes-only``, prints only) skfed's
+Okamoto-Uchiyama beside its Paillier and, when the optional ``sf-heu``
+package imports, SecretFlow HEU's OU and Z-Paillier: operations per CPU
+second on one core, same run (``benchmarks/_crypto_schemes.py``).
+
 Run::
 
     python benchmarks/bench_crypto.py                  # 1024 and 2048 bits, < 2 min
     python benchmarks/bench_crypto.py --processes      # also a process-pool encryption
+    python benchmarks/bench_crypto.py --schemes-only --key-sizes 2048
+                                                       # OU vs Paillier vs HEU
 """
 
 import argparse
@@ -21,6 +28,8 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from skfed.crypto import concatenate, generate_keypair
+
+from _crypto_schemes import schemes_table
 
 
 def best_rates(cases, repeat):
@@ -130,7 +139,17 @@ def main():
                         help="interleaved rounds; the best of each is reported")
     parser.add_argument("--processes", action="store_true",
                         help="also measure encryption with a 2-process pool")
+    parser.add_argument("--schemes", action="store_true",
+                        help="also compare OU and Paillier (and HEU's, if installed), "
+                             "ops per CPU second on one core")
+    parser.add_argument("--schemes-only", action="store_true",
+                        help="print only the --schemes table")
     args = parser.parse_args()
+    if args.schemes_only:
+        print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+        schemes_table(args.key_sizes, repeat=max(args.repeat, 3))
+        print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+        return
 
     print(f"load average before: {os.getloadavg()[0]:.2f} "
           f"({os.cpu_count()} cores; other processes slow the 2-thread rows most)")
@@ -146,6 +165,8 @@ def main():
             print(f"{op:<8} {name:<28} {r:>12.0f} {ratio:>7.1f}x")
         print("group_sum 30,000 ciphertexts x 10 features into 32 bins: "
               + ", ".join(f"{k}: {v:.2f} s" for k, v in group_times.items()))
+    if args.schemes:
+        schemes_table(args.key_sizes, repeat=max(args.repeat, 3))
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -45,6 +45,14 @@ Usage::
                                       # a9a-shaped, 2 trees, beside commit 51c1df5
     python benchmarks/bench_secureboost.py --narrow --keys 2048  # 30,000 x 23:
                                       # rounds / encryption bound, beside 51c1df5
+    python benchmarks/bench_secureboost.py --a9a --keys 2048 --schemes paillier ou \
+        --baseline none               # the a9a tree with Paillier and with OU
+    python benchmarks/bench_secureboost.py --schemes-table --keys 2048
+                                      # 5,000 x 20, 3 trees: plaintext, Paillier,
+                                      # OU: CPU s and identical predictions
+    python benchmarks/bench_secureboost.py --wait --keys 2048
+                                      # default trees on 1k and 10k rows: the
+                                      # times the getting-started page quotes
 
 The machine may be shared: the load average is printed with the results.
 """
@@ -78,7 +86,7 @@ from threadpoolctl import threadpool_limits
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
 
 from _secureboost_narrow import narrow
-from _secureboost_wide import BASELINE, wide
+from _secureboost_wide import BASELINE, cpu_seconds, fit_splits, wide
 
 
 def credit_like(n_rows, n_features, seed=0):
@@ -266,6 +274,84 @@ def audit_table(rounds=5, key_size=1024):
                                                     float_format="%.3f"))
 
 
+def _fit_cpu(X, y, **params):
+    """Fit a SecureBoostClassifier; ``(model, wall s, CPU s)``, key generation included.
+
+    CPU seconds count every thread of this process and the forked workers it
+    waited for (:func:`_secureboost_wide.cpu_seconds`), so they do not grow
+    with the machine's load as wall seconds do.
+    """
+    clf = SecureBoostClassifier(**params)
+    start, cpu = time.perf_counter(), cpu_seconds()
+    clf.fit(X, y)
+    return clf, time.perf_counter() - start, cpu_seconds() - cpu
+
+
+def schemes_table(key_size, n_jobs, n_rows=5_000, n_features=20, trees=3):
+    """Acceptance table of issue 28: plaintext, Paillier and OU, same run."""
+    X, y = credit_like(n_rows, n_features)
+    params = dict(n_estimators=trees, max_bins=32, max_depth=3, key_size=key_size,
+                  n_jobs=n_jobs, early_stopping=False, random_state=0)
+    _print_header(f"SecureBoost, {n_rows} x {n_features} (credit-like), {trees} trees, "
+                  f"depth 3, {key_size}-bit keys, n_jobs={n_jobs}; key generation "
+                  "included")
+    header = (f"{'encryption':>10}  {'wall s':>7}  {'CPU s':>7}  {'CPU / paillier':>14}  "
+              f"{'predictions':>22}")
+    print(header)
+    print("-" * len(header))
+    results = {}
+    for encryption in (None, "paillier", "ou"):
+        clf, wall, cpu = _fit_cpu(X, y, encryption=encryption, **params)
+        results[encryption] = (clf.predict_proba(X), wall, cpu)
+    reference = results[None][0]
+    for encryption, (proba, wall, cpu) in results.items():
+        same = ("identical to None" if np.array_equal(proba, reference)
+                else "DIFFERENT from None")
+        print(f"{str(encryption):>10}  {wall:7.2f}  {cpu:7.2f}  "
+              f"{cpu / results['paillier'][2]:14.3f}  {same:>22}", flush=True)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def wait_table(key_size, n_jobs, sizes=(1_000, 10_000), n_features=20, trees=4):
+    """SecureBoost with its defaults on 1k and 10k rows, each scheme.
+
+    Fits ``trees`` trees (no early stopping) and prints, in CPU seconds, the
+    setup (key generation, binning) with the first tree (which also builds
+    the key tables), the mean of the later trees, and what the default
+    ``n_estimators=100`` costs at that pace: the numbers the getting-started
+    page quotes. CPU seconds do not grow with the machine's load; on an idle
+    two-core machine, ``n_jobs=2`` gives wall seconds at most these.
+    """
+    _print_header(f"SecureBoostClassifier defaults except n_estimators={trees} and "
+                  f"early_stopping=False, {key_size}-bit keys, n_jobs={n_jobs}, "
+                  f"{n_features} credit-like columns, 2 parties")
+    header = (f"{'rows':>7}  {'encryption':>10}  {'wall s':>7}  {'CPU s':>7}  "
+              f"{'setup + tree 1':>14}  {'per later tree':>14}  {'100 trees':>9}")
+    print(header)
+    print("-" * len(header))
+    for n_rows in sizes:
+        X, y = credit_like(n_rows, n_features)
+        for encryption in (None, "ou", "paillier"):
+            clf = SecureBoostClassifier(encryption=encryption, key_size=key_size,
+                                        n_jobs=n_jobs, random_state=0, verbose=2,
+                                        n_estimators=trees, early_stopping=False)
+            start, cpu = time.perf_counter(), cpu_seconds()
+            splits, _ = fit_splits(clf, X, y)
+            wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu
+            later = float(np.mean([s["cpu"] for s in splits[1:]]))
+            first = cpu - later * (trees - 1)
+            print(f"{n_rows:>7}  {str(encryption):>10}  {wall:7.1f}  {cpu:7.1f}  "
+                  f"{first:14.2f}  {later:14.3f}  {first + 99 * later:9.0f}",
+                  flush=True)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def _print_header(title):
+    print(title)
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+          f"on {os.cpu_count()} cores\n")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the rows")
@@ -292,6 +378,14 @@ def main():
                              "('none' to skip; default: before sparse histograms)")
     parser.add_argument("--baseline-trees", type=int, default=None,
                         help="--a9a: trees fitted with the baseline (default --trees)")
+    parser.add_argument("--schemes", nargs="+", default=["paillier"],
+                        help="--a9a: encryption schemes to fit, in order")
+    parser.add_argument("--schemes-table", action="store_true",
+                        help="5,000 x 20, 3 trees: None, paillier and ou side by "
+                             "side (CPU s, predictions), first key size, and exit")
+    parser.add_argument("--wait", action="store_true",
+                        help="default SecureBoost on 1,000 and 10,000 rows with "
+                             "each scheme (first key size), and exit")
     parser.add_argument("--n-jobs", type=int, default=2, help="crypto worker threads")
     parser.add_argument("--keys", type=int, nargs="+", default=[1024, 2048])
     parser.add_argument("--tables", nargs="+", default=["30000x23", "150000x10"],
@@ -312,7 +406,13 @@ def main():
     if args.a9a:
         wide(32_561 // scale, args.keys[0], args.n_jobs, trees=args.trees,
              baseline=None if args.baseline == "none" else args.baseline,
-             baseline_trees=args.baseline_trees)
+             baseline_trees=args.baseline_trees, schemes=tuple(args.schemes))
+        return
+    if args.schemes_table:
+        schemes_table(args.keys[0], args.n_jobs)
+        return
+    if args.wait:
+        wait_table(args.keys[0], args.n_jobs)
         return
     if args.narrow:
         narrow(shapes[0][0], args.keys[0], args.n_jobs, rounds=max(3, args.trees),

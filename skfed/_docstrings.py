@@ -66,10 +66,21 @@ encryption : {"paillier"} or None, default="paillier"
     ``"paillier"`` runs the protocol with Paillier encryption where the paper
     encrypts. ``None`` runs the same protocol in plaintext: for teaching and
     for checking losslessness, never for real private data.""",
+    "encryption_schemes": """
+encryption : {"paillier", "ou"} or None, default="paillier"
+    The additively homomorphic scheme where the paper encrypts, under the
+    key of the party that owns the data. ``"paillier"`` (Paillier 1999).
+    ``"ou"``: Okamoto-Uchiyama (``n = p**2 q``, as SecretFlow's default),
+    about an order of magnitude cheaper to encrypt with the same key size and the
+    same model; secure if factoring ``n = p**2 q`` is hard (see the security
+    page of the user guide). ``None`` runs the same protocol in plaintext:
+    for teaching and for checking losslessness, never for real private
+    data.""",
     "key_size": """
 key_size : int, default=2048
-    Paillier modulus size in bits. 2048 is the secure default; small keys
-    (e.g. 512) only make tests and demonstrations fast.""",
+    Modulus size in bits (Paillier's ``n = p q`` or OU's ``n = p**2 q``).
+    2048 is the secure default; small keys (e.g. 512) only make tests and
+    demonstrations fast.""",
     "n_jobs": """
 n_jobs : int or None, default=None
     Worker threads for encryption and decryption. ``None`` means 1, ``-1``

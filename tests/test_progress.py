@@ -11,7 +11,8 @@ from skfed.utils import all_estimators
 from ._instances import CHECK_PARAMS
 
 LINE = re.compile(r"^\[\w+\] (round|step|iteration) (\d+)/(\d+): .+, "
-                  r"\d+\.\d\d s, \d+(\.\d)? (B|kB|MB|GB) sent$")
+                  r"\d+\.\d\d s, \d+(\.\d)? (B|kB|MB|GB) sent"
+                  r"(; about \d+(\.\d)? (s|min|h) for the other \d+ \w+s)?$")
 
 # Enough rounds for the every-k-th rule to matter where it is cheap.
 LONG = {"FDSKLClassifier": {"max_iter": 200, "early_stopping": False},
@@ -61,3 +62,43 @@ def test_verbose_two_adds_phase_seconds(capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 4 and LINE.match(lines[0])
     assert lines[1].startswith("    seconds: encrypt ")
+
+
+def test_remaining_time_and_format():
+    from skfed._progress import format_duration, remaining_time
+
+    assert remaining_time(2.0, 1, 100) == 198.0
+    assert remaining_time(6.0, 3, 4) == 2.0
+    assert remaining_time(5.0, 4, 4) == 0.0 and remaining_time(1.0, 0, 4) == 0.0
+    assert [format_duration(s) for s in (4.2, 198.0, 7200.0)] == [
+        "4 s", "3 min", "2.0 h"]
+
+
+def test_encrypted_fit_prints_the_wait_after_its_first_round(capsys, monkeypatch):
+    """Only the first line of an encrypted fit carries the estimate."""
+    import types
+    import warnings
+
+    from skfed import _progress
+    from skfed.ensemble import SecureBoostClassifier
+
+    # A first round of exactly 3 s: 2 more rounds take 6 s.
+    clock = iter([100.0, 103.0, 105.0, 106.0])
+    monkeypatch.setattr(_progress, "time",
+                        types.SimpleNamespace(perf_counter=lambda: next(clock)))
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        SecureBoostClassifier(n_estimators=3, key_size=512, encryption="ou",
+                              early_stopping=False, random_state=0,
+                              verbose=1).fit(X, y)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 3 and all(LINE.match(line) for line in lines)
+    assert ", 3.00 s, " in lines[0]
+    assert lines[0].endswith(" sent; about 6 s for the other 2 rounds")
+    assert "about" not in lines[1] + lines[2]
+    # Plaintext fits are quick: no estimate.
+    monkeypatch.undo()
+    SecureBoostClassifier(n_estimators=3, encryption=None, early_stopping=False,
+                          random_state=0, verbose=1).fit(X, y)
+    assert "about" not in capsys.readouterr().out

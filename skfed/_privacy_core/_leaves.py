@@ -26,7 +26,7 @@ import numbers
 
 import numpy as np
 
-from ..crypto import PaillierPublicKey, PlaintextPublicKey
+from ..crypto import OUPublicKey, PaillierPublicKey, PlaintextPublicKey
 from ..crypto._array import EncryptedArray
 from ..crypto._plaintext import PlaintextArray
 from ._contract import Ciphertext, Public
@@ -34,7 +34,7 @@ from ._contract import Ciphertext, Public
 __all__ = ["leaves", "is_encrypted", "describe_leaf", "structural_problems",
            "element_size"]
 
-_KEYS = (PaillierPublicKey, PlaintextPublicKey)
+_KEYS = (PaillierPublicKey, OUPublicKey, PlaintextPublicKey)
 
 
 def leaves(value):

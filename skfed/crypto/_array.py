@@ -1,24 +1,28 @@
-"""EncryptedArray: a numpy object array of raw Paillier ciphertexts.
+"""EncryptedArray: a numpy object array of raw ciphertexts (Paillier or OU).
 
 All elements share one fixed-point exponent, so homomorphic operations are
-elementwise big-integer arithmetic modulo ``n**2``:
+elementwise big-integer arithmetic modulo the key's ``ciphertext_modulus``
+(``n**2`` for Paillier, ``n = p**2 q`` for Okamoto-Uchiyama):
 
 ==========================  =============================================
-plaintext operation         ciphertext operation (mod ``n**2``)
+plaintext operation         ciphertext operation (mod ciphertext modulus)
 ==========================  =============================================
 ``a + b``                   ``E(a) * E(b)``
 ``-a``                      ``E(a)**-1``
-``a + m`` (plaintext m)     ``E(a) * (1 + m n)``
+``a + m`` (plaintext m)     ``E(a) * E_0(m)``: Paillier ``1 + m n``, OU ``G**m``
 ``k a`` (plaintext int k)   ``E(a)**k``
 ``a * 2**d`` (rescale)      ``E(a)**(2**d)``
 ==========================  =============================================
+
+The array calls only the key's raw operations (``raw_add_plain``,
+``raw_obfuscators``, ``ciphertext_modulus``; see :mod:`skfed.crypto._scheme`),
+so every operation below serves both schemes.
 """
 
 import gmpy2
 import numpy as np
 
 from ._raw import (
-    add_plain,
     as_object,
     max_abs,
     mulmod,
@@ -40,17 +44,18 @@ _KEEP = object()
 
 
 class EncryptedArray(SumsMixin):
-    """Array of Paillier ciphertexts sharing one fixed-point exponent.
+    """Array of ciphertexts sharing one fixed-point exponent.
 
-    Created by :meth:`PaillierPublicKey.encrypt` or
-    :meth:`PaillierPublicKey.encrypt_packed`, not directly.
+    Created by ``encrypt`` or ``encrypt_packed`` of a
+    :class:`PaillierPublicKey` or an :class:`OUPublicKey` (or of their
+    private keys), not directly.
 
     Parameters
     ----------
-    public_key : PaillierPublicKey
+    public_key : PaillierPublicKey or OUPublicKey
         The key the ciphertexts were encrypted under.
     ciphertexts : ndarray of object
-        Raw ciphertexts (mpz) modulo ``n**2``.
+        Raw ciphertexts (mpz) modulo ``public_key.ciphertext_modulus``.
     exponent : int
         Element ``i`` encrypts ``m_i`` standing for ``m_i * 2**exponent``.
     is_integer : bool, default=False
@@ -214,7 +219,9 @@ class EncryptedArray(SumsMixin):
     def __message_size__(self):
         """``(n_scalars, n_ciphertexts, n_bytes)`` of this array as a message.
 
-        ``n_bytes`` is the serialised size: ``ceil(bitlen(n**2) / 8)`` bytes per
+        ``n_bytes`` is the serialised size: ``public_key.ciphertext_bytes``
+        (``ceil(bitlen(n**2) / 8)`` for Paillier, ``ceil(bitlen(n) / 8)`` for
+        OU) bytes per
         ciphertext, plus 8 bytes per plaintext scalar (the summand counts of a
         packed array, which travel with it; ``n_scalars`` counts those).
         """
@@ -223,14 +230,15 @@ class EncryptedArray(SumsMixin):
         return (n_scalars, int(self.size), int(n_bytes))
 
     def __reduce__(self):
-        # Raw fixed-width integers + exponent + n; never phe objects or the key.
+        # Raw fixed-width integers + exponent + the public key (which pickles
+        # as its public parameters only); never phe objects.
         width = self.public_key.ciphertext_bytes
         blob = b"".join(
             int(c).to_bytes(width, "little") for c in self.ciphertexts.ravel().tolist()
         )
         return (
             _rebuild_encrypted_array,
-            (int(self.public_key.n), blob, self.shape, self.exponent,
+            (self.public_key, blob, self.shape, self.exponent,
              self.is_integer, self.encoder, self.counts),
         )
 
@@ -273,14 +281,14 @@ class EncryptedArray(SumsMixin):
             return self
         factor = gmpy2.mpz(1) << (self.exponent - new_exponent)
         return self._new(
-            powmod(self.ciphertexts, factor, self.public_key.nsquare),
+            powmod(self.ciphertexts, factor, self.public_key.ciphertext_modulus),
             new_exponent,
             counts=self.counts,
             bound=self._scaled_bound(factor),
         )
 
     def __add__(self, other):
-        nsquare = self.public_key.nsquare
+        modulus = self.public_key.ciphertext_modulus
         if isinstance(other, EncryptedArray):
             self._check_same_key(other)
             exponent = min(self.exponent, other.exponent)
@@ -291,7 +299,7 @@ class EncryptedArray(SumsMixin):
             if a.mantissa_bound is not None and b.mantissa_bound is not None:
                 bound = a.mantissa_bound + b.mantissa_bound
             return self._new(
-                mulmod(a.ciphertexts, b.ciphertexts, nsquare),
+                mulmod(a.ciphertexts, b.ciphertexts, modulus),
                 exponent,
                 is_integer=self.is_integer and other.is_integer,
                 counts=counts,
@@ -314,7 +322,7 @@ class EncryptedArray(SumsMixin):
         if a.mantissa_bound is not None:
             bound = a.mantissa_bound + max_abs(mantissas)
         return self._new(
-            add_plain(a.ciphertexts, mantissas, self.public_key.n, nsquare),
+            self.public_key.raw_add_plain(a.ciphertexts, mantissas),
             exponent,
             is_integer=self.is_integer and other.dtype.kind in "iu",
             bound=bound,
@@ -327,7 +335,8 @@ class EncryptedArray(SumsMixin):
             raise TypeError(
                 "Cannot negate a packed EncryptedArray (slots must stay >= 0)."
             )
-        return self._new(powmod(self.ciphertexts, -1, self.public_key.nsquare))
+        return self._new(powmod(self.ciphertexts, -1,
+                                self.public_key.ciphertext_modulus))
 
     def __sub__(self, other):
         if isinstance(other, EncryptedArray) and self.encoder is not None:
@@ -338,9 +347,10 @@ class EncryptedArray(SumsMixin):
                     "Packed subtraction a - b needs b's summands to be a subset "
                     "of a's; some element of b has more summands than a."
                 )
-            inverse = powmod(other.ciphertexts, -1, self.public_key.nsquare)
+            modulus = self.public_key.ciphertext_modulus
+            inverse = powmod(other.ciphertexts, -1, modulus)
             return self._new(
-                mulmod(self.ciphertexts, inverse, self.public_key.nsquare),
+                mulmod(self.ciphertexts, inverse, modulus),
                 counts=counts,
             )
         if isinstance(other, EncryptedArray):
@@ -361,12 +371,13 @@ class EncryptedArray(SumsMixin):
         """
         if isinstance(other, EncryptedArray):
             raise TypeError(
-                "Paillier cannot multiply two ciphertexts; multiply by a plaintext."
+                "Additively homomorphic encryption (Paillier, OU) cannot "
+                "multiply two ciphertexts; multiply by a plaintext."
             )
         if _is_plaintext_array(other):
             raise TypeError("Cannot combine an EncryptedArray with a PlaintextArray.")
         other = plain_operand(other, allow_big_ints=True)
-        nsquare = self.public_key.nsquare
+        modulus = self.public_key.ciphertext_modulus
         if other.dtype.kind in "iuO":
             if other.dtype == object:
                 factors = other
@@ -380,7 +391,7 @@ class EncryptedArray(SumsMixin):
                     )
                 counts = self.counts * other.astype(np.int64)
             return self._new(
-                powmod(self.ciphertexts, factors, nsquare),
+                powmod(self.ciphertexts, factors, modulus),
                 counts=counts,
                 bound=self._scaled_bound(max_abs(factors)),
             )
@@ -392,7 +403,7 @@ class EncryptedArray(SumsMixin):
         factor_exponent = PLAINTEXT_FLOAT_EXPONENT
         factors = encode(other, factor_exponent, self.public_key.max_int)
         return self._new(
-            powmod(self.ciphertexts, factors, nsquare),
+            powmod(self.ciphertexts, factors, modulus),
             self.exponent + factor_exponent,
             is_integer=False,
             bound=self._scaled_bound(max_abs(factors)),
@@ -405,17 +416,20 @@ class EncryptedArray(SumsMixin):
         other = plain_operand(other).astype(np.float64)
         return self * (1.0 / other)
 
-    def rerandomize(self, obfuscation="djn", n_jobs=None):
+    def rerandomize(self, obfuscation=None, n_jobs=None):
         """Fresh obfuscation of every element: same plaintexts, new ciphertexts.
 
-        Multiplies each ciphertext by a new random n-th residue drawn from
-        :mod:`secrets` (never reused), so what leaves a party cannot be linked
-        to the ciphertexts it was computed from.
+        Multiplies each ciphertext by a fresh encryption of 0 (Paillier: a
+        random n-th residue; OU: ``H**r``) drawn from :mod:`secrets` (never
+        reused), so what leaves a party cannot be linked to the ciphertexts
+        it was computed from.
 
         Parameters
         ----------
-        obfuscation : {"djn", "standard"}, default="djn"
-            See :meth:`PaillierPublicKey.raw_obfuscators`.
+        obfuscation : str or None, default=None
+            The key's default (Paillier ``"djn"``, OU ``"short"``), or see
+            the keys' ``_obfuscator_source``
+            (:mod:`skfed.crypto.paillier`, :mod:`skfed.crypto._ou`).
         n_jobs : int or None, default=None
             Worker threads.
 
@@ -427,9 +441,9 @@ class EncryptedArray(SumsMixin):
         """
         key = self.public_key
         obfuscators = key.raw_obfuscators(self.size, obfuscation, n_jobs)
-        nsquare = key.nsquare
+        modulus = key.ciphertext_modulus
         fresh = [
-            c * s % nsquare
+            c * s % modulus
             for c, s in zip(self.ciphertexts.ravel().tolist(), obfuscators)
         ]
         # The magnitude bound is dropped: it depends on private values.
@@ -444,23 +458,8 @@ def _is_plaintext_array(obj):
     return isinstance(obj, PlaintextArray)
 
 
-# The key factory used when unpickling: ``paillier`` registers its
-# ``public_key_from_n`` here on import (``skfed.crypto`` imports it, and
-# unpickling this module imports the package first), so this module never
-# imports ``paillier``, which imports this one.
-_public_key_from_n = None
-
-
-def _register_public_key_factory(factory):
-    global _public_key_from_n
-    _public_key_from_n = factory
-
-
-def _rebuild_encrypted_array(n, blob, shape, exponent, is_integer, encoder, counts):
-    if _public_key_from_n is None:  # pragma: no cover - the package registers it
-        raise RuntimeError("skfed.crypto.paillier was not imported; import "
-                           "skfed.crypto before unpickling encrypted arrays.")
-    public_key = _public_key_from_n(n)
+def _rebuild_encrypted_array(public_key, blob, shape, exponent, is_integer, encoder,
+                             counts):
     width = public_key.ciphertext_bytes
     ciphertexts = [
         gmpy2.mpz(int.from_bytes(blob[i:i + width], "little"))

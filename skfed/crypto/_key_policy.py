@@ -1,4 +1,4 @@
-"""Which Paillier key sizes skfed accepts.
+"""Which Paillier and Okamoto-Uchiyama key sizes skfed accepts.
 
 A Paillier key is as strong as its modulus ``n`` is hard to factor. NIST SP
 800-57 Part 1 (Rev. 5, Table 2) rates a 2048-bit modulus at 112-bit security
@@ -13,6 +13,34 @@ anyone with a laptop. Hence:
   in with ``skfed.set_config(allow_insecure_keys=True)`` (or the environment
   variable ``SKFED_ALLOW_INSECURE_KEYS=1``), which the test suite does to
   stay fast; the warning is still issued.
+
+Okamoto-Uchiyama (``n = p**2 q``, ``p`` and ``q`` of ``k / 3`` bits) has its
+own estimate. It falls if ``n`` is factored, by either of two routes:
+
+- the number field sieve on ``n`` itself, which does not care that ``p``
+  is repeated: as hard as an RSA modulus of ``k`` bits;
+- the elliptic curve method, whose cost grows with the *smallest* factor
+  ``p`` (``L_p[1/2, sqrt 2]``), here ``k / 3`` bits: the same situation as
+  three-prime RSA. Lenstra (2001, "Unbelievable security", ASIACRYPT,
+  LNCS 2248) and Hinek (2008, "On the security of multi-prime RSA",
+  J. Mathematical Cryptology 2(2)) find that with up to three primes ECM
+  is no faster than NFS for moduli of 1024 bits and more (four primes from
+  4096 bits). At 2048 bits ECM must find a 682-bit ``p``, about ``2**110``
+  operations, against ``2**112`` for NFS; at 1024 bits a 341-bit ``p``
+  (the ECM record is a 274-bit factor), about ``2**73`` to ``2**80``.
+- Lattice factoring of ``p**r q`` (Boneh, Durfee and Howgrave-Graham,
+  CRYPTO '99, LNCS 1666) runs in polynomial time only when ``r`` is about
+  ``log p``; for ``r = 2`` it is slower than ECM (and Coron, Faugere,
+  Renault and Zeitoun, PKC 2016, do not change this for ``r = 2``).
+
+Semantic security needs, besides hard factoring, the p-subgroup assumption
+(Okamoto and Uchiyama 1998) and, for skfed's 256-bit random exponents, a
+short-exponent assumption like DJN's (:mod:`skfed.crypto._ou`). Hence the
+same thresholds as Paillier, for OU's own reasons:
+``key_size >= 2048`` silent (~110-112-bit), ``[1024, 2048)`` warned
+(~80-bit at 1024, decided by ECM on ``p``), below 1024 refused without the
+opt-in (``p`` under 341 bits is within a few hundred times the ECM
+record's effort). SecretFlow (HEU) uses 2048-bit OU keys by default.
 """
 
 # Authors: The skfed developers
@@ -30,10 +58,18 @@ __all__ = ["InsecureKeyWarning", "check_key_size", "MIN_KEY_SIZE",
 MIN_KEY_SIZE = 1024
 #: Smallest key accepted without a warning (about 112-bit security).
 RECOMMENDED_KEY_SIZE = 2048
+#: The same two thresholds for Okamoto-Uchiyama ``n = p**2 q`` (see above:
+#: ECM on the ``key_size / 3``-bit ``p`` is then no faster than NFS on ``n``).
+OU_MIN_KEY_SIZE = 1024
+OU_RECOMMENDED_KEY_SIZE = 2048
+_POLICY = {"paillier": ("Paillier", MIN_KEY_SIZE, RECOMMENDED_KEY_SIZE,
+                        "modulus can be factored"),
+           "ou": ("Okamoto-Uchiyama", OU_MIN_KEY_SIZE, OU_RECOMMENDED_KEY_SIZE,
+                  "modulus p**2 q can be factored (ECM finds its key_size/3-bit p)")}
 
 
 class InsecureKeyWarning(UserWarning):
-    """A Paillier key shorter than 2048 bits was generated.
+    """A Paillier or Okamoto-Uchiyama key shorter than 2048 bits was generated.
 
     The message names the key size. Filter it (for example
     ``warnings.simplefilter("ignore", InsecureKeyWarning)``) in tests and
@@ -41,8 +77,8 @@ class InsecureKeyWarning(UserWarning):
     """
 
 
-def check_key_size(key_size, stacklevel=2):
-    """Apply skfed's key policy to a Paillier modulus of ``key_size`` bits.
+def check_key_size(key_size, stacklevel=2, scheme="paillier"):
+    """Apply skfed's key policy to a modulus of ``key_size`` bits.
 
     Parameters
     ----------
@@ -50,6 +86,8 @@ def check_key_size(key_size, stacklevel=2):
         Bit length of the modulus ``n``.
     stacklevel : int, default=2
         Passed to :func:`warnings.warn` (2: the caller of this function).
+    scheme : {"paillier", "ou"}, default="paillier"
+        Whose policy (see the module docstring for OU's estimate).
 
     Returns
     -------
@@ -80,21 +118,23 @@ def check_key_size(key_size, stacklevel=2):
     if isinstance(key_size, bool) or not isinstance(key_size, numbers.Integral):
         raise TypeError(f"key_size must be an int, got {key_size!r}.")
     key_size = int(key_size)
-    if key_size >= RECOMMENDED_KEY_SIZE:
+    name, minimum, recommended, weakness = _POLICY[scheme]
+    if key_size >= recommended:
         return key_size
-    if key_size < MIN_KEY_SIZE and not get_config()["allow_insecure_keys"]:
+    if key_size < minimum and not get_config()["allow_insecure_keys"]:
         raise ValueError(
-            f"key_size={key_size} is refused: a {key_size}-bit Paillier "
-            "modulus can be factored, which reveals every ciphertext. Use "
-            f"key_size={RECOMMENDED_KEY_SIZE} or more (at least "
-            f"{MIN_KEY_SIZE}, with a warning). Tests and teaching code may "
+            f"key_size={key_size} is refused: a {key_size}-bit {name} "
+            f"{weakness}, which reveals every ciphertext. Use "
+            f"key_size={recommended} or more (at least "
+            f"{minimum}, with a warning). Tests and teaching code may "
             "opt in with skfed.set_config(allow_insecure_keys=True) or the "
             "environment variable SKFED_ALLOW_INSECURE_KEYS=1."
         )
-    strength = "about 80-bit" if key_size >= MIN_KEY_SIZE else "less than 80-bit"
+    strength = "about 80-bit" if key_size >= minimum else "less than 80-bit"
+    source = "NIST SP 800-57" if scheme == "paillier" else "ECM on p, NFS on n"
     warnings.warn(
-        f"A {key_size}-bit Paillier key gives {strength} security (NIST SP "
-        f"800-57), below the {RECOMMENDED_KEY_SIZE} bits (112-bit security) "
+        f"A {key_size}-bit {name} key gives {strength} security ({source}), "
+        f"below the {recommended} bits (112-bit security) "
         "private data needs; use it for tests and teaching only.",
         InsecureKeyWarning, stacklevel=stacklevel,
     )

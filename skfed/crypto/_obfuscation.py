@@ -43,9 +43,9 @@ import secrets
 import threading
 
 import gmpy2
-import numpy as np
 
-from ._parallel import effective_n_jobs, parallel_tasks, releasing_gil
+from ._fixed_base import FixedBase, window_digits
+from ._parallel import effective_n_jobs, parallel_tasks
 
 __all__ = ["CRTDJNObfuscator", "DJNObfuscator", "standard_obfuscators", "OBFUSCATIONS"]
 
@@ -98,45 +98,22 @@ class DJNObfuscator:
         x = random_unit(self.n)
         h = (-x * x) % self.n
         self.h_s = gmpy2.powmod(h, self.n, self.nsquare)
-        self._table = None
-        self._lock = threading.Lock()
-
-    def _build_table(self):
         # Row i holds h_s**(d * 2**(8 i)) for d = 0..255, so that
         # h_s**a = prod_i row_i[byte_i(a)].
-        nsquare = self.nsquare
-        rows = []
-        base = self.h_s
-        for _ in range(self.exponent_bytes):
-            row = [gmpy2.mpz(1), base]
-            for _ in range(254):
-                row.append(row[-1] * base % nsquare)
-            rows.append(row)
-            base = row[-1] * base % nsquare  # h_s**(256 * 2**(8 i))
-        return rows
+        self._fixed_base = FixedBase(self.h_s, self.nsquare, 8 * self.exponent_bytes,
+                                     self.window_bits)
 
     @property
     def table(self):
-        if self._table is None:
-            with self._lock:
-                if self._table is None:
-                    with releasing_gil():
-                        self._table = self._build_table()
-        return self._table
+        return self._fixed_base.table
 
     def obfuscators(self, count):
-        """``count`` fresh obfuscators ``h_s**a mod n**2``, a from :mod:`secrets`."""
-        table = self.table
-        nsquare = self.nsquare
-        n_bytes = self.exponent_bytes
-        out = []
-        for _ in range(count):
-            digits = secrets.token_bytes(n_bytes)
-            acc = table[0][digits[0]]
-            for row, d in zip(table[1:], digits[1:]):
-                acc = acc * row[d] % nsquare
-            out.append(acc)
-        return out
+        """``count`` fresh obfuscators ``h_s**a mod n**2``, a from :mod:`secrets`.
+
+        The batch goes through the table row by row
+        (:meth:`~skfed.crypto._fixed_base.FixedBase.random_powers`).
+        """
+        return self._fixed_base.random_powers(count, self.exponent_bytes)
 
 
 class CRTDJNObfuscator:
@@ -244,20 +221,9 @@ class CRTDJNObfuscator:
         return self._tables
 
     def _digits(self, raw, count):
-        """``window_bits``-bit digits of the exponents in ``raw``, by position.
-
-        ``raw`` holds ``count`` little-endian exponents of ``exponent_bytes``.
-        """
-        w = self.window_bits
-        bits = np.unpackbits(
-            np.frombuffer(raw, dtype=np.uint8).reshape(count, self.exponent_bytes),
-            axis=1, bitorder="little")
-        pad = self.n_rows * w - self.exponent_bits
-        if pad:
-            bits = np.concatenate([bits, np.zeros((count, pad), np.uint8)], axis=1)
-        weights = (1 << np.arange(w, dtype=np.int64))
-        # One list per row (digit position), one digit per exponent.
-        return (bits.reshape(count, self.n_rows, w) @ weights).T.tolist()
+        """``window_bits``-bit digits of the exponents in ``raw``, by position."""
+        return window_digits(raw, count, self.exponent_bytes, self.window_bits,
+                             self.n_rows)
 
     def obfuscators_from_bytes(self, raw):
         """Obfuscators ``h_s**a mod n**2`` for the exponents given as bytes.

@@ -25,21 +25,28 @@ class PlaintextPublicKey:
     key_size : int
         Kept for reporting and for packing-capacity checks, so that a packing
         layout that would not fit a real key fails in plaintext mode too.
+    scheme : {"paillier", "ou"}, default="paillier"
+        The scheme whose plaintext capacity the checks use.
     """
 
-    def __init__(self, key_size=2048):
+    def __init__(self, key_size=2048, scheme="paillier"):
         self.key_size = int(key_size)
-        # The smallest max_int of any real key of this size (n >= 2**(k-1)).
-        self.max_int = (1 << (self.key_size - 1)) // 3 - 1
+        self.scheme = scheme
+        # The smallest max_int of any real key of this size and scheme
+        # (Paillier: n >= 2**(k-1); OU: p >= 2**(k // 3 - 1)).
+        top = self.key_size // 3 if scheme == "ou" else self.key_size
+        self.max_int = (1 << (top - 1)) // 3 - 1
+        self.plaintext_bits = top - 3
 
     def __repr__(self):
         return f"<PlaintextPublicKey {self.key_size} bits (no encryption)>"
 
     def __eq__(self, other):
-        return isinstance(other, PlaintextPublicKey) and other.key_size == self.key_size
+        return (isinstance(other, PlaintextPublicKey) and other.key_size == self.key_size
+                and other.scheme == self.scheme)
 
     def __hash__(self):
-        return hash(("plaintext", self.key_size))
+        return hash(("plaintext", self.key_size, self.scheme))
 
     def __message_size__(self):
         """Nothing to send: there is no key material in plaintext mode."""

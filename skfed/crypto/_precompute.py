@@ -27,9 +27,12 @@ import os
 import threading
 import weakref
 
-from ._parallel import fork_available
+from ._parallel import effective_n_jobs, fork_available
 
-__all__ = ["ObfuscatorPool"]
+__all__ = ["ObfuscatorPool", "PrecomputingKeyMixin"]
+
+# Guards the lazy creation of a private key's pool.
+_pool_lock = threading.Lock()
 
 # Obfuscators per message from the worker: ~0.1 s of work at 2048 bits.
 _BATCH = 256
@@ -162,3 +165,68 @@ class ObfuscatorPool:
         with self._lock:
             self._halt()
             self._ready.clear()
+
+
+class PrecomputingKeyMixin:
+    """``precompute_obfuscators`` for a private key (Paillier's or OU's).
+
+    The key provides ``_pool_source(n_jobs)`` (builds its tables, returns
+    ``count -> list`` of fresh obfuscators, run in the forked worker) and
+    ``_min_items_per_process()``; its ``raw_encrypt`` takes what is ready
+    with :meth:`_take_precomputed`. The pool lives in ``self._pool`` and
+    never travels (the keys drop it when pickled).
+    """
+
+    def precompute_obfuscators(self, count, n_jobs=None, min_count=None, nice=19):
+        """Compute ``count`` obfuscators in the background for the next encryption.
+
+        Forks a worker process at the lowest priority
+        (:class:`~skfed.crypto._precompute.ObfuscatorPool`) that computes
+        fresh obfuscators while this party waits for others; the next
+        ``raw_encrypt`` (and ``encrypt``, ``encrypt_packed``) takes what is
+        ready, each obfuscator exactly once, and computes the rest itself. A
+        worker still running is stopped first.
+
+        Parameters
+        ----------
+        count : int
+            Obfuscators wanted (e.g. the next round's ciphertexts).
+        n_jobs : int or None
+            Workers allowed: with None or 1 (one core asked for) nothing
+            starts; otherwise the threads building the key owner's tables, if
+            not built yet, and the one background worker.
+        min_count : int or None
+            Below this many nothing starts (a fork costs more than it saves);
+            None: four times what key-owner encryption gives one process.
+        nice : int, default=19
+            The worker's niceness increment (19: only otherwise idle CPU).
+
+        Returns
+        -------
+        started : bool
+        """
+        if min_count is None:
+            min_count = 4 * self._min_items_per_process()
+        if count < min_count or effective_n_jobs(n_jobs) < 2:
+            return False
+        source = self._pool_source(n_jobs)
+        pool = self.__dict__.get("_pool")
+        if pool is None:
+            with _pool_lock:
+                pool = self.__dict__.get("_pool")
+                if pool is None:
+                    pool = ObfuscatorPool(source, nice)
+                    self._pool = pool
+        pool._nice = int(nice)
+        return pool.start(count)
+
+    def stop_precomputing(self):
+        """Stop the background worker and drop the obfuscators not used."""
+        pool = self.__dict__.get("_pool")
+        if pool is not None:
+            pool.close()
+
+    def _take_precomputed(self, count, precomputed=True):
+        """Up to ``count`` obfuscators from the pool, each handed out once."""
+        pool = self.__dict__.get("_pool") if precomputed else None
+        return [] if pool is None else pool.take(count)

@@ -17,18 +17,11 @@ import gmpy2
 import numpy as np
 import phe
 
-from ._array import EncryptedArray
 from ._obfuscation import CRTDJNObfuscator
-from ._parallel import effective_n_jobs, fork_map, parallel_map
-from ._precompute import ObfuscatorPool
+from ._parallel import fork_map, parallel_map
+from ._precompute import PrecomputingKeyMixin
 from ._raw import object_array
-from .encoding import (
-    PackedEncoder,
-    choose_exponent,
-    decode,
-    encode,
-    signed_from_residues,
-)
+from ._scheme import decrypt_array, encrypt_array, encrypt_packed_array
 
 __all__ = ["PaillierPrivateKey"]
 
@@ -39,7 +32,7 @@ _crt_lock = threading.Lock()
 _MIN_ITEMS_PER_PROCESS_2048 = 128
 
 
-class PaillierPrivateKey:
+class PaillierPrivateKey(PrecomputingKeyMixin):
     """Paillier private key with CRT decryption of whole arrays.
 
     Parameters
@@ -111,59 +104,11 @@ class PaillierPrivateKey:
             lambda chunk: crt_djn.obfuscators(len(chunk)), [None] * count, n_jobs,
             self._min_items_per_process())
 
-    def precompute_obfuscators(self, count, n_jobs=None, min_count=None, nice=19):
-        """Compute ``count`` obfuscators in the background for the next encryption.
-
-        Forks a worker process at the lowest priority
-        (:class:`~skfed.crypto._precompute.ObfuscatorPool`) that computes
-        fresh obfuscators while this party waits for others; the next
-        :meth:`raw_encrypt` (and :meth:`encrypt`, :meth:`encrypt_packed`)
-        takes what is ready, each obfuscator exactly once, and computes the
-        rest itself. A worker still running is stopped first.
-
-        Parameters
-        ----------
-        count : int
-            Obfuscators wanted (e.g. the next round's ciphertexts).
-        n_jobs : int or None
-            Workers allowed: with None or 1 (one core asked for) nothing
-            starts; otherwise the threads building the CRT tables, if not
-            built yet, and the one background worker.
-        min_count : int or None
-            Below this many nothing starts (a fork costs more than it saves);
-            None: four times what key-owner encryption gives one process
-            (512 at 2048 bits, 8192 at 512 bits).
-        nice : int, default=19
-            The worker's niceness increment (19: only otherwise idle CPU).
-
-        Returns
-        -------
-        started : bool
-        """
-        if min_count is None:
-            min_count = 4 * self._min_items_per_process()
-        if count < min_count or effective_n_jobs(n_jobs) < 2:
-            return False
+    def _pool_source(self, n_jobs=None):
+        """The background worker's obfuscators (CRT tables built first)."""
         crt_djn = self.crt_djn
         crt_djn.build(n_jobs)
-        return self._obfuscator_pool(nice).start(count)
-
-    def stop_precomputing(self):
-        """Stop the background worker and drop the obfuscators not used."""
-        pool = self.__dict__.get("_pool")
-        if pool is not None:
-            pool.close()
-
-    def _obfuscator_pool(self, nice):
-        pool = self.__dict__.get("_pool")
-        if pool is None:
-            with _crt_lock:
-                pool = self.__dict__.get("_pool")
-                if pool is None:
-                    pool = ObfuscatorPool(self.crt_djn.obfuscators, nice)
-                    self._pool = pool
-        pool._nice = int(nice)
-        return pool
+        return crt_djn.obfuscators
 
     def raw_encrypt(self, plaintexts, n_jobs=None, precomputed=True):
         """Encrypt integer plaintexts as the key owner (CRT obfuscators).
@@ -228,8 +173,7 @@ class PaillierPrivateKey:
             return combine(chunk, crt_djn.obfuscators(len(chunk)))
 
         flat = plaintexts.ravel().tolist()
-        pool = self.__dict__.get("_pool") if precomputed else None
-        ready = [] if pool is None else pool.take(len(flat))
+        ready = self._take_precomputed(len(flat), precomputed)
         head = combine(flat[:len(ready)], ready)
         return object_array(
             head + fork_map(work, flat[len(ready):], n_jobs,
@@ -244,26 +188,18 @@ class PaillierPrivateKey:
         ``encrypt`` with ``obfuscation="djn"``; faster (see :meth:`raw_encrypt`).
         Returns an :class:`EncryptedArray` under ``self.public_key``.
         """
-        values = np.asarray(values)
-        exponent = choose_exponent(values, precision)
-        mantissas = encode(values, exponent, self.public_key.max_int)
-        ciphertexts = self.raw_encrypt(mantissas, n_jobs)
-        bound = max((abs(m) for m in mantissas.ravel().tolist()), default=0)
-        return EncryptedArray(
-            self.public_key, ciphertexts, exponent,
-            is_integer=values.dtype.kind in "iub", mantissa_bound=bound,
-        )
+        return encrypt_array(self.public_key, lambda m: self.raw_encrypt(m, n_jobs),
+                             values, precision)
 
     def encrypt_packed(self, values, encoder, *, n_jobs=None):
         """Like :meth:`PaillierPublicKey.encrypt_packed`, as the key owner."""
-        if not isinstance(encoder, PackedEncoder):
-            raise TypeError(f"encoder must be a PackedEncoder, got {type(encoder)}.")
-        encoder.check_capacity(self.public_key.max_int)
-        packed = encoder.pack(values)
-        ciphertexts = self.raw_encrypt(packed, n_jobs)
-        counts = np.ones(packed.shape, dtype=np.int64)
-        return EncryptedArray(self.public_key, ciphertexts, 0, encoder=encoder,
-                              counts=counts)
+        return encrypt_packed_array(
+            self.public_key, lambda m: self.raw_encrypt(m, n_jobs), values, encoder)
+
+    @property
+    def plaintext_modulus(self):
+        """``n``: decrypted residues are modulo ``n``."""
+        return self.public_key.n
 
     def _h_function(self, x, xsquare):
         g = self.public_key.n + 1
@@ -331,22 +267,4 @@ class PaillierPrivateKey:
         OverflowError
             If a homomorphic computation overflowed the plaintext range.
         """
-        if not isinstance(encrypted, EncryptedArray):
-            raise TypeError(
-                f"Expected an EncryptedArray, got {type(encrypted).__name__}."
-            )
-        if encrypted.public_key != self.public_key:
-            raise ValueError(
-                "This EncryptedArray was encrypted under a different public key."
-            )
-        residues = self.raw_decrypt(encrypted.ciphertexts, n_jobs)
-        n, max_int = self.public_key.n, self.public_key.max_int
-        if encrypted.encoder is not None:
-            if any(r > max_int for r in residues.ravel().tolist()):
-                raise OverflowError(
-                    "A packed value is negative or overflowed: was a packed "
-                    "array subtracted from one that does not contain it?"
-                )
-            return encrypted.encoder.unpack(residues, encrypted.counts)
-        mantissas = signed_from_residues(residues, n, max_int)
-        return decode(mantissas, encrypted.exponent, encrypted.is_integer)
+        return decrypt_array(self, encrypted, n_jobs)

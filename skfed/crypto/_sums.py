@@ -1,6 +1,7 @@
 """Homomorphic sums of an EncryptedArray: over an axis, and per group.
 
-A sum of ciphertexts is their product modulo ``n**2``. These are the
+A sum of ciphertexts is their product modulo the ciphertext modulus
+(``n**2`` for Paillier, ``n`` for OU). These are the
 reductions protocols are built from: a party adds up encrypted values over
 all rows (:meth:`SumsMixin.sum`), or per group of rows, e.g. the gradient
 histograms of SecureBoost (:meth:`SumsMixin.group_sum`, whose raw products
@@ -41,12 +42,12 @@ class SumsMixin:
         EncryptedArray
             0-d for ``axis=None``, otherwise the shape without ``axis``.
         """
-        nsquare = self.public_key.nsquare
+        modulus = self.public_key.ciphertext_modulus
         if axis is None:
             def product(chunk):
                 acc = _ONE
                 for c in chunk:
-                    acc = acc * c % nsquare
+                    acc = acc * c % modulus
                 return [acc]
 
             partials = parallel_map(
@@ -64,7 +65,7 @@ class SumsMixin:
         else:
             acc = moved[0]
             for row in moved[1:]:
-                acc = mulmod(acc, row, nsquare)
+                acc = mulmod(acc, row, modulus)
         counts = None if self.counts is None else self.counts.sum(axis=axis)
         return self._new(
             as_object(acc, moved.shape[1:]), counts=counts,
@@ -118,7 +119,7 @@ class SumsMixin:
         if ids.ndim == 2 and self.ndim != 1:
             raise ValueError("2-D group_ids need a 1-D EncryptedArray.")
         ciphertexts = raw_group_sum(
-            self.ciphertexts, ids, n_groups, self.public_key.nsquare, n_jobs
+            self.ciphertexts, ids, n_groups, self.public_key.ciphertext_modulus, n_jobs
         )
         counts = None
         if self.counts is not None:

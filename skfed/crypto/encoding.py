@@ -180,7 +180,8 @@ def _raise_overflow(values, exponent, max_int):
     raise ValueError(
         f"Values too large to encode: max |x| = {float(np.max(np.abs(values))):.6g} "
         f"but the largest magnitude encodable with exponent {exponent} is "
-        f"max_int * 2**{exponent} = {limit:.6g} (max_int = n // 3 - 1). "
+        f"max_int * 2**{exponent} = {limit:.6g} (max_int = 2**{int(max_int).bit_length()} "
+        "roughly: n // 3 for Paillier, 2**(key_size / 3) / 6 for OU). "
         "Use a coarser precision or a larger key."
     )
 
@@ -193,9 +194,10 @@ def signed_from_residues(residues, n, max_int):
     residues : ndarray of object
         Raw plaintexts modulo ``n``.
     n : int
-        Public modulus.
+        The plaintext modulus: Paillier's ``n``, or Okamoto-Uchiyama's
+        secret prime ``p`` (only its key owner decrypts).
     max_int : int
-        Largest encodable magnitude (``n // 3 - 1``).
+        Largest encodable magnitude (``n // 3 - 1`` for Paillier).
 
     Returns
     -------
@@ -218,7 +220,8 @@ def signed_from_residues(residues, n, max_int):
         else:
             raise OverflowError(
                 "Decrypted value overflowed: the homomorphic computation left "
-                "the range [-max_int, max_int] with max_int = n // 3 - 1."
+                "the range [-max_int, max_int] of the key (n // 3 - 1 for "
+                "Paillier, 2**(key_size // 3 - 1) // 3 - 1 for OU)."
             )
     mantissas = np.empty(residues.shape, dtype=object)
     mantissas.ravel()[:] = out
@@ -393,9 +396,15 @@ class PackedEncoder:
         return (self.n_slots + 2, 0, 8 * (self.n_slots + 2))
 
     @staticmethod
-    def max_slots(key_size, max_summands, precision_bits=48):
-        """Number of slots that fit in a plaintext of a ``key_size``-bit key."""
+    def max_slots(key_size, max_summands, precision_bits=48, scheme="paillier"):
+        """Number of slots that fit in a plaintext of a ``key_size``-bit key.
+
+        ``scheme="ou"``: an Okamoto-Uchiyama key, whose plaintexts are about
+        a third of its size (``key_size // 3 - 3`` bits).
+        """
         slot_bits = int(max_summands).bit_length() + int(precision_bits) + 1
+        if scheme == "ou":
+            return (int(key_size) // 3 - 3) // slot_bits
         # max_int = n // 3 - 1 has at least key_size - 3 bits.
         return (int(key_size) - 3) // slot_bits
 

@@ -34,14 +34,15 @@ import gmpy2
 import numpy as np
 import phe
 
-from ._array import EncryptedArray, _register_public_key_factory
 from ._key_policy import check_key_size
 from ._obfuscation import OBFUSCATIONS, DJNObfuscator, standard_obfuscators
+from ._ou import generate_ou_keys, ou_prime_bits, ou_public_key
+from ._ou_private_key import OUPrivateKey, ou_subgroup_bits
 from ._parallel import parallel_map
 from ._plaintext import PlaintextPrivateKey, PlaintextPublicKey
 from ._private_key import PaillierPrivateKey
-from ._raw import object_array
-from .encoding import PackedEncoder, choose_exponent, encode
+from ._raw import add_plain, object_array
+from ._scheme import SCHEMES, PublicKeyMixin, encrypt_array, encrypt_packed_array
 
 __all__ = [
     "PaillierPrivateKey",
@@ -50,8 +51,8 @@ __all__ = [
 ]
 
 
-def generate_keypair(key_size=2048, plaintext=False):
-    """Generate a Paillier key pair for array encryption.
+def generate_keypair(key_size=2048, plaintext=False, scheme="paillier"):
+    """Generate a Paillier (or Okamoto-Uchiyama) key pair for array encryption.
 
     Parameters
     ----------
@@ -60,17 +61,26 @@ def generate_keypair(key_size=2048, plaintext=False):
         ~112-bit security. Smaller keys warn
         (:class:`~skfed.crypto.InsecureKeyWarning`); below 1024 bits they are
         refused unless ``skfed.set_config(allow_insecure_keys=True)`` (tests
-        and teaching only).
+        and teaching only). Each scheme has its own policy
+        (:func:`check_key_size`).
     plaintext : bool, default=False
         If True, return :class:`PlaintextPublicKey` / :class:`PlaintextPrivateKey`
         whose ``encrypt`` returns a :class:`PlaintextArray` with the same
         interface as :class:`EncryptedArray` but no encryption at all, so that
         protocol code runs unchanged (for teaching and lossless comparisons).
+    scheme : {"paillier", "ou"}, default="paillier"
+        ``"paillier"``: Paillier 1999, ``n = p q``, ciphertexts of
+        ``2 key_size`` bits. ``"ou"``: Okamoto-Uchiyama 1998 (in the form
+        SecretFlow's HEU uses), ``n = p**2 q``, ciphertexts of ``key_size``
+        bits, plaintexts below about ``2**(key_size / 3)``; encryption about
+        an order of magnitude faster (``benchmarks/bench_crypto.py``). Both
+        give arrays with the same interface (:class:`EncryptedArray`).
+        With ``plaintext=True`` the scheme only sets the plaintext capacity.
 
     Returns
     -------
-    public_key : PaillierPublicKey or PlaintextPublicKey
-    private_key : PaillierPrivateKey or PlaintextPrivateKey
+    public_key : PaillierPublicKey, OUPublicKey or PlaintextPublicKey
+    private_key : PaillierPrivateKey, OUPrivateKey or PlaintextPrivateKey
 
     Raises
     ------
@@ -97,10 +107,17 @@ def generate_keypair(key_size=2048, plaintext=False):
     >>> private_key.decrypt((a + a).sum())
     array(5.5)
     """
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}.")
     if plaintext:
-        public_key = PlaintextPublicKey(key_size)
+        public_key = PlaintextPublicKey(key_size, scheme=scheme)
         return public_key, PlaintextPrivateKey(public_key)
-    check_key_size(key_size, stacklevel=3)
+    check_key_size(key_size, stacklevel=3, scheme=scheme)
+    if scheme == "ou":
+        n, G, H, p, q, t, u = generate_ou_keys(int(key_size),
+                                               ou_subgroup_bits(key_size))
+        public_key = ou_public_key(n, G, H, ou_prime_bits(key_size))
+        return public_key, OUPrivateKey(public_key, p, q, t)
     phe_public, phe_private = phe.generate_paillier_keypair(n_length=int(key_size))
     public_key = public_key_from_n(phe_public.n)
     return public_key, PaillierPrivateKey(public_key, phe_private.p, phe_private.q)
@@ -124,10 +141,7 @@ def public_key_from_n(n):
         return key
 
 
-_register_public_key_factory(public_key_from_n)
-
-
-class PaillierPublicKey:
+class PaillierPublicKey(PublicKeyMixin):
     """Paillier public key working on numpy arrays.
 
     Parameters
@@ -139,20 +153,28 @@ class PaillierPublicKey:
     ----------
     n, nsquare : mpz
         ``n`` and ``n**2``.
+    ciphertext_modulus : mpz
+        ``n**2``: ciphertexts multiply modulo it.
     max_int : int
         Largest magnitude of an encoded integer, ``n // 3 - 1``; plaintexts in
         ``(max_int, n - max_int)`` are treated as overflow on decryption.
+    plaintext_bits : int
+        Packed plaintexts below ``2**plaintext_bits`` always fit: ``key_size - 3``.
     key_size : int
         Bit length of ``n``.
     ciphertext_bytes : int
         Serialised size of one ciphertext, ``ceil(bitlen(n**2) / 8)``.
     """
 
+    scheme = "paillier"
+
     def __init__(self, n):
         self.n = gmpy2.mpz(n)
         self.nsquare = self.n * self.n
+        self.ciphertext_modulus = self.nsquare
         self.max_int = int(self.n // 3 - 1)
         self.key_size = int(self.n.bit_length())
+        self.plaintext_bits = self.key_size - 3
         self.ciphertext_bytes = (int(self.nsquare.bit_length()) + 7) // 8
         self._djn = None
         self._lock = threading.Lock()
@@ -189,32 +211,20 @@ class PaillierPublicKey:
                     self._djn = DJNObfuscator(self.n)
         return self._djn
 
-    def raw_obfuscators(self, count, obfuscation="djn", n_jobs=None):
-        """``count`` fresh random n-th residues modulo ``n**2``.
-
-        Parameters
-        ----------
-        count : int
-            Number of obfuscators.
-        obfuscation : {"djn", "standard"}, default="djn"
-            ``"djn"``: ``h_s**a`` with a short random ``a`` from a fixed-base
-            table (DJN 2010), secure under DCR plus a short-exponent
-            indistinguishability assumption; ~15x cheaper at 2048 bits.
-            ``"standard"``: ``r**n`` with uniform ``r`` (Paillier 1999),
-            secure under DCR alone.
-        n_jobs : int or None
-            Worker threads.
-
-        Returns
-        -------
-        obfuscators : list of mpz
-        """
-        source = self._obfuscator_source(obfuscation)
-        return parallel_map(lambda chunk: source(len(chunk)), [None] * count, n_jobs)
+    def raw_add_plain(self, ciphertexts, mantissas):
+        """``E(a) * (1 + m n) mod n**2`` elementwise: adds plaintext mantissas."""
+        return add_plain(ciphertexts, mantissas, self.n, self.nsquare)
 
     def _obfuscator_source(self, obfuscation):
-        """Function ``count -> list of fresh obfuscators`` for ``obfuscation``."""
-        if obfuscation == "djn":
+        """Function ``count -> list of fresh obfuscators`` for ``obfuscation``.
+
+        ``"djn"`` (or None): ``h_s**a`` with a short random ``a`` from a
+        fixed-base table (DJN 2010), secure under DCR plus a short-exponent
+        indistinguishability assumption; ~15x cheaper at 2048 bits.
+        ``"standard"``: ``r**n`` with uniform ``r`` (Paillier 1999), secure
+        under DCR alone.
+        """
+        if obfuscation in ("djn", None):
             djn = self.djn
             djn.table  # built here, once, rather than waited for by every worker
             return djn.obfuscators
@@ -232,7 +242,7 @@ class PaillierPublicKey:
         plaintexts : ndarray of object
             Integers; negative ``m`` stands for ``n + m``.
         obfuscation : {"djn", "standard"}, default="djn"
-            See :meth:`raw_obfuscators`.
+            See :meth:`_obfuscator_source`.
         n_jobs : int or None
             Worker threads.
 
@@ -267,7 +277,7 @@ class PaillierPublicKey:
             the shared exponent is ``floor(log2(precision))``. ``None`` keeps
             53 significant bits of the largest magnitude.
         obfuscation : {"djn", "standard"}, default="djn"
-            See :meth:`raw_obfuscators`.
+            See :meth:`_obfuscator_source`.
         n_jobs : int or None, default=None
             Worker threads; None means 1, -1 all cores.
 
@@ -295,15 +305,8 @@ class PaillierPublicKey:
         ``max|x|`` (as python-paillier's per-number exponents do); protocol
         code that must hide it passes a fixed ``precision``.
         """
-        values = np.asarray(values)
-        exponent = choose_exponent(values, precision)
-        mantissas = encode(values, exponent, self.max_int)
-        ciphertexts = self.raw_encrypt(mantissas, obfuscation, n_jobs)
-        bound = max((abs(m) for m in mantissas.ravel().tolist()), default=0)
-        return EncryptedArray(
-            self, ciphertexts, exponent, is_integer=values.dtype.kind in "iub",
-            mantissa_bound=bound,
-        )
+        return encrypt_array(
+            self, lambda m: self.raw_encrypt(m, obfuscation, n_jobs), values, precision)
 
     def encrypt_packed(self, values, encoder, *, obfuscation="djn", n_jobs=None):
         """Encrypt ``values[..., j]`` packed into the slots of one plaintext.
@@ -315,7 +318,7 @@ class PaillierPublicKey:
         encoder : PackedEncoder
             Slot layout (bounds, ``max_summands``, precision).
         obfuscation : {"djn", "standard"}, default="djn"
-            See :meth:`raw_obfuscators`.
+            See :meth:`_obfuscator_source`.
         n_jobs : int or None, default=None
             Worker threads.
 
@@ -326,10 +329,5 @@ class PaillierPublicKey:
             so that :meth:`PaillierPrivateKey.decrypt` can remove the offsets
             and return shape ``(..., n_slots)``.
         """
-        if not isinstance(encoder, PackedEncoder):
-            raise TypeError(f"encoder must be a PackedEncoder, got {type(encoder)}.")
-        encoder.check_capacity(self.max_int)
-        packed = encoder.pack(values)
-        ciphertexts = self.raw_encrypt(packed, obfuscation, n_jobs)
-        counts = np.ones(packed.shape, dtype=np.int64)
-        return EncryptedArray(self, ciphertexts, 0, encoder=encoder, counts=counts)
+        return encrypt_packed_array(
+            self, lambda m: self.raw_encrypt(m, obfuscation, n_jobs), values, encoder)

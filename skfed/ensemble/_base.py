@@ -65,7 +65,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "partition": [None, Integral, list, object],
-        "encryption": [StrOptions({"paillier"}), None],
+        "encryption": [StrOptions({"paillier", "ou"}), None],
         "key_size": [Interval(Integral, 128, None, closed="left")],
         "n_jobs": [Integral, None],
         "random_state": ["random_state"],
@@ -218,7 +218,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
                 "min_child_weight by the same constant to keep the same model).")
         # Fail before any party starts if the key cannot hold a row's slots.
         GradientLayout(weighted_row_bound(X.shape[0], weights), self.key_size,
-                       self.min_samples_leaf > 1)
+                       self.min_samples_leaf > 1, scheme=self.encryption or "paillier")
         names = [party_name(k) for k in range(partition.n_parties)]
         active_index = partition.active_parties[0]
         # While messages are recorded (an audit), passive parties note their
@@ -252,6 +252,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
             "min_samples_leaf": self.min_samples_leaf,
             "active_only_rounds": self.active_only_rounds, "n_jobs": self.n_jobs,
             "key_size": self.key_size, "plaintext": self.encryption is None,
+            "scheme": self.encryption or "paillier",
             "n_outputs": n_outputs, "n_iter_no_change": self.n_iter_no_change,
             "tol": self.tol, "validation": X_val is not None,
             "multi_output": multi_output,

@@ -38,12 +38,13 @@ from ._scoring import should_stop
 __all__ = ["run_secureboost", "model_of", "weighted_row_bound"]
 
 
-def active_setup(state, max_bins, key_size, plaintext):
+def active_setup(state, max_bins, key_size, plaintext, scheme="paillier"):
     """Active party: bin own columns, make the key pair, set the baseline."""
     setup_party(state, max_bins)
     # Keys come from the operating system's generator, never from random_state.
-    state.public_key, state.private_key = generate_keypair(key_size,
-                                                           plaintext=plaintext)
+    state.public_key, state.private_key = generate_keypair(
+        key_size, plaintext=plaintext, scheme=scheme)
+    state.scheme = scheme
     state.baseline = state.loss.baseline(state.y, state.n_outputs, state.w)
     state.raw = np.tile(state.baseline, (state.y.shape[0], 1))
     if state.y_val is not None:
@@ -87,7 +88,7 @@ def active_gradients(state, round_index, subsample, send, with_counts=False):
                                                        state.n_outputs)
                  if state.multi_output else None)
     state.layout = GradientLayout(bound, state.key_size, with_counts,
-                                  precision_bits=precision)
+                                  precision_bits=precision, scheme=state.scheme)
     state.with_counts = with_counts
     state.qg, state.qh, state.exponents = [], [], []
     for k in range(state.n_outputs):
@@ -116,13 +117,15 @@ def _encrypt_multi_output(state, bound, with_counts, rows):
     row per group.
     """
     precision = state.layout.precision_bits
-    per = GradientLayout.outputs_per_ciphertext(bound, state.key_size, precision)
+    per = GradientLayout.outputs_per_ciphertext(bound, state.key_size, precision,
+                                                state.scheme)
     groups = [list(range(i, min(i + per, state.n_outputs)))
               for i in range(0, state.n_outputs, per)]
     state.groups = groups
     state.group_layouts = [GradientLayout(bound, state.key_size,
                                           with_counts and i == 0, len(group),
-                                          precision_bits=precision)
+                                          precision_bits=precision,
+                                          scheme=state.scheme)
                            for i, group in enumerate(groups)]
     encrypted = [layout.encrypt_pairs(
         state.public_key, np.stack([state.qg[k] for k in group], axis=1),
@@ -137,7 +140,7 @@ def active_precompute(state, start=True):
 
     Starts a background worker (lowest priority) computing as many fresh
     obfuscators as this round encrypted; the next round's encryption takes
-    each of them once (``PaillierPrivateKey.precompute_obfuscators``).
+    each of them once (``precompute_obfuscators`` of the Paillier or OU key).
     ``start=False`` stops it and drops what was not used (end of the fit).
     """
     if not start:
@@ -221,7 +224,7 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
     params : dict
         Estimator parameters (see :func:`~._grower.grow_tree`), plus
         ``n_estimators``, ``subsample``, ``max_bins``, ``key_size``,
-        ``plaintext``, ``active_only_rounds``, ``n_outputs``,
+        ``plaintext``, ``scheme`` (``"paillier"`` or ``"ou"``), ``active_only_rounds``, ``n_outputs``,
         ``n_iter_no_change``, ``tol``, ``validation`` (whether the active
         party holds validation rows), ``score_name`` (for ``verbose``).
     early_stopping : bool
@@ -232,7 +235,7 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
     A = fed[active]
     passives = [p for p in names if p != active]
     public_key = A.call(active_setup, params["max_bins"], params["key_size"],
-                        params["plaintext"], phase="setup").result()
+                        params["plaintext"], params["scheme"], phase="setup").result()
     fed.gather([fed[p].call(passive_setup, Local(params["max_bins"]), public_key,
                             sender=active, phase="setup/key") for p in passives])
     n_outputs = params["n_outputs"]
@@ -240,7 +243,9 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
     # Scores before the first round (the baseline), as HistGradientBoosting.
     train, val = A.call(active_scores, phase="score").result()
     train_scores, val_scores = [train], [val] if validation else []
-    progress = Progress(label, params["n_estimators"], verbose, fed=fed)
+    # Encrypted fits say after the first round how long the rest will take.
+    progress = Progress(label, params["n_estimators"], verbose, fed=fed,
+                        estimate=not params["plaintext"])
     for it in protocol_rounds(range(params["n_estimators"])):
         start = time.perf_counter()
         clock = {}

@@ -11,7 +11,8 @@ space (row ids) of every node it builds histograms for and of every split it
 wins; the active party learns the instance space of every split (``I_L``)
 and, at prediction time, which way each queried row goes at a passive
 party's node. Everything the active party says about gradients travels
-under its own Paillier key; everything a passive party says about its
+under its own key (Paillier, or Okamoto-Uchiyama with
+``encryption="ou"``); everything a passive party says about its
 columns before a split is chosen travels as re-randomised ciphertexts under
 that key, in an order and under ids drawn from the passive party's own
 CSPRNG.
@@ -34,7 +35,7 @@ _CANDIDATE_SUMS = "4 * features * est.max_bins * est.n_trees_per_iteration_"
 CONTRACT = Contract("secureboost", rules=[
     # -- fit -------------------------------------------------------------------
     Rule("setup/key", sender="active", receiver="passive",
-         elements=(Public("the active party's Paillier public key",
+         elements=(Public("the active party's Paillier or OU public key",
                           max_size=1),),
          note="the private key never leaves the active party"),
     Rule("gradients", sender="active", receiver="passive",

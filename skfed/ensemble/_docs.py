@@ -94,7 +94,7 @@ _DOC_PARAMETERS = """
     %(secureboost_class_weight)s
     %(partition_vertical)s
 
-    %(encryption)s
+    %(encryption_schemes)s
 
     %(key_size)s
 
@@ -194,7 +194,10 @@ _DOC_NOTES = """
       and returns the record id and the left rows ``I_L`` (Algorithm 2).
       Leaf weights (eq. 4) never leave the active party.
     - Fixed-point sums are exact integers in both modes, so with the same
-      ``random_state`` the Paillier and plaintext runs build identical trees.
+      ``random_state`` the Paillier, Okamoto-Uchiyama and plaintext runs
+      build identical trees (OU plaintexts are a third of the key size, so
+      a histogram ciphertext packs a third as many candidates; the model
+      does not change).
     - Inference: the active party walks all rows and trees through its own
       nodes and asks each passive party, in one batch per level, which way
       rows go at its records; at most ``max_depth`` rounds.

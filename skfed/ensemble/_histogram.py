@@ -165,7 +165,7 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
                 plan = plan or NodeBins(bins, missing_bin + 1)
                 key = encrypted.public_key
                 hist = plan.histogram(encrypted.ciphertexts[positions[keep]],
-                                      key.nsquare, n_jobs)
+                                      key.ciphertext_modulus, n_jobs)
                 candidates = candidate_sums(hist, f_all, b_all, ~right, missing_bin,
                                             key)
             layout = layouts[group] if layouts.ndim == 2 else layouts

@@ -1,4 +1,4 @@
-"""Fixed-point gradients, and packing of several values per Paillier plaintext.
+"""Fixed-point gradients, and packing of several values per Paillier or OU plaintext.
 
 Why fixed point. The active party rounds every gradient ``g`` and hessian
 ``h`` to an integer multiple of ``2**e`` *before* anything else, and every
@@ -20,7 +20,10 @@ the active party. Here the slots are *signed* fixed-width digits instead:
 ``T`` alone (peel the lowest ``S`` bits as a signed digit, subtract, shift),
 and sums of packed values are packed sums as long as every slot sum stays in
 range, which the width ``S`` guarantees. Negative numbers are native to
-Paillier (``-m`` is ``n - m``), so no offsets and no counts travel.
+Paillier (``-m`` is ``n - m``) and Okamoto-Uchiyama (``-m`` is ``p - m``, the
+key owner knowing ``p``), so no offsets and no counts travel. OU plaintexts
+are a third of the key size (679 bits at 2048), so a histogram ciphertext
+holds a third as many candidates.
 
 Two packings use it:
 
@@ -42,7 +45,7 @@ import math
 import gmpy2
 import numpy as np
 
-from ..crypto import EncryptedArray, PlaintextArray, PlaintextPublicKey
+from ..crypto import EncryptedArray, PlaintextArray, PlaintextPublicKey, plaintext_bits
 from ..crypto._parallel import parallel_tasks
 
 __all__ = ["GradientLayout", "histogram_sums", "pack_candidates", "unpack_candidates"]
@@ -56,17 +59,23 @@ class GradientLayout:
     n_rows : int
         Largest number of values ever summed (the rows that carry gradients).
     key_size : int
-        Paillier key size (plaintext capacity).
+        Key size; with ``scheme`` it gives the plaintext capacity
+        (:func:`skfed.crypto.plaintext_bits`).
     with_counts : bool, default=False
         Add a slot holding 1 per row, so that sums carry row counts
         (needed only for ``min_samples_leaf > 1``).
     precision_bits : int or None, default=None
         At most this many bits of precision (default 40; never more than the
         exact-sum bound allows). Multi-output trees trade a few bits for more
-        candidates per ciphertext (:meth:`multi_output_precision`).
+        candidates per ciphertext (:meth:`multi_output_precision`, which
+        reads Paillier's capacity whatever the scheme, so that plaintext,
+        Paillier and OU fits round alike and build the same trees).
     n_outputs : int, default=1
         Gradient pairs per row (several classes of a multi-output tree share
         one ciphertext): slots ``(h_0, g_0, h_1, g_1, ..., [count])``.
+    scheme : {"paillier", "ou"}, default="paillier"
+        Whose plaintext capacity packs the slots (plaintext mode uses
+        Paillier's; packing never changes the model).
 
     Attributes
     ----------
@@ -81,7 +90,7 @@ class GradientLayout:
     """
 
     def __init__(self, n_rows, key_size, with_counts=False, n_outputs=1,
-                 precision_bits=None):
+                 precision_bits=None, scheme="paillier"):
         row_bits = max(int(n_rows), 1).bit_length()
         # n_rows * 2**precision_bits < 2**52: every sum is an exact float64.
         self.precision_bits = min(40 if precision_bits is None else precision_bits,
@@ -95,21 +104,26 @@ class GradientLayout:
         self.key_size = int(key_size)
         self.n_outputs = int(n_outputs)
         self.n_slots = 2 * self.n_outputs + (1 if with_counts else 0)
-        # |T| < 2**(n_slots S k) must stay below n // 3 (>= key_size - 3 bits).
-        self.per_ciphertext = (self.key_size - 3) // (self.n_slots * self.slot_bits)
+        # |T| < 2**(n_slots S k) must stay below max_int: Paillier's n // 3
+        # (>= key_size - 3 bits), OU's public bound on p (key_size // 3 - 3).
+        capacity = plaintext_bits(self.key_size, scheme)
+        self.per_ciphertext = capacity // (self.n_slots * self.slot_bits)
         if self.per_ciphertext < 1:
+            needed = self.n_slots * self.slot_bits + 3
+            needed = 3 * needed if scheme == "ou" else needed
             raise ValueError(
                 f"key_size={key_size} is too small to hold the "
-                f"{self.n_slots * self.slot_bits} bits of one row's gradients; use a "
-                f"key of at least {self.n_slots * self.slot_bits + 3} bits."
+                f"{self.n_slots * self.slot_bits} bits of one row's gradients "
+                f"({scheme} plaintexts have {capacity} bits); use a "
+                f"key of at least {needed} bits."
             )
 
     @staticmethod
-    def outputs_per_ciphertext(n_rows, key_size, precision_bits=40):
+    def outputs_per_ciphertext(n_rows, key_size, precision_bits=40, scheme="paillier"):
         """How many gradient pairs (plus a count slot) one ciphertext holds."""
         row_bits = max(int(n_rows), 1).bit_length()
         slot_bits = min(precision_bits, 52 - row_bits) + row_bits + 1
-        return max(1, ((int(key_size) - 3) // slot_bits - 1) // 2)
+        return max(1, (plaintext_bits(key_size, scheme) // slot_bits - 1) // 2)
 
     @staticmethod
     def multi_output_precision(n_rows, key_size, n_outputs, floor=32):
@@ -155,7 +169,8 @@ class GradientLayout:
 
         The active party owns the key pair: given ``private_key``, it encrypts
         with the key owner's CRT path (same ciphertext distribution, ~2x
-        faster; see ``PaillierPrivateKey.raw_encrypt``).
+        faster; see ``PaillierPrivateKey.raw_encrypt`` and
+        ``OUPrivateKey.raw_encrypt``).
         """
         encrypter = public_key if private_key is None else private_key
         qg = np.asarray(qg).reshape(qg.shape[0], -1)
@@ -223,7 +238,7 @@ def pack_candidates(candidates, layout_public, n_jobs=None):
     n = candidates.shape[0]
     if n == 0:
         return candidates
-    nsquare = candidates.public_key.nsquare
+    modulus = candidates.public_key.ciphertext_modulus
     shift = 1 << (n_slots * slot_bits)
     ciphertexts = candidates.ciphertexts.tolist()
     chunks = [ciphertexts[a:a + per_ciphertext] for a in range(0, n, per_ciphertext)]
@@ -234,7 +249,7 @@ def pack_candidates(candidates, layout_public, n_jobs=None):
         # leaves its top slots 0 (what padding with encryptions of 0 gave).
         acc = chunk[-1]
         for c in reversed(chunk[:-1]):
-            acc = gmpy2.powmod(acc, shift, nsquare) * c % nsquare
+            acc = gmpy2.powmod(acc, shift, modulus) * c % modulus
         return acc
 
     # A chunk costs per_ciphertext - 1 shifts (milliseconds at 2048 bits):

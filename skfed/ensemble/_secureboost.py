@@ -26,8 +26,8 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
 
     Columns are split over parties; party 0 (the active party) holds the
     labels. Trees are grown as in XGBoost, with the passive parties'
-    gradient histograms computed on Paillier ciphertexts. Binary targets use
-    the log-loss, multiclass targets softmax with one tree per class and
+    gradient histograms computed on Paillier (or Okamoto-Uchiyama)
+    ciphertexts. Binary targets use the log-loss, multiclass targets softmax with one tree per class and
     round. NaN is accepted (own bin, learned default direction).
 
     Parameters
@@ -245,7 +245,8 @@ class SecureBoostRegressor(RegressorMixin, _BaseSecureBoost):
 
     Columns are split over parties; party 0 (the active party) holds the
     target. Trees minimise the squared error; the passive parties' gradient
-    histograms are computed on Paillier ciphertexts. NaN is accepted.
+    histograms are computed on Paillier (or Okamoto-Uchiyama) ciphertexts.
+    NaN is accepted.
 
     Parameters
     ----------

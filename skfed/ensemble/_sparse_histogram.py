@@ -127,13 +127,13 @@ def candidate_sums(hist, features, bins, missing_left, missing_bin, public_key):
         ("bin <= v goes left").
     missing_left : ndarray of bool
     missing_bin : int
-    public_key : PaillierPublicKey
+    public_key : PaillierPublicKey or OUPublicKey
 
     Returns
     -------
     EncryptedArray of shape (n_candidates,)
     """
-    nsquare = public_key.nsquare
+    nsquare = public_key.ciphertext_modulus
     last = np.full(len(hist), -1, dtype=np.intp)
     np.maximum.at(last, features, bins)
     cumulative = {}

@@ -21,7 +21,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from skfed.crypto import EncryptedArray, PaillierPublicKey
+from skfed.crypto import EncryptedArray, OUPublicKey, PaillierPublicKey
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
 from skfed.federation import record_messages
 from skfed.partition import VerticalPartition
@@ -123,14 +123,16 @@ def test_missing_values_learn_a_hidden_default_direction():
 
 # -- the protocol ---------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def paillier_fit():
-    """The one real-Paillier fit (512-bit key): lossless and privacy tests."""
+@pytest.fixture(scope="module", params=["paillier", "ou"])
+def paillier_fit(request):
+    """The real-encryption fits (512-bit Paillier and OU keys): lossless and
+    privacy tests, each run with both schemes."""
     X, y = _credit_like(n=300, seed=1)
     params = dict(n_estimators=3, max_depth=3, subsample=0.8, random_state=7,
                   partition=[list(range(0, 12)), list(range(12, 23))])
     with record_messages() as rec:
-        model = SecureBoostClassifier(key_size=512, **params).fit(X, y)
+        model = SecureBoostClassifier(key_size=512, encryption=request.param,
+                                      **params).fit(X, y)
     plain = SecureBoostClassifier(encryption=None, **params).fit(X, y)
     return X, y, model, plain, rec.messages
 
@@ -172,7 +174,7 @@ def test_passive_party_receives_only_ciphertexts_and_row_ids(paillier_fit):
             if isinstance(item, EncryptedArray):
                 n_ciphertexts += item.size
                 continue
-            if isinstance(item, PaillierPublicKey):
+            if isinstance(item, (PaillierPublicKey, OUPublicKey)):
                 continue
             values = np.asarray(item)
             # Row ids, tree keys, candidate ids, layout: integers only; no
@@ -352,3 +354,13 @@ def test_three_parties_one_without_any_split_candidate():
     X_nan = X[:20].copy()
     X_nan[:, :20] = np.nan
     assert clf.predict(X_nan).shape == (20,)
+
+
+def test_ou_ciphertexts_are_under_the_active_partys_ou_key(paillier_fit):
+    """With encryption="ou" every ciphertext is an OU one, under one key."""
+    _, _, model, _, messages = paillier_fit
+    keys = {item.public_key for m in messages for item in _arrays(m.payload)
+            if isinstance(item, EncryptedArray)}
+    assert len(keys) == 1
+    expected = OUPublicKey if model.encryption == "ou" else PaillierPublicKey
+    assert isinstance(keys.pop(), expected)
