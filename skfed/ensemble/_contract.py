@@ -20,11 +20,80 @@ CSPRNG.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from .._privacy_core import Ciphertext, Contract, Inherent, Public, RandomIds, Rule
+import numpy as np
 
-__all__ = ["CONTRACT"]
+from .._privacy_core import Ciphertext, Contract, Inherent, Public, RandomIds, Rule
+from ._small_nodes import RevealedNodes
+
+__all__ = ["CONTRACT", "MIN_PASSIVE_ROWS", "MinPassiveRows"]
+
+#: Default of ``min_passive_rows``, and the minimum the contract declares.
+MIN_PASSIVE_ROWS = 32
 
 _TREE_KEY = Public("tree key (round, output)", dtype="i")
+
+class MinPassiveRows:
+    """Contract check: no revealed candidate sums over too few gradient rows.
+
+    The element rules cannot see it (the sums are ciphertexts), so this
+    check replays the fit: it pairs every ``histogram/rows`` request to a
+    passive party with that party's ``histogram/sums`` answer (answers come
+    in order), takes each node's gradient rows from the last ``gradients``
+    message the party received, and holds the revealed nodes of each tree
+    to :class:`~._small_nodes.RevealedNodes` with ``min_rows``: a node of
+    fewer gradient rows, or one that lets the active party subtract its way
+    to fewer, is a violation. A fit with ``min_passive_rows`` below
+    ``min_rows`` (the paper's protocol at 0) shows up here.
+    """
+
+    def __init__(self, min_rows):
+        self.min_rows = int(min_rows)
+
+    def describe(self):
+        return (f"candidate sums over >= {self.min_rows} gradient rows, "
+                "and none a subtraction brings below that")
+
+    def __call__(self, messages, roles):
+        def role(name, wanted):
+            return wanted in roles.get(name, ())
+
+        problems = []
+        sampled, requests, ledgers = {}, {}, {}
+        for index, m in enumerate(messages):
+            payload = tuple(m.payload or ())
+            if (m.phase == "gradients" and role(m.sender, "active")
+                    and len(payload) == 3):
+                # The row ids, or None and one ciphertext per training row.
+                sampled[m.receiver] = (payload[1], len(payload[2][0]))
+            elif (m.phase == "histogram/rows" and role(m.sender, "active")
+                    and len(payload) == 3):
+                requests.setdefault(m.receiver, []).append(payload)
+            elif (m.phase == "histogram/sums" and role(m.sender, "passive")
+                    and len(payload) == 3 and requests.get(m.sender)):
+                tree_key, _, node_rows = requests[m.sender].pop(0)
+                key = (m.sender, tuple(int(v) for v in np.ravel(tree_key)))
+                ledger = ledgers.setdefault(key, RevealedNodes(self.min_rows))
+                revealed = np.ravel(payload[1]).astype(bool)
+                sample = sampled.get(m.sender, (None, 0))
+                for rows, shown in zip(node_rows, revealed):
+                    if not shown:
+                        continue
+                    rows = _gradient_rows(rows, *sample)
+                    problem = ledger.problem(rows)
+                    if problem is not None:
+                        problems.append((index, f"candidate sums of {problem}"))
+                    ledger.add(rows)
+        return problems
+
+
+def _gradient_rows(rows, sample, n_rows):
+    """Row ids of a node that carry gradients (``rows`` None: the root)."""
+    if rows is None:
+        return (np.arange(n_rows) if sample is None
+                else np.asarray(sample, dtype=np.intp))
+    rows = np.asarray(rows, dtype=np.intp)
+    return rows if sample is None else rows[np.isin(rows, sample)]
+
 
 CONTRACT = Contract("secureboost", rules=[
     # -- fit -------------------------------------------------------------------
@@ -61,11 +130,16 @@ CONTRACT = Contract("secureboost", rules=[
              RandomIds("the tree's candidate ids, from the passive party's "
                        "CSPRNG (first level of each tree only, else None)",
                        dtype="i"),
+             Public("per requested node, whether its sums follow (a "
+                    "function of the nodes' row counts, which both sides "
+                    "know)", dtype="b"),
              Ciphertext("active", "left-of-threshold sums of every candidate, "
                         "in the passive party's secret order, packed and "
-                        "re-randomised"),
+                        "re-randomised, for the revealed nodes only"),
          ),
-         note="the active party decrypts anonymous candidate sums"),
+         note="the active party decrypts anonymous candidate sums; no sum "
+              f"over fewer than {MIN_PASSIVE_ROWS} gradient rows can be "
+              "formed from them (checked by MinPassiveRows)"),
     Rule("split/choice", sender="active", receiver="passive",
          elements=(
              _TREE_KEY,
@@ -96,4 +170,4 @@ CONTRACT = Contract("secureboost", rules=[
                       exempt=("columns", "bins")),
          ),
          note="a split on a binary column repeats the column: inherent"),
-])
+], checks=[MinPassiveRows(MIN_PASSIVE_ROWS)])
