@@ -24,8 +24,8 @@ same depth, learning rate, rounds and bins (and, in the middle column,
 sklearn's leaf constraints ``min_samples_leaf=20, reg_lambda=0``).
 
 ``--audit`` prints what an honest-but-curious party learns
-(:func:`skfed.privacy.audit`: contract violations and the ``deshuffle`` and
-``leaf_purity`` attacks) on 500 standardised breast-cancer rows over three
+(:func:`skfed.privacy.audit`: contract violations and the ``deshuffle``,
+``leaf_purity`` and ``subset_sum`` attacks) on 500 standardised breast-cancer rows over three
 parties, 5 rounds, 1024-bit keys, for the default settings, the paper's
 ``subsample=0.8``, RL-SecureBoost (``active_only_rounds=1``) and the
 regressor (target: the first column, which then leaves the table), with
@@ -45,6 +45,8 @@ Usage::
                                       # a9a-shaped, 2 trees, beside commit 51c1df5
     python benchmarks/bench_secureboost.py --narrow --keys 2048  # 30,000 x 23:
                                       # rounds / encryption bound, beside 51c1df5
+    python benchmarks/bench_secureboost.py --small-nodes  # subset_sum attack,
+                                      # min_passive_rows: reach, accuracy cost
 
 The machine may be shared: the load average is printed with the results.
 """
@@ -78,6 +80,7 @@ from threadpoolctl import threadpool_limits
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
 
 from _secureboost_narrow import narrow
+from _secureboost_small_nodes import small_nodes
 from _secureboost_wide import BASELINE, wide
 
 
@@ -285,6 +288,9 @@ def main():
     parser.add_argument("--narrow", action="store_true",
                         help="rounds of the first table over the encryption bound "
                              "(first key size; --trees rounds, at least 3) and exit")
+    parser.add_argument("--small-nodes", action="store_true",
+                        help="the subset_sum attack and min_passive_rows: attack, "
+                             "reach and accuracy cost tables, and exit")
     parser.add_argument("--trees", type=int, default=2,
                         help="--a9a: trees to fit (the first also builds key tables)")
     parser.add_argument("--baseline", default=BASELINE,
@@ -302,6 +308,9 @@ def main():
         return
     if args.audit:
         audit_table()
+        return
+    if args.small_nodes:
+        small_nodes()
         return
     if args.multiclass:
         multiclass(args.keys[0], args.n_jobs)

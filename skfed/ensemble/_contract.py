@@ -28,7 +28,7 @@ from ._small_nodes import RevealedNodes
 __all__ = ["CONTRACT", "MIN_PASSIVE_ROWS", "MinPassiveRows"]
 
 #: Default of ``min_passive_rows``, and the minimum the contract declares.
-MIN_PASSIVE_ROWS = 32
+MIN_PASSIVE_ROWS = 64
 
 _TREE_KEY = Public("tree key (round, output)", dtype="i")
 
