@@ -36,9 +36,9 @@ class MinPassiveRows:
     """Contract check: no revealed candidate sums over too few gradient rows.
 
     The element rules cannot see it (the sums are ciphertexts), so this
-    check replays the fit: it pairs every ``histogram/rows`` request to a
-    passive party with that party's ``histogram/sums`` answer (answers come
-    in order), takes each node's gradient rows from the last ``gradients``
+    check replays the fit: it pairs every ``histogram/sums`` answer of a
+    passive party with the last ``histogram/rows`` request it received (one
+    request is answered before the next is sent), takes each node's gradient rows from the last ``gradients``
     message the party received, and holds the revealed nodes of each tree
     to :class:`~._small_nodes.RevealedNodes` with ``min_rows``: a node of
     fewer gradient rows, or one that lets the active party subtract its way
@@ -67,18 +67,19 @@ class MinPassiveRows:
                 sampled[m.receiver] = (payload[1], len(payload[2][0]))
             elif (m.phase == "histogram/rows" and role(m.sender, "active")
                     and len(payload) == 3):
-                requests.setdefault(m.receiver, []).append(payload)
+                # One request to a party is answered before the next.
+                requests[m.receiver] = payload
             elif (m.phase == "histogram/sums" and role(m.sender, "passive")
-                    and len(payload) == 3 and requests.get(m.sender)):
-                tree_key, _, node_rows = requests[m.sender].pop(0)
+                    and len(payload) == 3 and m.sender in requests):
+                tree_key, _, node_rows = requests.pop(m.sender)
                 key = (m.sender, tuple(int(v) for v in np.ravel(tree_key)))
                 ledger = ledgers.setdefault(key, RevealedNodes(self.min_rows))
                 revealed = np.ravel(payload[1]).astype(bool)
                 sample = sampled.get(m.sender, (None, 0))
                 for rows, shown in zip(node_rows, revealed):
-                    if not shown:
+                    rows = _gradient_rows(rows, *sample) if shown else None
+                    if rows is None:  # withheld, or malformed (flagged above)
                         continue
-                    rows = _gradient_rows(rows, *sample)
                     problem = ledger.problem(rows)
                     if problem is not None:
                         problems.append((index, f"candidate sums of {problem}"))
@@ -87,12 +88,21 @@ class MinPassiveRows:
 
 
 def _gradient_rows(rows, sample, n_rows):
-    """Row ids of a node that carry gradients (``rows`` None: the root)."""
-    if rows is None:
-        return (np.arange(n_rows) if sample is None
-                else np.asarray(sample, dtype=np.intp))
-    rows = np.asarray(rows, dtype=np.intp)
-    return rows if sample is None else rows[np.isin(rows, sample)]
+    """Row ids of a node that carry gradients (``rows`` None: the root).
+
+    None when the ids are not a flat integer array (the element rules
+    report such a message; there is nothing to count).
+    """
+    try:
+        if rows is None:
+            return (np.arange(n_rows) if sample is None
+                    else np.asarray(sample, dtype=np.intp).ravel())
+        rows = np.asarray(rows, dtype=np.intp).ravel()
+        if sample is None:
+            return rows
+        return rows[np.isin(rows, np.asarray(sample, dtype=np.intp))]
+    except (TypeError, ValueError):
+        return None
 
 
 CONTRACT = Contract("secureboost", rules=[
