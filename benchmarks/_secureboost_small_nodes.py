@@ -12,11 +12,12 @@ Called by ``benchmarks/bench_secureboost.py --small-nodes`` (issue 25, item
    trees, worst tree; the worse of the two passive parties), the sums it
    inverted (and how many wrongly), the contract violations
    (``MinPassiveRows`` at the default) and the training accuracy.
-2. *Reach*: with the defence off at depth 6, per node size, how many of the
-   distinct candidate sums that split a node the search inverts uniquely
-   and correctly, and how many of the nodes' rows it fixes, searching nodes
-   of up to ``reach`` rows: whether a size threshold is about the
-   attacker's compute or about uniqueness.
+2. *Reach*: with the defence off at depth 6, per size of the row sets the
+   attack searches (nodes, and nodes minus the held nodes inside them), how
+   many of the distinct candidate sums that split a set the search inverts
+   uniquely and correctly, and how many of the sets' rows it fixes,
+   searching sets of up to ``reach`` rows: whether a size threshold is
+   about the attacker's compute or about uniqueness.
 3. *Accuracy cost*: the acceptance table's data sets (5-fold CV, 20 rounds,
    depth 3, plaintext mode, the estimators' defaults otherwise; two
    parties, as in ``--accuracy``), at ``min_passive_rows`` 0, 32, 64 and
@@ -108,7 +109,7 @@ def reach_table(report, X, y, reach=32):
             b[3] += wrong
             b[4] += hit.size
             b[5] += size
-    print(f"{'node rows':>9}  {'nodes':>5}  {'rows':>5}  {'rows fixed':>10}  "
+    print(f"{'set rows':>9}  {'sets':>5}  {'rows':>5}  {'rows fixed':>10}  "
           f"{'splitting sums':>14}  {'inverted right':>14}  {'wrong':>5}")
     for low in sorted(buckets):
         nodes, splitting, right, wrong, fixed, _ = buckets[low]
