@@ -73,8 +73,10 @@ _DOC_PARAMETERS = """
         counts, which it knows, and the active party then splits that node
         on the other parties' columns. 0 or None: the paper's protocol,
         every node revealed (lossless: the same trees as one party holding
-        every column). Rows, not weights, are counted: with the default,
-        integer ``sample_weight`` is not exactly repeated rows.
+        every column). Rows that carry gradients are counted, not weights:
+        with the default, integer ``sample_weight`` is not exactly repeated
+        rows, and ``subsample`` or GOSS leave the passive parties out of
+        nodes a level earlier on small tables.
 
     active_only_rounds : int, default=0
         RL-SecureBoost (section 7): the first ``active_only_rounds`` rounds
@@ -234,8 +236,8 @@ _DOC_NOTES = """
     label. The sums are exact, so in a node of a few dozen rows they are a
     subset-sum problem with a unique answer: with ``min_passive_rows=0``
     the active party recovers which rows lie left of passive thresholds
-    (``subset_sum``: 4-5% of the rows per tree at depth 3, 12% at depth 6,
-        on 300 breast-cancer rows); the default leaves it no node to search.
+    (``subset_sum``: 4% of the rows per tree at depth 3, 12% at depth 6,
+    on 300 breast-cancer rows); the default leaves it no node to search.
     Leaf purity caveat (section 7): instance spaces of pure leaves in the
     first tree let passive parties guess labels; ``active_only_rounds=1``
     (RL-SecureBoost) builds the first tree from the active party's columns
