@@ -18,7 +18,17 @@ Called by ``benchmarks/bench_secureboost.py --small-nodes`` (issue 25, item
    uniquely and correctly, and how many of the sets' rows it fixes,
    searching sets of up to ``reach`` rows: whether a size threshold is
    about the attacker's compute or about uniqueness.
-3. *Accuracy cost*: the acceptance table's data sets (5-fold CV, 20 rounds,
+3. *Residual* (not a shipped attack): inside the nodes whose sums are
+   revealed, the difference of two candidate sums of one feature is the sum
+   over the rows between their thresholds. For every pair of distinct
+   candidate sums of a node, the active party looks the difference up among
+   the sums of one row and of two rows of the node; a unique match that the
+   owner's bins confirm tells it that this row (or pair) alone lies between
+   two thresholds of one (unknown) feature. Fraction of a passive party's
+   rows so isolated per tree (mean, worst tree; the worse party), on 300
+   and 500 breast-cancer rows, depth 3 and 6, ``min_passive_rows`` 0 and
+   64.
+4. *Accuracy cost*: the acceptance table's data sets (5-fold CV, 20 rounds,
    depth 3, plaintext mode, the estimators' defaults otherwise; two
    parties, as in ``--accuracy``), at ``min_passive_rows`` 0, 32, 64 and
    128, and at depth 6 for breast cancer.
@@ -43,7 +53,14 @@ from sklearn.model_selection import KFold, StratifiedKFold, cross_val_score
 from sklearn.preprocessing import StandardScaler
 
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
-from skfed.ensemble._attack_subset_sum import node_results, subset_sum
+from skfed.ensemble._attack_subset_sum import (
+    _first_output,
+    _key,
+    _passive_bins,
+    _true_left,
+    node_results,
+    subset_sum,
+)
 from skfed.privacy import audit
 
 SETTINGS = (0, 32, 64, 128)
@@ -123,6 +140,81 @@ def reach_table(report, X, y, reach=32):
                       for r in rows))
 
 
+def _isolated(fitted, X, y, passive):
+    """Per tree, the rows the difference lookup isolates (verified)."""
+    names = fitted._privacy_party_names()
+    bins, missing_bin = _passive_bins(fitted, X, y, names.index(passive))
+    log = fitted._audit_log
+    truth = log[passive]
+    orders = {tuple(k): o for k, o, _ in truth["trees"]}
+    fractions = []
+    for tree in log[names[0]]["trees"]:
+        if tree["key"] not in orders:
+            continue
+        qg, qh = _first_output(tree["qg"]), _first_output(tree["qh"])
+        owner = dict(truth, order=orders[tree["key"]])
+        isolated = np.zeros(bins.shape[0], dtype=bool)
+        for rows, positions, sums in tree["nodes"]:
+            if passive not in sums:
+                continue
+            G, H = (_first_output(v) for v in sums[passive])
+            pairs, slots = np.unique(np.column_stack([G, H]), axis=0,
+                                     return_index=True)
+            left = _true_left(owner, bins, missing_bin, slots, rows)
+            g, h = qg[positions], qh[positions]
+            first, second = np.triu_indices(g.size, 1)
+            with np.errstate(over="ignore"):
+                diff = _key(pairs[:, 0][:, None] - pairs[:, 0][None, :],
+                            pairs[:, 1][:, None] - pairs[:, 1][None, :]).ravel()
+            for keys, members in (
+                    (_key(g, h), lambda t: [t]),
+                    (_key(g[first] + g[second], h[first] + h[second]),
+                     lambda t: [first[t], second[t]])):
+                if keys.size == 0:
+                    continue
+                order = np.argsort(keys)
+                ranked = keys[order]
+                lo = np.searchsorted(ranked, diff, side="left")
+                hi = np.searchsorted(ranked, diff, side="right")
+                for flat in np.flatnonzero(hi - lo == 1):
+                    a, b = divmod(int(flat), pairs.shape[0])
+                    rows_in = np.zeros(rows.size, dtype=bool)
+                    rows_in[members(order[lo[flat]])] = True
+                    # Confirmed by the owner's bins: exactly these rows
+                    # lie left of a and not of b.
+                    if np.array_equal(left[a] & ~left[b], rows_in) and not (
+                            left[b] & ~left[a]).any():
+                        isolated[rows[rows_in]] = True
+        fractions.append(isolated.mean())
+    return fractions
+
+
+def residual_table(trees=5):
+    print(f"\n3. residual: rows alone (or in a pair) between two thresholds of a "
+          f"passive feature, from differences of revealed sums ({_load()})\n")
+    print(f"{'rows':>4}  {'depth':>5}  {'min_passive_rows':>16}  {'mean/tree':>9}  "
+          f"{'worst tree':>10}")
+    full_X, full_y = load_breast_cancer(return_X_y=True)
+    for n_rows in (300, 500):
+        keep = np.sort(np.random.RandomState(0).choice(len(full_X), n_rows,
+                                                       replace=False))
+        X, y = StandardScaler().fit_transform(full_X[keep]), full_y[keep]
+        for depth in (3, 6):
+            for m in (0, 64):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)
+                    report = audit(SecureBoostClassifier(
+                        n_estimators=trees, max_depth=depth, partition=3,
+                        encryption=None, min_passive_rows=m, random_state=0),
+                        X, y, attacks=[])
+                per_party = [_isolated(report.estimator, X, y, p)
+                             for p in ("party1", "party2")]
+                mean = max(np.mean(f) for f in per_party)
+                worst = max(np.max(f) for f in per_party)
+                print(f"{n_rows:4d}  {depth:5d}  {m:16d}  {mean:9.3f}  {worst:10.3f}",
+                      flush=True)
+
+
 def accuracy_table(rounds=20):
     cases = [
         ("breast cancer", load_breast_cancer(return_X_y=True), True, 3),
@@ -131,7 +223,7 @@ def accuracy_table(rounds=20):
         ("diabetes (R2)", load_diabetes(return_X_y=True), False, 3),
         ("friedman1 (R2)", make_friedman1(2000, noise=1.0, random_state=0), False, 3),
     ]
-    print(f"\n3. accuracy cost: 5-fold CV, {rounds} rounds, plaintext mode, two "
+    print(f"\n4. accuracy cost: 5-fold CV, {rounds} rounds, plaintext mode, two "
           f"parties, defaults otherwise ({_load()})\n")
     print(f"{'data':16s}  {'depth':>5}  "
           + "  ".join(f"{'m=' + str(m):>7}  {'diff':>6}" for m in SETTINGS))
@@ -152,6 +244,7 @@ def small_nodes():
     start, cpu = time.perf_counter(), time.process_time()
     report, X, y = attack_table()
     reach_table(report, X, y)
+    residual_table()
     accuracy_table()
     print(f"\n{time.perf_counter() - start:.0f} s wall, "
           f"{time.process_time() - cpu:.0f} s CPU, {_load()}")
