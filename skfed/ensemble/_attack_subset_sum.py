@@ -24,8 +24,8 @@ are fixed, the others not.
 Metric ``fraction``: per tree, the share of the passive party's training
 rows whose side of some passive threshold the attack fixed exactly, from a
 unique solution that fixes rows on both sides of it (an empty or full left
-set tells nothing the totals do not); one row for the mean over trees, one
-for the worst tree. ``chance``: the same fraction for an attacker who
+set tells nothing the totals do not); one row for the mean over trees
+(``fraction``), one for the worst tree (``fraction_worst_tree``). ``chance``: the same fraction for an attacker who
 guesses, for every distinct candidate sum that splits a row set of ``n``
 rows, one of the ``2**n - 2`` subsets that split it, uniformly:
 ``1 - prod (1 - 1 / (2**n - 2))`` over those candidates and the row's sets,
@@ -301,7 +301,7 @@ def subset_sum(estimator, messages, X, y=None, *, max_rows=MAX_ROWS, **fit_param
             float(np.mean(fractions)), float(np.mean(chances))))
         worst = int(np.argmax(fractions))
         rows_out.append(attack_row(
-            "subset_sum", active, passive, f"{what}, worst tree", "fraction",
+            "subset_sum", active, passive, f"{what}, worst tree", "fraction_worst_tree",
             fractions[worst], chances[worst]))
     return rows_out
 
