@@ -72,6 +72,9 @@ def cases():
     yield ("SecureBoostClassifier",
            SecureBoostClassifier(n_estimators=3, partition=three, key_size=1024,
                                  random_state=0), X, y, {})
+    yield ("SecureBoostClassifier (min_passive_rows=0, the paper)",
+           SecureBoostClassifier(n_estimators=3, partition=three, key_size=1024,
+                                 min_passive_rows=0, random_state=0), X, y, {})
     yield ("FederatedKernelKMeans",
            FederatedKernelKMeans(n_clusters=10, partition=3, random_state=0),
            Xd, None, {})

@@ -24,11 +24,12 @@ same depth, learning rate, rounds and bins (and, in the middle column,
 sklearn's leaf constraints ``min_samples_leaf=20, reg_lambda=0``).
 
 ``--audit`` prints what an honest-but-curious party learns
-(:func:`skfed.privacy.audit`: contract violations and the ``deshuffle`` and
-``leaf_purity`` attacks) on 500 standardised breast-cancer rows over three
-parties, 5 rounds, 1024-bit keys, for the default settings, the paper's
-``subsample=0.8``, RL-SecureBoost (``active_only_rounds=1``) and the
-regressor (target: the first column, which then leaves the table), with
+(:func:`skfed.privacy.audit`: contract violations and the ``deshuffle``,
+``leaf_purity`` and ``subset_sum`` attacks) on 500 standardised
+breast-cancer rows over three parties, 5 rounds, 1024-bit keys, for the
+default settings, the paper's protocol (``min_passive_rows=0``), the
+paper's ``subsample=0.8``, RL-SecureBoost (``active_only_rounds=1``) and
+the regressor (target: the first column, which then leaves the table), with
 the ``communication_`` totals of each fit.
 
 Usage::
@@ -53,6 +54,8 @@ Usage::
     python benchmarks/bench_secureboost.py --wait --keys 2048
                                       # default trees on 1k and 10k rows: the
                                       # times the getting-started page quotes
+    python benchmarks/bench_secureboost.py --small-nodes  # subset_sum attack,
+                                      # min_passive_rows: reach, accuracy cost
 
 The machine may be shared: the load average is printed with the results.
 """
@@ -86,6 +89,7 @@ from threadpoolctl import threadpool_limits
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
 
 from _secureboost_narrow import narrow
+from _secureboost_small_nodes import small_nodes
 from _secureboost_wide import BASELINE, cpu_seconds, fit_splits, wide
 
 
@@ -250,6 +254,8 @@ def audit_table(rounds=5, key_size=1024):
     base = dict(n_estimators=rounds, partition=3, key_size=key_size, random_state=0)
     cases = [
         ("default", SecureBoostClassifier(**base), X, y),
+        ("min_passive_rows=0 (paper)",
+         SecureBoostClassifier(**base, min_passive_rows=0), X, y),
         ("subsample=0.8", SecureBoostClassifier(**base, subsample=0.8), X, y),
         ("active_only_rounds=1", SecureBoostClassifier(**base, active_only_rounds=1),
          X, y),
@@ -371,6 +377,9 @@ def main():
     parser.add_argument("--narrow", action="store_true",
                         help="rounds of the first table over the encryption bound "
                              "(first key size; --trees rounds, at least 3) and exit")
+    parser.add_argument("--small-nodes", action="store_true",
+                        help="the subset_sum attack and min_passive_rows: attack, "
+                             "reach and accuracy cost tables, and exit")
     parser.add_argument("--trees", type=int, default=2,
                         help="--a9a: trees to fit (the first also builds key tables)")
     parser.add_argument("--baseline", default=BASELINE,
@@ -396,6 +405,9 @@ def main():
         return
     if args.audit:
         audit_table()
+        return
+    if args.small_nodes:
+        small_nodes()
         return
     if args.multiclass:
         multiclass(args.keys[0], args.n_jobs)

@@ -19,7 +19,9 @@ look at who sent what to whom:
 SecureBoost's privacy contract, which says, for every phase and direction,
 what each payload element may be. Then we check that federated prediction
 needs at most ``max_depth`` rounds of queries per passive party, whatever the
-number of rows and trees.
+number of rows and trees. Last, what the active party can still compute from
+the sums it decrypts when a node has few rows, and what ``min_passive_rows``
+does about it.
 """
 
 # Authors: The skfed developers
@@ -128,3 +130,30 @@ ax_predict.set_title(f"Predicting {X.shape[0]} rows x 5 trees")
 ax_predict.legend()
 fig.tight_layout()
 plt.show()
+
+# %%
+# Small nodes: sums the active party can invert
+# ---------------------------------------------
+# The candidate sums are anonymous, but exact: the active party knows the
+# rows of every node and their fixed-point gradients, so in a node of a few
+# dozen rows it can search for the subset of rows whose gradients add up to
+# a decrypted left sum, and that subset is the set of rows left of a passive
+# party's threshold. :func:`skfed.privacy.audit` plays this ``subset_sum``
+# attack. With the paper's protocol (``min_passive_rows=0``) and deep trees
+# it fixes the side of a threshold for a share of every passive party's
+# rows; by default the passive parties withhold the sums of nodes under 64
+# rows (and any a subtraction would bring below that), and the contract
+# flags a fit that does not.
+from skfed.privacy import audit
+
+rows = np.random.RandomState(0).choice(len(X), 300, replace=False)
+for min_passive_rows in (0, 64):
+    report = audit(SecureBoostClassifier(
+        n_estimators=3, max_depth=6, partition=3, encryption=None,
+        min_passive_rows=min_passive_rows, random_state=0),
+        X[rows], y[rows], attacks=["subset_sum"])
+    worst = report.attacks[report.attacks.metric == "fraction_worst_tree"]
+    print(f"min_passive_rows={min_passive_rows}: rows whose side of a passive "
+          f"threshold is recovered, worst tree: {worst.value.max():.1%} "
+          f"(chance {worst.chance.max():.1%}); contract violations: "
+          f"{len(report.violations)}")

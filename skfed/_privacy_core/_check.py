@@ -214,4 +214,9 @@ def check_messages(estimator, messages, X=None, y=None, **fit_params):
                             spec, value, message.receiver):
                         report(problem, spec.describe())
         ledger.record(message, payload)
+    for check in contract.checks:  # rules spanning several messages
+        for index, found in check(messages, roles):
+            message = messages[index]
+            violations.append(Violation(index, message.sender, message.receiver,
+                                        message.phase, found, check.describe()))
     return violations

@@ -254,14 +254,21 @@ class Contract:
     name : str
         The protocol.
     rules : list of Rule
+    checks : list of callable
+        Rules that span several messages (which the per-message element
+        specs cannot state): ``check(messages, roles)`` returns
+        ``(message index, what was found)`` pairs, and ``check.describe()``
+        says what is allowed.
     """
 
     name: str
     rules: list = field(default_factory=list)
+    checks: list = field(default_factory=list)
 
     def __add__(self, other):
         return Contract(f"{self.name}+{other.name}",
-                        list(self.rules) + list(other.rules))
+                        list(self.rules) + list(other.rules),
+                        list(self.checks) + list(other.checks))
 
     def phases(self):
         return sorted({r.phase for r in self.rules})
@@ -278,8 +285,9 @@ class Contract:
 
     def table(self):
         """The contract as plain-text lines, one per rule (for docs)."""
-        return "\n".join(r.describe() + (f"  -- {r.note}" if r.note else "")
-                         for r in self.rules)
+        return "\n".join([r.describe() + (f"  -- {r.note}" if r.note else "")
+                          for r in self.rules]
+                         + [f"across messages: {c.describe()}" for c in self.checks])
 
 
 @dataclass

@@ -26,13 +26,14 @@ from .._party_data_fit import party_data_predict_input
 from ..federation import PartyData
 from ..federation._remote import RemoteValue
 from ._boosting import run_secureboost, weighted_row_bound
+from ._contract import MIN_PASSIVE_ROWS
 from ._loss import LOSSES
 from ._packing import GradientLayout
 from ._predictor import federated_raw_predict
 from ._privacy import SecureBoostPrivacyMixin, is_recording
 from ._scoring import Scorer
 
-__all__ = ["_BaseSecureBoost", "party_name"]
+__all__ = ["_BaseSecureBoost", "party_name", "MIN_PASSIVE_ROWS"]
 
 
 def party_name(k):
@@ -58,6 +59,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         "gamma": [Interval(Real, 0, None, closed="left")],
         "min_child_weight": [Interval(Real, 0, None, closed="left")],
         "min_samples_leaf": [Interval(Integral, 1, None, closed="left")],
+        "min_passive_rows": [Interval(Integral, 0, None, closed="left"), None],
         "active_only_rounds": [Interval(Integral, 0, None, closed="left")],
         "early_stopping": [StrOptions({"auto"}), "boolean"],
         "scoring": [str, callable, None],
@@ -75,7 +77,8 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
     def __init__(self, *, n_estimators=100, learning_rate=0.3, max_depth=3,
                  max_bins=32, subsample=1.0, goss_top_rate=None, goss_other_rate=0.1,
                  colsample_bytree=1.0, reg_lambda=1.0, gamma=0.0,
-                 min_child_weight=1e-3, min_samples_leaf=1, active_only_rounds=0,
+                 min_child_weight=1e-3, min_samples_leaf=1,
+                 min_passive_rows=MIN_PASSIVE_ROWS, active_only_rounds=0,
                  early_stopping="auto", scoring="loss", validation_fraction=0.1,
                  n_iter_no_change=10, tol=1e-7, partition=None, encryption="paillier", key_size=2048,
                  n_jobs=None, random_state=None, verbose=0):
@@ -91,6 +94,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         self.gamma = gamma
         self.min_child_weight = min_child_weight
         self.min_samples_leaf = min_samples_leaf
+        self.min_passive_rows = min_passive_rows
         self.active_only_rounds = active_only_rounds
         self.early_stopping = early_stopping
         self.scoring = scoring
@@ -230,7 +234,9 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
             state = {"name": name, "seed": seeds[k], "X": X[:, columns],
                      "columns": columns, "datasets": {},
                      "colsample": self.colsample_bytree,
-                     "audit_log": [] if audited and k != active_index else None}
+                     "audit_log": [] if audited else None,
+                     # A public hyper-parameter: the passive parties enforce it.
+                     "min_passive_rows": int(self.min_passive_rows or 0)}
             if X_val is not None:
                 state["datasets"]["val"] = X_val[:, columns]
             if k == active_index:

@@ -201,11 +201,15 @@ def model_of(state):
     """A party's share of the model: (trees, baseline) if active, lookup table.
 
     Plus, only during an audit (see ``audit_log`` in
-    :func:`~._histogram.passive_histograms`), the party's candidate list and
-    its secret per-tree orders, for scoring attacks.
+    :func:`~._histogram.passive_histograms`), a passive party's candidate
+    list and its secret per-tree orders, for scoring attacks, and the active
+    party's gradients and decrypted candidate sums per node
+    (:func:`~._grower.start_tree`), for playing them.
     """
     log = getattr(state, "audit_log", None)
-    if log is not None:
+    if log is not None and hasattr(state, "private_key"):
+        log = {"active": True, "trees": list(log)}  # the attacker's own view
+    elif log is not None:
         log = {"features": state.cand_features, "bins": state.cand_bins,
                "missing_left": state.cand_missing_left, "trees": list(log)}
     return (getattr(state, "trees", None), getattr(state, "baseline", None),

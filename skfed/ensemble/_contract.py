@@ -21,9 +21,15 @@ CSPRNG.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from .._privacy_core import Ciphertext, Contract, Inherent, Public, RandomIds, Rule
+import numpy as np
 
-__all__ = ["CONTRACT"]
+from .._privacy_core import Ciphertext, Contract, Inherent, Public, RandomIds, Rule
+from ._small_nodes import RevealedNodes
+
+__all__ = ["CONTRACT", "MIN_PASSIVE_ROWS", "MinPassiveRows"]
+
+#: Default of ``min_passive_rows``, and the minimum the contract declares.
+MIN_PASSIVE_ROWS = 64
 
 _TREE_KEY = Public("tree key (round, output)", dtype="i", max_size=2)
 #: size bounds, from public sizes: one (h, g) pair per row and output; one
@@ -31,6 +37,79 @@ _TREE_KEY = Public("tree key (round, output)", dtype="i", max_size=2)
 _PAIRS = "2 * rows * est.n_trees_per_iteration_"
 _CANDIDATES = "features * est.max_bins"
 _CANDIDATE_SUMS = "4 * features * est.max_bins * est.n_trees_per_iteration_"
+
+class MinPassiveRows:
+    """Contract check: no revealed candidate sums over too few gradient rows.
+
+    The element rules cannot see it (the sums are ciphertexts), so this
+    check replays the fit: it pairs every ``histogram/sums`` answer of a
+    passive party with the last ``histogram/rows`` request it received (one
+    request is answered before the next is sent), takes each node's gradient rows from the last ``gradients``
+    message the party received, and holds the revealed nodes of each tree
+    to :class:`~._small_nodes.RevealedNodes` with ``min_rows``: a node of
+    fewer gradient rows, or one that lets the active party subtract its way
+    to fewer, is a violation. A fit with ``min_passive_rows`` below
+    ``min_rows`` (the paper's protocol at 0) shows up here.
+    """
+
+    def __init__(self, min_rows):
+        self.min_rows = int(min_rows)
+
+    def describe(self):
+        return (f"candidate sums over >= {self.min_rows} gradient rows, "
+                "and none a subtraction brings below that")
+
+    def __call__(self, messages, roles):
+        def role(name, wanted):
+            return wanted in roles.get(name, ())
+
+        problems = []
+        sampled, requests, ledgers = {}, {}, {}
+        for index, m in enumerate(messages):
+            payload = tuple(m.payload or ())
+            if (m.phase == "gradients" and role(m.sender, "active")
+                    and len(payload) == 3):
+                # The row ids, or None and one ciphertext per training row.
+                sampled[m.receiver] = (payload[1], len(payload[2][0]))
+            elif (m.phase == "histogram/rows" and role(m.sender, "active")
+                    and len(payload) == 3):
+                # One request to a party is answered before the next.
+                requests[m.receiver] = payload
+            elif (m.phase == "histogram/sums" and role(m.sender, "passive")
+                    and len(payload) == 3 and m.sender in requests):
+                tree_key, _, node_rows = requests.pop(m.sender)
+                key = (m.sender, tuple(int(v) for v in np.ravel(tree_key)))
+                ledger = ledgers.setdefault(key, RevealedNodes(self.min_rows))
+                revealed = np.ravel(payload[1]).astype(bool)
+                sample = sampled.get(m.sender, (None, 0))
+                for rows, shown in zip(node_rows, revealed):
+                    rows = _gradient_rows(rows, *sample) if shown else None
+                    if rows is None:  # withheld, or malformed (flagged above)
+                        continue
+                    problem = ledger.problem(rows)
+                    if problem is not None:
+                        problems.append((index, f"candidate sums of {problem}"))
+                    ledger.add(rows)
+        return problems
+
+
+def _gradient_rows(rows, sample, n_rows):
+    """Row ids of a node that carry gradients (``rows`` None: the root).
+
+    None when the ids are not a flat integer array (the element rules
+    report such a message; there is nothing to count).
+    """
+    try:
+        if rows is None:
+            return (np.arange(n_rows) if sample is None
+                    else np.asarray(sample, dtype=np.intp).ravel())
+        rows = np.asarray(rows, dtype=np.intp).ravel()
+        if sample is None:
+            return rows
+        return rows[np.isin(rows, np.asarray(sample, dtype=np.intp))]
+    except (TypeError, ValueError):
+        return None
+
 
 CONTRACT = Contract("secureboost", rules=[
     # -- fit -------------------------------------------------------------------
@@ -71,11 +150,17 @@ CONTRACT = Contract("secureboost", rules=[
              RandomIds("the tree's candidate ids, from the passive party's "
                        "CSPRNG (first level of each tree only, else None)",
                        dtype="i", max_size=_CANDIDATES),
+             Public("per requested node, whether its sums follow (a "
+                    "function of the nodes' row counts, which both sides "
+                    "know)", dtype="b", max_size="rows"),
              Ciphertext("active", "left-of-threshold sums of every candidate, "
                         "in the passive party's secret order, packed and "
-                        "re-randomised", max_size=_CANDIDATE_SUMS),
+                        "re-randomised, for the revealed nodes only",
+                        max_size=_CANDIDATE_SUMS),
          ),
-         note="the active party decrypts anonymous candidate sums"),
+         note="the active party decrypts anonymous candidate sums; no sum "
+              f"over fewer than {MIN_PASSIVE_ROWS} gradient rows can be "
+              "formed from them (checked by MinPassiveRows)"),
     Rule("split/choice", sender="active", receiver="passive",
          elements=(
              _TREE_KEY,
@@ -109,4 +194,4 @@ CONTRACT = Contract("secureboost", rules=[
                       exempt=("columns", "bins"), max_size="rows"),
          ),
          note="a split on a binary column repeats the column: inherent"),
-])
+], checks=[MinPassiveRows(MIN_PASSIVE_ROWS)])

@@ -73,30 +73,46 @@ def start_tree(state, tree_key, output, use_passives):
     features = tree_columns(state.seed, tuple(tree_key), state.bins.shape[1],
                             state.colsample)
     state.tree.own_allowed = np.isin(state.cand_features, features)
+    if state.audit_log is not None:  # an audit: the attacker's own gradients
+        state.audit_log.append({"key": tuple(tree_key), "qg": state.tree.qg,
+                                "qh": state.tree.qh, "nodes": []})
     return None
 
 
-def plan_level(state):
-    """Active party: which frontier nodes the passive parties must build.
+def plan_level(state, passives):
+    """Active party: which frontier nodes each passive party must build.
 
     Of two siblings only the one with fewer gradient rows is built; the other
-    is derived by subtraction. Returns ``(node ids, their rows)``.
+    is derived by subtraction. A passive party that withheld the parent's
+    sums (``min_passive_rows``) is asked for both siblings, since nothing can
+    be subtracted. Returns ``{party: (node ids, their rows)}``.
     """
-    state.tree.next_frontier = []
-    build = []
-    for node_id in state.tree.frontier:
-        node = state.tree.nodes[node_id]
+    tree = state.tree
+    tree.next_frontier = []
+    smaller, pairs = [], []
+    for node_id in tree.frontier:
+        node = tree.nodes[node_id]
         sibling = node.sibling
         if sibling is None:
-            build.append(node_id)
+            smaller.append(node_id)
+            pairs.append((node_id,))
         elif node_id < sibling:
-            other = state.tree.nodes[sibling]
-            smaller = (node_id if node.positions.size <= other.positions.size
-                       else sibling)
-            build.append(smaller)
-    for node_id in build:
-        state.tree.nodes[node_id].built = True
-    return build, [_row_ids(state, state.tree.nodes[i].rows) for i in build]
+            other = tree.nodes[sibling]
+            smaller.append(node_id if node.positions.size <= other.positions.size
+                           else sibling)
+            pairs.append((node_id, sibling))
+    for node_id in smaller:
+        tree.nodes[node_id].built = True
+    plans = {}
+    for party in passives:
+        build = []
+        for pair, built in zip(pairs, smaller):
+            parent = tree.nodes[pair[0]].parent
+            derivable = (parent is not None
+                         and party in tree.nodes[parent].candidates)
+            build.extend([built] if derivable or len(pair) == 1 else pair)
+        plans[party] = (build, [_row_ids(state, tree.nodes[i].rows) for i in build])
+    return plans
 
 
 def _row_ids(state, rows):
@@ -128,11 +144,17 @@ def find_splits(state, params):
                 state.with_counts)
     for node_id in tree.frontier:
         node = tree.nodes[node_id]
-        if not node.built:
-            parent, built = tree.nodes[node.parent], tree.nodes[node.sibling]
-            for party, sums in parent.candidates.items():
+        if node.parent is None:
+            continue
+        parent, sibling = tree.nodes[node.parent], tree.nodes[node.sibling]
+        for party, sums in parent.candidates.items():
+            # Parties that withheld the sibling's sums (min_passive_rows)
+            # have none to subtract.
+            if party not in node.candidates and party in sibling.candidates:
                 node.candidates[party] = tuple(
-                    a - b for a, b in zip(sums, built.candidates[party]))
+                    a - b for a, b in zip(sums, sibling.candidates[party]))
+    if state.audit_log is not None:
+        _log_candidates(state)
     decisions = []
     for node_id in tree.frontier:
         node = tree.nodes[node_id]
@@ -180,6 +202,24 @@ def find_splits(state, params):
             decisions.append((node_id, party, tree.candidate_ids[party][tied],
                               _row_ids(state, node.rows)))
     return decisions
+
+
+def _log_candidates(state):
+    """During an audit only: what the active party now holds about each node.
+
+    The frontier nodes' gradient rows and the passive parties' decrypted
+    candidate sums, kept with the tree's fixed-point gradients (see
+    :func:`start_tree`) so that :func:`~._attack_subset_sum.subset_sum` can
+    be played with exactly the active party's knowledge.
+    """
+    tree = state.tree
+    for node_id in tree.frontier:
+        node = tree.nodes[node_id]
+        sums = {p: tuple(np.array(v) for v in s[:2])
+                for p, s in node.candidates.items() if p != state.name}
+        if sums:
+            rows = node.rows[state.position[node.rows] >= 0]
+            state.audit_log[-1]["nodes"].append((rows, node.positions, sums))
 
 
 def split_node(state, node_id, party, record_id, left_rows, gain=np.nan, feature=-1):
@@ -280,9 +320,10 @@ def grow_tree(fed, active, passives, tree_key, output, params, use_passives,
     helpers = passives if use_passives else []
     for _ in range(params["max_depth"]):
         # Active party: instance spaces of the nodes to build -> passive parties.
-        node_ids, node_rows = A.call(plan_level, phase="histogram").result()
-        # Passive parties: encrypted, packed, shuffled candidate sums.
-        replies = {p: fed[p].call(passive_histograms, tree_key, output, node_rows,
+        plans = A.call(plan_level, helpers, phase="histogram").result()
+        # Passive parties: encrypted, packed, shuffled candidate sums of the
+        # nodes they may reveal (min_passive_rows).
+        replies = {p: fed[p].call(passive_histograms, tree_key, output, plans[p][1],
                                   Local(params["n_jobs"]), sender=active,
                                   phase="histogram/rows")
                    for p in helpers}
@@ -290,7 +331,7 @@ def grow_tree(fed, active, passives, tree_key, output, params, use_passives,
         lap("histograms")
         # Active party: decrypt (sibling sums come by subtraction).
         fed.gather([A.call(active_receive_candidates, Local(p), *replies[p],
-                           Local(node_ids), sender=p, phase="histogram/sums")
+                           Local(plans[p][0]), sender=p, phase="histogram/sums")
                     for p in helpers])
         lap("decrypt")
         # Active party: score all candidates with eq. 3; split its own winners.

@@ -34,6 +34,7 @@ from ..crypto import PlaintextArray, concatenate
 from ._binning import BinMapper
 from ._packing import histogram_sums, pack_candidates, unpack_candidates
 from ._sampling import tree_columns
+from ._small_nodes import RevealedNodes
 from ._sparse_histogram import NodeBins, candidate_sums
 
 __all__ = [
@@ -114,11 +115,17 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
     ids : ndarray of int64 or None
         Random candidate ids, in the order of every message; sent with the
         tree's first level only (None afterwards).
+    revealed : ndarray of bool
+        Per requested node, whether its sums follow: a node is withheld when
+        revealing it would let the active party compute sums over fewer than
+        ``min_passive_rows`` gradient rows (:mod:`._small_nodes`), which the
+        party decides from row counts alone.
     messages : list of EncryptedArray
-        Per node, packed and re-randomised candidate sums.
+        Per revealed node, packed and re-randomised candidate sums.
     """
     order, ids, new = _tree_order(state, tree_key)
     if new:
+        state.stash["revealed"] = RevealedNodes(state.min_passive_rows)
         # colsample_bytree: this tree's own columns (model randomness, the
         # party's seed); candidates of other columns are neither built nor
         # sent, and their ids are dropped with them.
@@ -147,10 +154,14 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
     groups = range(len(state.encrypted)) if output < 0 else [output]
     layouts = np.asarray(state.layout)
     messages = []
-    for rows in node_rows:
+    revealed = np.zeros(len(node_rows), dtype=bool)
+    for i, rows in enumerate(node_rows):
         rows = np.arange(state.bins.shape[0]) if rows is None else rows
         positions = state.position[rows]
         keep = positions >= 0  # rows without gradients were not sampled
+        revealed[i] = state.stash["revealed"].reveal(rows[keep])
+        if not revealed[i]:
+            continue
         bins = state.bins[rows[keep]][:, features]
         plan = None
         per_group = []
@@ -172,7 +183,7 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
             per_group.append(pack_candidates(candidates[secret_order], layout,
                                              n_jobs))
         messages.append(per_group if output < 0 else per_group[0])
-    return (ids if new else None), messages
+    return (ids if new else None), revealed, messages
 
 
 def _dense_candidates(encrypted, bins, f_all, b_all, right, missing_bin):
@@ -200,11 +211,15 @@ def _stack(columns):
     return concatenate(expanded, axis=1)
 
 
-def active_receive_candidates(state, party, ids, messages, node_ids):
-    """Active party: decrypt a passive party's candidate sums, per node."""
+def active_receive_candidates(state, party, ids, revealed, messages, node_ids):
+    """Active party: decrypt a passive party's candidate sums, per revealed node."""
     if ids is not None:
         state.tree.candidate_ids[party] = ids
     n_candidates = state.tree.candidate_ids[party].size
+    node_ids = np.asarray(node_ids)[np.asarray(revealed, dtype=bool)]
+    if node_ids.size != len(messages):
+        raise ValueError(f"{party} sent sums for {len(messages)} node(s) and "
+                         f"flagged {node_ids.size} as revealed.")
     for node, message in zip(node_ids, messages):
         if not isinstance(message, list):
             sums = unpack_candidates(state.private_key, message, n_candidates,

@@ -5,7 +5,8 @@
 SecureBoost protocol computes from them and must keep: the active party's
 first-round gradients and hessians, the labels of the rows sampled in each
 round, and every passive party's bin indices; ``_privacy_attacks`` lists
-``deshuffle`` and ``leaf_purity`` (:mod:`skfed.ensemble._attacks`).
+``deshuffle`` and ``leaf_purity`` (:mod:`skfed.ensemble._attacks`) and
+``subset_sum`` (:mod:`skfed.ensemble._attack_subset_sum`).
 """
 
 # Authors: The skfed developers
@@ -62,9 +63,10 @@ class SecureBoostPrivacyMixin:
         return CONTRACT
 
     def _privacy_attacks(self):
+        from ._attack_subset_sum import subset_sum
         from ._attacks import deshuffle, leaf_purity
 
-        return [deshuffle, leaf_purity]
+        return [deshuffle, leaf_purity, subset_sum]
 
     def _encoded_target(self, y):
         """``y`` as the active party holds it: class codes, or floats."""

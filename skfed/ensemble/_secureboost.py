@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..base import check_labels_not_single_class
 from .._party_data_fit import party_data_fit_input
 from ..federation import PartyData
-from ._base import _BaseSecureBoost
+from ._base import MIN_PASSIVE_ROWS, _BaseSecureBoost
 from ._docs import _document
 
 __all__ = ["SecureBoostClassifier", "SecureBoostRegressor"]
@@ -72,7 +72,8 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
     def __init__(self, *, n_estimators=100, learning_rate=0.3, max_depth=3,
                  max_bins=32, subsample=1.0, goss_top_rate=None, goss_other_rate=0.1,
                  colsample_bytree=1.0, reg_lambda=1.0, gamma=0.0,
-                 min_child_weight=1e-3, min_samples_leaf=1, active_only_rounds=0,
+                 min_child_weight=1e-3, min_samples_leaf=1,
+                 min_passive_rows=MIN_PASSIVE_ROWS, active_only_rounds=0,
                  early_stopping="auto", scoring="loss", validation_fraction=0.1,
                  n_iter_no_change=10, tol=1e-7, class_weight=None,
                  multi_mode="single_output", partition=None, encryption="paillier",
@@ -83,7 +84,8 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
             goss_top_rate=goss_top_rate, goss_other_rate=goss_other_rate,
             colsample_bytree=colsample_bytree,
             reg_lambda=reg_lambda, gamma=gamma, min_child_weight=min_child_weight,
-            min_samples_leaf=min_samples_leaf, active_only_rounds=active_only_rounds,
+            min_samples_leaf=min_samples_leaf, min_passive_rows=min_passive_rows,
+            active_only_rounds=active_only_rounds,
             early_stopping=early_stopping, scoring=scoring,
             validation_fraction=validation_fraction,
             n_iter_no_change=n_iter_no_change, tol=tol, partition=partition,

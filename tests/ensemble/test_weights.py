@@ -32,7 +32,11 @@ def test_integer_weights_equal_repeated_rows_exactly(Estimator):
         X, y = make_regression(120, 6, noise=5.0, random_state=0)
     X = _coarse(X)
     w = np.random.default_rng(0).integers(1, 4, size=y.size)
-    params = dict(n_estimators=4, encryption=None, random_state=0)
+    # min_passive_rows counts rows (what the subset-sum attack searches),
+    # not weights: repeated rows reveal more nodes. The paper's protocol
+    # (0) has no such count.
+    params = dict(n_estimators=4, encryption=None, random_state=0,
+                  min_passive_rows=0)
     weighted = Estimator(**params).fit(X, y, sample_weight=w)
     repeated = Estimator(**params).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
     method = "predict_proba" if Estimator is SecureBoostClassifier else "predict"
@@ -55,11 +59,12 @@ def test_integer_weights_equal_repeated_rows_exactly(Estimator):
 
 def test_weighted_federated_fit_equals_a_centralized_rerun():
     # One party holding every column runs no protocol at all: the centralized
-    # booster. Two and three parties with the same weights build the same trees.
+    # booster. With the paper's protocol (min_passive_rows=0), two and three
+    # parties with the same weights build the same trees.
     X, y = make_classification(300, 8, weights=[0.8], random_state=1)
     w = np.random.default_rng(1).uniform(0.2, 3.0, size=y.size)
     params = dict(n_estimators=4, max_depth=3, encryption=None, random_state=0,
-                  class_weight="balanced")
+                  class_weight="balanced", min_passive_rows=0)
     central = SecureBoostClassifier(partition=1, **params).fit(X, y, sample_weight=w)
     for partition in (2, 3):
         fed = SecureBoostClassifier(partition=partition, **params).fit(

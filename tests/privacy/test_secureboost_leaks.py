@@ -126,11 +126,12 @@ def test_histogram_sums_not_rerandomised(monkeypatch):
     # Without fresh obfuscation a packed chunk is a fixed product of the
     # active party's own row ciphertexts: a chunk of empty candidates is the
     # constant 1 and repeats, a one-row sum comes back unchanged. Depth 5
-    # makes small nodes, hence such chunks, certain (depth 3: 1 fit in 3).
+    # makes small nodes, hence such chunks, certain (depth 3: 1 fit in 3),
+    # once the passive parties reveal them (min_passive_rows=0, the paper).
     monkeypatch.setattr(EncryptedArray, "rerandomize",
                         lambda self, *args, **kwargs: self)
-    fitted, messages = _fit_recorded(SecureBoostClassifier(**{**SMALL,
-                                                              "max_depth": 5}))
+    fitted, messages = _fit_recorded(SecureBoostClassifier(
+        **{**SMALL, "max_depth": 5, "min_passive_rows": 0}))
     found = _found(check_messages(fitted, messages, X, Y), "histogram/sums")
     assert "repeated" in found or "already received" in found
 

@@ -1,0 +1,125 @@
+"""SecureBoost's small nodes: the ``subset_sum`` attack and ``min_passive_rows``.
+
+The active party knows each node's rows and its exact fixed-point gradients,
+so the candidate sums of a small node are a subset-sum problem whose answer
+is which rows lie left of a passive threshold. With the paper's protocol
+(``min_passive_rows=0``) the attack recovers such indicators and the
+contract's ``MinPassiveRows`` check flags the fit (negative control); with
+the default the attack finds nothing to search and the fit is clean.
+"""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+
+from skfed.ensemble import SecureBoostClassifier, _histogram
+from skfed.ensemble._attack_subset_sum import invert_sums
+from skfed.ensemble._small_nodes import RevealedNodes
+from skfed.privacy import audit
+
+X, Y = make_classification(300, 10, n_informative=5, random_state=0)
+DEEP = dict(n_estimators=3, max_depth=6, partition=3, encryption=None,
+            random_state=0)
+
+
+def _subset_sum_rows(report):
+    rows = report.attacks[report.attacks.attack == "subset_sum"]
+    assert len(rows) == 4  # two passive parties: mean over trees, worst tree
+    return rows
+
+
+# -- the search and the bookkeeping, by hand -------------------------------------
+
+def test_invert_sums_by_hand():
+    g = np.array([5, 9, 17, 33, 9])
+    h = np.array([1, 1, 1, 1, 1])
+    # {0, 2} is the only subset with g-sum 22 and 2 rows.
+    left, known, counts = invert_sums(g, h, [22], [2])
+    assert known[0].all() and left[0].tolist() == [True, False, True, False, False]
+    assert counts[0].tolist() == [2, 3]
+    # Rows 1 and 4 are interchangeable: one of them is left, which one is not
+    # fixed; the other three rows are (right).
+    left, known, counts = invert_sums(g, h, [9], [1])
+    assert known[0].tolist() == [True, False, True, True, False]
+    assert not left[0][known[0]].any() and counts[0].tolist() == [0, 3]
+    # Two different subsets with the same sums: nothing is fixed.
+    left, known, counts = invert_sums([1, 2, 3], [1, 1, 2], [3], [2])
+    assert not known.any() and counts.tolist() == [[0, 0]]
+
+
+def test_revealed_nodes_keep_every_atom_at_min_rows():
+    ledger = RevealedNodes(3)
+    assert ledger.reveal(np.arange(10))
+    assert not ledger.reveal(np.arange(2))        # a node of 2 rows
+    assert not ledger.reveal(np.arange(8))        # leaves 2 rows of the root
+    assert ledger.reveal(np.arange(7))            # leaves 3
+    assert ledger.reveal(np.arange(7, 10))        # leaves 0: P = L + R
+    assert ledger.reveal(np.arange(4))            # inside [0, 7): leaves 3
+    assert not ledger.reveal(np.array([4, 5]))
+    assert not ledger.reveal(np.array([4, 5, 6, 7]))  # not nested: 2 of 2 atoms
+    assert RevealedNodes(0).reveal(np.arange(1))  # the paper: everything
+
+
+# -- the attack: negative control, then the default --------------------------------
+
+def test_paper_protocol_leaks_threshold_indicators_and_fails_the_contract():
+    report = audit(SecureBoostClassifier(min_passive_rows=0, **DEEP), X, Y)
+    rows = _subset_sum_rows(report)
+    assert rows.value.min() > 0.05                 # 15-24% of rows per tree
+    assert (rows.value > 5 * rows.chance).all()
+    assert rows.target.str.contains(r"\(\d+ sums inverted, 0 wrong\)").all()
+    flagged = [v for v in report.violations if v.phase == "histogram/sums"]
+    assert flagged and len(flagged) == len(report.violations)
+    assert "candidate sums of a node of" in flagged[0].found
+    assert ">= 64 gradient rows" in flagged[0].allowed
+
+
+def test_default_keeps_the_attack_below_one_percent_and_passes_the_contract():
+    report = audit(SecureBoostClassifier(**DEEP), X, Y)
+    rows = _subset_sum_rows(report)
+    assert (rows.value <= 0.01).all()
+    assert report.violations == []
+    # The passive parties still win splits in the large nodes.
+    assert sum(len(r) for r in report.estimator._records[1:]) > 0
+
+
+def test_withholding_small_nodes_alone_is_not_enough(monkeypatch):
+    # Planted: passive parties check only the node's own row count. A parent
+    # revealed, its small child withheld, then the large child's two children
+    # asked for directly: parent - grandchildren = the small child's sums.
+    # With 25 rows, above the attack's search (24), only such differences
+    # can be searched.
+    estimator = SecureBoostClassifier(min_passive_rows=25, **DEEP)
+    honest = audit(estimator, X, Y)
+    assert (_subset_sum_rows(honest).value == 0).all()
+
+    class SizeOnly(RevealedNodes):
+        def problem(self, rows):
+            if self.min_rows > 0 and len(rows) < self.min_rows:
+                return "small"
+            return None
+
+    monkeypatch.setattr(_histogram, "RevealedNodes", SizeOnly)
+    report = audit(estimator, X, Y)
+    assert any("derivable by subtraction" in v.found for v in report.violations)
+    assert _subset_sum_rows(report).value.max() > 0.01
+
+
+@pytest.mark.parametrize("min_passive_rows", [0, 64])
+def test_paillier_same_sums_same_result(min_passive_rows):
+    small = dict(DEEP, n_estimators=2, max_depth=4, key_size=512)
+    plain = audit(SecureBoostClassifier(min_passive_rows=min_passive_rows, **small),
+                  X, Y, attacks=["subset_sum"])
+    secure = audit(SecureBoostClassifier(min_passive_rows=min_passive_rows,
+                                         **{**small, "encryption": "paillier"}),
+                   X, Y, attacks=["subset_sum"])
+    np.testing.assert_array_equal(plain.attacks.value, secure.attacks.value)
+    assert len(plain.violations) == len(secure.violations)
+    assert (plain.attacks.value.max() > 0.01) == (min_passive_rows == 0)
+
+
+def test_min_passive_rows_must_be_a_non_negative_integer():
+    with pytest.raises(ValueError, match="min_passive_rows"):
+        SecureBoostClassifier(min_passive_rows=-1, encryption=None).fit(X, Y)
+    with pytest.raises(ValueError, match="min_passive_rows"):
+        SecureBoostClassifier(min_passive_rows=2.5, encryption=None).fit(X, Y)
