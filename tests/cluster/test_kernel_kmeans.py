@@ -453,3 +453,19 @@ def test_verbose_prints_iterations(blobs, capsys):
     out = capsys.readouterr().out
     assert "iteration 1/2:" in out and "iteration 2/2:" in out
     assert "Lanczos steps" in out
+
+
+@pytest.mark.parametrize("scale", [1e-20, 1e-100, 1e20, 1e100])
+def test_default_gamma_is_scale_invariant(blobs, fitted, scale):
+    # The moments of X scaled by 1e-20 used to fall below the ring's
+    # resolution: gamma fell back to 1.0 and the fit put rows in one cluster.
+    X, _ = blobs
+    km = FederatedKernelKMeans(4, partition=3, random_state=0).fit(X * scale)
+    assert km.gamma_ * scale ** 2 == pytest.approx(fitted.gamma_, rel=1e-9)
+    assert nmi(fitted.labels_, km.labels_) > 0.95
+
+
+def test_rows_equal_up_to_rounding_stop_the_default_gamma():
+    X = 1e12 + make_blobs(60, n_features=3, random_state=0)[0] * 1e-3
+    with pytest.raises(Exception, match="center X .* or pass gamma"):
+        FederatedKernelKMeans(2, max_iter=2, partition=3).fit(X)
