@@ -22,7 +22,7 @@ from .federation._party_checks import refuse_party_data
 from .partition import resolve_partition
 
 __all__ = ["FederatedMixin", "PrivacyMixin", "party_seeds",
-           "check_labels_not_single_class"]
+           "check_class_weight", "check_labels_not_single_class"]
 
 
 def party_seeds(random_state, n):
@@ -198,3 +198,24 @@ def check_labels_not_single_class(classes):
             "two. Check the labels, or the split that produced this fold."
         )
 
+
+
+def check_class_weight(class_weight):
+    """Clear error for a ``class_weight`` dict with a negative or non-finite value.
+
+    sklearn's ``compute_sample_weight`` accepts any number, and a negative
+    weight turns the loss upside down (the model then learns the opposite
+    of the labels) while NaN fails deep inside the fit.
+    """
+    if not isinstance(class_weight, dict):
+        return
+    for label, weight in class_weight.items():
+        try:
+            value = float(weight)
+        except (TypeError, ValueError):
+            value = float("nan")
+        if not np.isfinite(value) or value < 0:
+            raise ValueError(
+                f"class_weight[{label!r}] is {weight!r}; every class weight "
+                "must be a finite number >= 0. Fix the dict, or use "
+                "class_weight='balanced'.")

@@ -21,7 +21,7 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ..base import FederatedMixin, party_seeds
+from ..base import FederatedMixin, check_class_weight, party_seeds
 from ..federation._party_data import PartyData, party_data_predict_input
 from ..federation._remote import RemoteValue
 from ._boosting import run_secureboost, weighted_row_bound
@@ -122,6 +122,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         class_weight = getattr(self, "class_weight", None)
         if class_weight is None:
             return sample_weight
+        check_class_weight(class_weight)
         from sklearn.utils.class_weight import compute_sample_weight
 
         # ``y`` holds class codes here; a dict names the original labels.

@@ -66,6 +66,7 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
     _parameter_constraints = {
         **_BaseSecureBoost._parameter_constraints,
         "class_weight": [dict, StrOptions({"balanced"}), None],
+        "multi_mode": [StrOptions({"single_output", "multi_output"})],
     }
 
     def __init__(self, *, n_estimators=100, learning_rate=0.3, max_depth=3,

@@ -20,7 +20,7 @@ from sklearn.utils.validation import validate_data
 
 from .._docstrings import fill_doc
 from ..federation import _party_inputs as party_data
-from ..base import check_labels_not_single_class
+from ..base import check_class_weight, check_labels_not_single_class
 from ..losses import LogisticLoss
 from ._fdskl_base import _BaseFDSKL
 from ._fdskl_docs import expand_shared_doc
@@ -157,6 +157,7 @@ __NOTES__
         weight = super()._effective_weight(y, sample_weight)
         if self.class_weight is None:
             return weight
+        check_class_weight(self.class_weight)
         per_class = compute_sample_weight(self.class_weight, np.asarray(y))
         return per_class if weight is None else per_class * weight
 
