@@ -45,3 +45,23 @@ def test_unknown_multi_mode_fails_in_fit(data):
     X, y = data
     with pytest.raises(InvalidParameterError, match="multi_mode"):
         _secureboost().set_params(multi_mode="no-such-mode").fit(X, y)
+
+
+def _avfkam():
+    from skfed.kernel_methods import AVFKAMRanker
+    return AVFKAMRanker(partition=2, n_random_features=20, max_iter=3,
+                        random_state=0)
+
+
+@pytest.mark.parametrize("make", [_fdskl, _avfkam])
+@pytest.mark.parametrize("scale", [1e160, 1e300])
+def test_huge_features_stop_with_the_fix_named(data, make, scale):
+    # gamma='scale' used to fall back to 1.0 on an overflowing variance (a
+    # silent model of noise); a given gamma failed deep inside a party with
+    # "Cannot encode non-finite angles in the ring".
+    X, y = data
+    with pytest.raises(Exception, match=r"(?i)rescale X .* or pass gamma"):
+        make().fit(X * scale, y)
+    with pytest.raises(Exception, match=r"angles .* overflow.*Rescale X .* "
+                                        r"or lower gamma"):
+        make().set_params(gamma=1.0).fit(X * 1e300, y)

@@ -90,8 +90,9 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
         precomputed for the seeds the training will draw (appendix C).
 
     batch_size : int, default=64
-        (positive, negative) pairs per update. ``1`` with
-        ``features_per_step=1`` is the paper's loop exactly.
+        (positive, negative) pairs per update, capped at the number of
+        training rows (a larger batch only redraws the same rows). ``1``
+        with ``features_per_step=1`` is the paper's loop exactly.
 
     features_per_step : int, default=128
         Feature seeds per update (capped at ``n_random_features``).
@@ -340,8 +341,9 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
         if y_signed is None:
             y_signed = np.where(y == self.classes_[1], 1.0, -1.0)
         split = self._validation_split(y_signed)
-        learning_rate = self._learning_rate(
-            len(y_signed) if split is None else len(split[0]))
+        n_train = len(y_signed) if split is None else len(split[0])
+        batch_size = self._batch_size(n_train)
+        learning_rate = self._learning_rate(n_train)
         # Before any party starts: a decay factor <= 0 cannot converge.
         check_decay(learning_rate, self.alpha, auto=self.learning_rate == "auto")
         partition = self._resolve_partition(X)
@@ -380,7 +382,7 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
                          len(range(rank, self.max_iter, len(active))))
                 ids = fed[p].call(
                     protocol.plan_steps, Local(loop_seeds[names.index(p)]),
-                    Local(self.batch_size), Local(self.features_per_step),
+                    Local(batch_size), Local(self.features_per_step),
                     Local(protocol.sub_pool(D, rank, len(active))),
                     Local(steps), Local(split)).result()
                 phi = masked_features(fed, names, p, None, ids, basis_seed,
@@ -393,7 +395,7 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
                 1.0 - learning_rate * self.alpha, delays,
                 max(1, self.max_iter // self._n_checkpoints), self.verbose,
                 check_every=self._check_every(split),
-                validate=split is not None, batch_size=self.batch_size,
+                validate=split is not None, batch_size=batch_size,
                 reference=hyper["loss"](0.0))
             run = (training.run_asynchronous if self.asynchronous
                    else training.run_synchronous)

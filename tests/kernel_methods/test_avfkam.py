@@ -457,3 +457,14 @@ def test_early_stopping_stays_with_the_active_parties():
         m.phase for m in rec.messages}
     # Every message, the validation ones included, obeys the contract.
     assert check_messages(est, rec.messages, X, y) == []
+
+
+def test_batch_size_is_capped_at_the_training_rows():
+    # batch_size=1e6 on 60 rows used to draw a million pairs per update
+    # (minutes); a batch larger than the rows is the batch of all of them.
+    X, y = _data(n=60)
+    params = dict(SMALL, max_iter=3, early_stopping=False, random_state=0)
+    capped = AVFKAMRanker(2, **{**params, "batch_size": 10**6}).fit(X, y)
+    rows = AVFKAMRanker(2, **{**params, "batch_size": 60}).fit(X, y)
+    np.testing.assert_array_equal(capped.decision_function(X),
+                                  rows.decision_function(X))
