@@ -11,12 +11,15 @@ party state: it pickles like any sklearn estimator.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import functools
+import numbers
+import threading
 from contextlib import contextmanager
 
 import numpy as np
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
+from .crypto import check_key_size
 from .federation import Federation
 from .federation._party_checks import refuse_party_data
 from .partition import resolve_partition
@@ -109,9 +112,30 @@ class PrivacyMixin:
         return out
 
 
-#: Root of the built documentation; the HTML repr of every skfed estimator
-#: links to its API page ``generated/<module>.<Class>.html`` under it.
-DOC_BASE_URL = "https://skfed.readthedocs.io/en/latest/"
+_fitting = threading.local()  # depth of nested fit wrappers in this thread
+
+
+def _check_key_policy(estimator, stacklevel):
+    """The key policy of a Paillier ``key_size``, in the caller's thread.
+
+    Keys are made later, often in a party's thread, where a warning can
+    only point into skfed; the check runs here instead, before any party
+    starts, so an :class:`~skfed.crypto.InsecureKeyWarning` points at the
+    line that called ``fit`` and a refused size stops the fit at once. The
+    parties then make their keys with ``warn=False``.
+    """
+    params = estimator.get_params(deep=False)
+    key_size = params.get("key_size")
+    if (isinstance(key_size, numbers.Integral) and not isinstance(key_size, bool)
+            and params.get("encryption", "paillier") == "paillier"):
+        check_key_size(key_size, stacklevel=stacklevel)
+
+
+#: Root of the published documentation, or None while none is published:
+#: then the HTML repr shows no link (a link to a site that does not exist
+#: is worse than none). Set, every skfed estimator links to its API page
+#: ``generated/<module>.<Class>.html`` under it (``doc/build.sh`` builds it).
+DOC_BASE_URL = None
 
 
 class FederatedMixin(PrivacyMixin):
@@ -131,8 +155,12 @@ class FederatedMixin(PrivacyMixin):
     # scikit-learn's HTML repr (Jupyter) shows a "?" linking to this page;
     # the module is the public one (private submodules are dropped).
     _doc_link_module = "skfed"
-    _doc_link_template = (DOC_BASE_URL
-                          + "generated/{estimator_module}.{estimator_name}.html")
+
+    @property
+    def _doc_link_template(self):
+        if not DOC_BASE_URL:
+            return ""
+        return DOC_BASE_URL + "generated/{estimator_module}.{estimator_name}.html"
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -140,13 +168,19 @@ class FederatedMixin(PrivacyMixin):
         if fit is not None and not getattr(fit, "_forgets_on_failure", False):
             @functools.wraps(fit)
             def fit_or_forget(self, *args, **fit_kwargs):
+                outermost = not getattr(_fitting, "depth", 0)
+                _fitting.depth = getattr(_fitting, "depth", 0) + 1
                 try:
+                    if outermost:  # once, pointing at the caller's line
+                        _check_key_policy(self, stacklevel=4)
                     if args:  # a PartyData only where it is supported
                         refuse_party_data(self, args[0])
                     return fit(self, *args, **fit_kwargs)
                 except BaseException:
                     self._forget_fit()
                     raise
+                finally:
+                    _fitting.depth -= 1
 
             fit_or_forget._forgets_on_failure = True
             cls.fit = fit_or_forget

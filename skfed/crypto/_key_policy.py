@@ -41,7 +41,7 @@ class InsecureKeyWarning(UserWarning):
     """
 
 
-def check_key_size(key_size, stacklevel=2):
+def check_key_size(key_size, stacklevel=2, warn=True):
     """Apply skfed's key policy to a Paillier modulus of ``key_size`` bits.
 
     Parameters
@@ -50,6 +50,9 @@ def check_key_size(key_size, stacklevel=2):
         Bit length of the modulus ``n``.
     stacklevel : int, default=2
         Passed to :func:`warnings.warn` (2: the caller of this function).
+    warn : bool, default=True
+        ``False`` skips the warning (not the refusal): for keys made inside
+        a fit whose estimator has already warned its caller.
 
     Returns
     -------
@@ -91,6 +94,8 @@ def check_key_size(key_size, stacklevel=2):
             "opt in with skfed.set_config(allow_insecure_keys=True) or the "
             "environment variable SKFED_ALLOW_INSECURE_KEYS=1."
         )
+    if not warn:
+        return key_size
     strength = "about 80-bit" if key_size >= MIN_KEY_SIZE else "less than 80-bit"
     warnings.warn(
         f"A {key_size}-bit Paillier key gives {strength} security (NIST SP "

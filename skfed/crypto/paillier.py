@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 
-def generate_keypair(key_size=2048, plaintext=False):
+def generate_keypair(key_size=2048, plaintext=False, warn=True):
     """Generate a Paillier key pair for array encryption.
 
     Parameters
@@ -66,6 +66,10 @@ def generate_keypair(key_size=2048, plaintext=False):
         whose ``encrypt`` returns a :class:`PlaintextArray` with the same
         interface as :class:`EncryptedArray` but no encryption at all, so that
         protocol code runs unchanged (for teaching and lossless comparisons).
+    warn : bool, default=True
+        ``False`` skips the :class:`~skfed.crypto.InsecureKeyWarning` (the
+        refusal below 1024 bits stays): estimators warn their caller once,
+        from ``fit``, and make their keys with ``warn=False``.
 
     Returns
     -------
@@ -100,7 +104,7 @@ def generate_keypair(key_size=2048, plaintext=False):
     if plaintext:
         public_key = PlaintextPublicKey(key_size)
         return public_key, PlaintextPrivateKey(public_key)
-    check_key_size(key_size, stacklevel=3)
+    check_key_size(key_size, stacklevel=3, warn=warn)
     phe_public, phe_private = phe.generate_paillier_keypair(n_length=int(key_size))
     public_key = public_key_from_n(phe_public.n)
     return public_key, PaillierPrivateKey(public_key, phe_private.p, phe_private.q)

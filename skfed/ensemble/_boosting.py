@@ -42,8 +42,9 @@ def active_setup(state, max_bins, key_size, plaintext):
     """Active party: bin own columns, make the key pair, set the baseline."""
     setup_party(state, max_bins)
     # Keys come from the operating system's generator, never from random_state.
-    state.public_key, state.private_key = generate_keypair(key_size,
-                                                           plaintext=plaintext)
+    # The estimator's fit warned its caller of a small key_size already.
+    state.public_key, state.private_key = generate_keypair(
+        key_size, plaintext=plaintext, warn=False)
     state.baseline = state.loss.baseline(state.y, state.n_outputs, state.w)
     state.raw = np.tile(state.baseline, (state.y.shape[0], 1))
     if state.y_val is not None:

@@ -344,8 +344,8 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         # Whole rows need no encryption at all: no key then.
         private_key, n_slots = None, 1
         if not whole_rows:
-            _, private_key = generate_keypair(
-                self.key_size, plaintext=self.encryption is None)
+            _, private_key = generate_keypair(  # fit warned of a small key
+                self.key_size, plaintext=self.encryption is None, warn=False)
             if self.packing:
                 n_slots = PackedEncoder.max_slots(self.key_size, C,
                                                   P.PRECISION_BITS)
