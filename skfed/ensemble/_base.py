@@ -71,12 +71,13 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, *, n_estimators=100, learning_rate=0.3, max_depth=3,
-                 max_bins=32, subsample=1.0, goss_top_rate=None, goss_other_rate=0.1,
+    def __init__(self, partition=None, *, n_estimators=100, learning_rate=0.3,
+                 max_depth=3, max_bins=32, subsample=1.0, goss_top_rate=None,
+                 goss_other_rate=0.1,
                  colsample_bytree=1.0, reg_lambda=1.0, gamma=0.0,
                  min_child_weight=1e-3, min_samples_leaf=1, active_only_rounds=0,
                  early_stopping="auto", scoring="loss", validation_fraction=0.1,
-                 n_iter_no_change=10, tol=1e-7, partition=None, encryption="paillier", key_size=2048,
+                 n_iter_no_change=10, tol=1e-7, encryption="paillier", key_size=2048,
                  n_jobs=None, random_state=None, verbose=0):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
