@@ -170,16 +170,17 @@ class _AVFKAMFitMixin:
                 f"held-out AUC stopped improving for {self.n_iter_no_change} "
                 "checks. Increase max_iter (or learning_rate).")
 
-    def _training_threshold(self, fed, active, lead):
+    def _training_calibration(self, fed, active, lead):
         # The active parties tree-sum their f^l at every training row to the
-        # lead, who holds the labels and sets the threshold.
+        # lead, who holds the labels and fits the calibration (Platt).
         every_row = slice(None)
         parts = {p: fed[p].call(protocol.local_scores, Local(every_row))
                  for p in active}
         total = tree_sum(fed, balanced_tree(active), parts, phase="threshold")
         total = total.result() if hasattr(total, "result") else total
-        return float(fed[lead].call(protocol.training_threshold,
-                                    Local(total)).result())
+        a, t, base = fed[lead].call(protocol.training_calibration,
+                                    Local(total)).result()
+        return float(a), float(t), float(base)
 
     def _scores(self, X, stores_list):
         """``f(x)`` of each model in ``stores_list`` (per-party stores), by

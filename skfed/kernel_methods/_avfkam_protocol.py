@@ -306,10 +306,56 @@ def set_store(state, store):
     state.store = store
 
 
-def training_threshold(state, f_all):
-    """Midpoint of the class means of the training scores (for ``predict``).
+def platt_scaling(f, positive):
+    """Platt's sigmoid ``P(y=1 | f) = expit(a (f - t))`` fitted to scores.
+
+    Maximum likelihood with Platt's smoothed targets (``(N+ + 1) / (N+ +
+    2)`` and ``1 / (N- + 2)``), which keeps ``a`` finite when the scores
+    separate the classes. Returns ``(a, t)``; ``a`` is clipped at 0 (scores
+    that do not rank positives higher give the base rate everywhere).
+    """
+    from scipy.optimize import minimize
+    from scipy.special import expit, log_expit
+
+    f = np.asarray(f, dtype=float)
+    n_pos = int(positive.sum())
+    n_neg = positive.size - n_pos
+    target = np.where(positive, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    center, spread = f.mean(), f.std() or 1.0
+    z = (f - center) / spread  # a well-scaled problem in two parameters
+
+    def loss(ab):
+        u = ab[0] * z + ab[1]
+        p = expit(u)
+        value = -(target * log_expit(u) + (1 - target) * log_expit(-u)).sum()
+        grad = p - target
+        return value, np.array([grad @ z, grad.sum()])
+
+    prior = np.log((n_pos + 1.0) / (n_neg + 1.0))
+    a, b = minimize(loss, np.array([0.0, prior]), jac=True, method="L-BFGS-B",
+                    bounds=[(0.0, None), (None, None)]).x
+    if a <= 1e-12:
+        # No ranking signal: the base rate everywhere, the majority class
+        # predicted (t beyond every training score, on its side).
+        a = 0.0
+        t = (f.max() + spread) if n_pos < n_neg else (f.min() - spread)
+        return 0.0, float(t), float(expit(prior))
+    return float(a / spread), float(center - b * spread / a), None
+
+
+def training_calibration(state, f_all):
+    """``(a, t, base)`` for ``predict_proba = expit(a (f - t))``; ``predict``
+    thresholds at ``f = t``, where the calibrated probability is 1/2.
 
     The pairwise loss only sees differences of scores, so ``f`` has no
-    natural zero; this threshold balances the two classes' means.
+    natural zero or scale. The label holder fits Platt's sigmoid on the
+    held-out rows of early stopping when it has both classes there (the
+    training rows otherwise). ``base`` is the constant probability when the
+    scores carry no ranking (``a = 0``), else NaN.
     """
-    return 0.5 * (f_all[state.y > 0].mean() + f_all[state.y < 0].mean())
+    rows = np.arange(len(state.y))
+    held_out = getattr(state, "validation_rows", None)
+    if held_out is not None and len(np.unique(state.y[held_out])) == 2:
+        rows = np.asarray(held_out)
+    a, t, base = platt_scaling(f_all[rows], state.y[rows] > 0)
+    return np.array([a, t, np.nan if base is None else base])

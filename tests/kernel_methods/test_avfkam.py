@@ -112,8 +112,9 @@ def test_synchronous_fit_equals_central_reference(q, active):
         if k not in active:
             assert len(est.coefficient_stores_[k]) == 0
     f = sum(Z[a] @ w[a] for a in active)
-    expected_threshold = 0.5 * (f[y == 1].mean() + f[y == 0].mean())
+    slope, expected_threshold, _ = protocol.platt_scaling(f, y == 1)
     assert est.threshold_ == pytest.approx(expected_threshold)
+    assert est.calibration_slope_ == pytest.approx(slope)
     # prediction on the training rows recomputes the same features
     np.testing.assert_allclose(est.decision_function(X), f - expected_threshold,
                                atol=1e-9)
@@ -468,3 +469,49 @@ def test_batch_size_is_capped_at_the_training_rows():
     rows = AVFKAMRanker(2, **{**params, "batch_size": 60}).fit(X, y)
     np.testing.assert_array_equal(capped.decision_function(X),
                                   rows.decision_function(X))
+
+
+def _platt_reference(f, positive):
+    """Platt's fit by a plain grid-free Newton method, independently."""
+    n_pos, n_neg = positive.sum(), (~positive).sum()
+    t = np.where(positive, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
+    a, b = 0.0, 0.0
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-(a * f + b)))
+        g = np.array([(p - t) @ f, (p - t).sum()])
+        w = p * (1 - p)
+        H = np.array([[w @ (f * f), w @ f], [w @ f, w.sum()]])
+        a, b = np.array([a, b]) - np.linalg.solve(H, g)
+    return a, -b / a
+
+
+def test_platt_scaling_matches_a_newton_fit():
+    rng = np.random.default_rng(0)
+    positive = rng.random(300) < 0.1
+    f = rng.normal(size=300) + 1.5 * positive
+    a, t, base = protocol.platt_scaling(f * 7.0 + 3.0, positive)
+    a_ref, t_ref = _platt_reference(f, positive)
+    assert a * 7.0 == pytest.approx(a_ref, rel=1e-4)
+    assert (t - 3.0) / 7.0 == pytest.approx(t_ref, rel=1e-4, abs=1e-4)
+    # Scores that rank the negatives higher carry no usable signal.
+    a, t, base = protocol.platt_scaling(-f, positive)
+    assert a == 0.0 and base == pytest.approx((positive.sum() + 1) / 302)
+    assert t > (-f).max()
+
+
+def test_predict_matches_the_calibrated_probability_on_imbalanced_data():
+    # At a 6% positive rate predict used to mark 24% of rows positive (the
+    # midpoint of the classes' mean scores); there was no predict_proba.
+    X, y = make_classification(600, 8, n_informative=4, weights=[0.94],
+                               flip_y=0.01, random_state=1)
+    X = StandardScaler().fit_transform(X)
+    Xtr, Xte, ytr, yte = X[:400], X[400:], y[:400], y[400:]
+    est = AVFKAMRanker(2, random_state=0, **{**SMALL, "max_iter": 300}).fit(Xtr, ytr)
+    proba = est.predict_proba(Xte)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    pred = est.predict(Xte)
+    np.testing.assert_array_equal(pred == 1, proba[:, 1] > 0.5)
+    assert pred.mean() <= yte.mean() + 0.02
+    assert abs(proba[:, 1].mean() - yte.mean()) < 0.05
+    # The ranking (and the AUC score) is that of decision_function.
+    assert roc_auc_score(yte, proba[:, 1]) == pytest.approx(est.score(Xte, yte))
