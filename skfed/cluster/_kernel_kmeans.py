@@ -13,7 +13,8 @@ in :mod:`._privacy`.
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
+from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin,
+                          ClusterMixin, TransformerMixin, _fit_context)
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -23,7 +24,7 @@ from ..partition import HorizontalPartition
 from ._coreset import MIN_GROUP
 from ._privacy import KernelKMeansPrivacyMixin
 from ._protocol import dspgd_uploads, run_protocol, user_embed_and_assign
-from ._setup import (auto_random_features, check_user_rows,
+from ._setup import (auto_random_features, check_user_rows, n_distinct_rows,
                      users_key_from_seed)
 
 __all__ = ["FederatedKernelKMeans", "dspgd_uploads"]
@@ -40,6 +41,7 @@ def _user(m):
 
 @fill_doc
 class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
+                            ClassNamePrefixFeaturesOutMixin, TransformerMixin,
                             ClusterMixin, BaseEstimator):
     """Federated kernel k-means on rows split over users (DSPGD + CEM).
 
@@ -339,14 +341,14 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
         self : FederatedKernelKMeans
             Fitted estimator.
         """
-        X = validate_data(self, X, dtype=np.float64)
+        X = validate_data(self, X, dtype=np.float64, accept_sparse="csr")
         n_samples = X.shape[0]
         k = self.n_clusters
         if k > n_samples:
             raise ValueError(
                 f"n_samples={n_samples} should be >= n_clusters={k}: there are "
                 "more clusters than rows. Use fewer clusters.")
-        n_distinct = len(np.unique(X, axis=0))
+        n_distinct = n_distinct_rows(X)
         if n_distinct < k:
             raise ValueError(
                 f"X has only {n_distinct} distinct rows, fewer than "
@@ -385,7 +387,7 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
         for m, u in enumerate(users):
             rows = X[partition.rows(m)]
             states[u] = dict(X=rows, n_random_features=D, users_key=users_key,
-                             B=np.zeros((len(rows), 0)), kmeans_seed=seeds[m])
+                             B=np.zeros((rows.shape[0], 0)), kmeans_seed=seeds[m])
         with self._federation(states) as fed:
             out = run_protocol(
                 fed, users, gamma=self.gamma, draw_key=draw_key,
@@ -414,6 +416,7 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
         # when it predicts (it never reaches the server).
         self._users_key = out["users_key"]
         self.n_random_features_ = int(D)
+        self._n_features_out = k  # transform: distances to the k centers
         self.n_iter_ = len(out["trace"])
         self.embedding_changes_ = np.asarray(out["changes"], dtype=float)
         self.n_lanczos_iter_ = np.array([q for q, _ in out["trace"]])
@@ -440,16 +443,22 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
         """
         return self.fit(X, sample_party=sample_party).labels_
 
-    def _embed_and_assign(self, X):
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def _squared_distances(self, X):
+        """``||h(x) - c_j||^2`` of each row to each center, by the users."""
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = validate_data(self, X, reset=False, dtype=np.float64,
+                          accept_sparse="csr")
         n_users = min(self.partition_.n_parties, X.shape[0])
         owners = HorizontalPartition(n_users).resolve(X)
         states = {_user(m): dict(X=X[owners.rows(m)], gamma=self.gamma_,
                                  users_key=self._users_key)
                   for m in range(n_users)}
-        labels = np.empty(X.shape[0], dtype=np.int64)
-        dist = np.empty(X.shape[0])
+        dist = np.empty((X.shape[0], len(self.cluster_centers_)))
         with self._federation(states, record=False) as fed:
             # No message: every user already holds the published map and
             # centers, and embeds only the rows it owns.
@@ -457,10 +466,33 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
                 fed[_user(m)].call(user_embed_and_assign, self.embedding_map_,
                                    self.cluster_centers_)
                 for m in range(n_users))
-        for m, (lab, d) in enumerate(results):
-            labels[owners.rows(m)] = lab
+        for m, d in enumerate(results):
             dist[owners.rows(m)] = d
-        return labels, dist
+        return dist
+
+    def _embed_and_assign(self, X):
+        dist = self._squared_distances(X)
+        labels = np.argmin(dist, axis=1).astype(np.int64)
+        return labels, dist[np.arange(len(labels)), labels]
+
+    def transform(self, X):
+        """Distance of each row to each cluster center, in the embedding.
+
+        As :meth:`sklearn.cluster.KMeans.transform`, in the space where the
+        centers live: the kernel embedding ``h(x)`` (the out-of-sample map),
+        so ``predict`` is the ``argmin`` of each row. Each user embeds only
+        its own rows; nothing is sent.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            New rows, embedded through the out-of-sample map.
+
+        Returns
+        -------
+        distances : ndarray of shape (n_samples, n_clusters)
+        """
+        return np.sqrt(self._squared_distances(X))
 
     def predict(self, X):
         """Nearest center of each new row, through the out-of-sample map.

@@ -39,6 +39,7 @@ import hashlib
 import secrets
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..federation.secure_sum import RingEncoder, secure_sum
 
@@ -50,6 +51,7 @@ __all__ = [
     "check_user_rows",
     "derive_seed",
     "moment_encoder",
+    "n_distinct_rows",
     "setup",
     "shared_rotation",
     "users_key_from_seed",
@@ -120,6 +122,18 @@ def check_user_rows(n_rows, users):
                 "users.")
 
 
+def n_distinct_rows(X):
+    """How many distinct rows ``X`` has (dense or sparse)."""
+    if not sp.issparse(X):
+        return len(np.unique(X, axis=0))
+    X = X.tocsr(copy=True)
+    X.sum_duplicates()
+    X.eliminate_zeros()
+    X.sort_indices()
+    return len({(X.indices[a:b].tobytes(), X.data[a:b].tobytes())
+                 for a, b in zip(X.indptr[:-1], X.indptr[1:])})
+
+
 def derive_seed(key, label, index=0):
     """A 64-bit seed: a PRF (BLAKE2b) of the users' key, a label and an index."""
     digest = hashlib.blake2b(f"{label}:{int(index)}".encode(), key=bytes(key),
@@ -187,8 +201,13 @@ def shared_rotation(users_key, v):
 def _moments(state):
     X = state.X
     with np.errstate(over="ignore"):
-        out = np.concatenate([shared_rotation(state.users_key, X.sum(axis=0)),
-                              [np.einsum("ij,ij->", X, X)]])
+        if sp.issparse(X):
+            column_sums = np.asarray(X.sum(axis=0)).ravel()
+            squares = float(X.multiply(X).sum())
+        else:
+            column_sums, squares = X.sum(axis=0), np.einsum("ij,ij->", X, X)
+        out = np.concatenate([shared_rotation(state.users_key, column_sums),
+                              [squares]])
     if not np.all(np.isfinite(out)):
         raise ValueError(
             "the sums of X overflow float64, so the default gamma cannot be "

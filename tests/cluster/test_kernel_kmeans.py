@@ -469,3 +469,37 @@ def test_rows_equal_up_to_rounding_stop_the_default_gamma():
     X = 1e12 + make_blobs(60, n_features=3, random_state=0)[0] * 1e-3
     with pytest.raises(Exception, match="center X .* or pass gamma"):
         FederatedKernelKMeans(2, max_iter=2, partition=3).fit(X)
+
+
+def test_transform_is_the_distance_to_each_center(blobs, fitted):
+    # As KMeans.transform: distances to the centers, in the embedding where
+    # they live; predict is their argmin and score the opposite of the sum
+    # of the smallest squares.
+    X, _ = blobs
+    D = fitted.transform(X[:50])
+    assert D.shape == (50, 4)
+    np.testing.assert_array_equal(np.argmin(D, axis=1), fitted.predict(X[:50]))
+    assert fitted.score(X[:50]) == pytest.approx(-np.sum(D.min(axis=1) ** 2))
+    pipe = make_pipeline(FederatedKernelKMeans(4, partition=3, random_state=0))
+    out = pipe.set_output(transform="pandas").fit_transform(X)
+    assert list(out.columns) == [f"federatedkernelkmeans{j}" for j in range(4)]
+    np.testing.assert_allclose(out.to_numpy(), fitted.transform(X))
+
+
+def test_sparse_input_gives_the_dense_result():
+    import scipy.sparse as sp
+
+    # Blobs whose small entries are zero: structure, and half the entries
+    # stored. The sums of the default gamma differ in rounding only.
+    X, y = make_blobs(150, n_features=10, centers=3, random_state=0)
+    X = np.where(np.abs(X) > 4, X, 0.0)
+    Xs = sp.csr_matrix(X)
+    assert Xs.nnz < 0.7 * X.size
+    sparse = FederatedKernelKMeans(3, partition=2, max_iter=20,
+                                   random_state=0).fit(Xs)
+    dense = FederatedKernelKMeans(3, partition=2, max_iter=20,
+                                  random_state=0).fit(X)
+    assert sparse.gamma_ == pytest.approx(dense.gamma_, rel=1e-12)
+    assert nmi(sparse.labels_, dense.labels_) == pytest.approx(1.0)
+    np.testing.assert_allclose(sparse.transform(Xs), dense.transform(X),
+                               rtol=1e-6, atol=1e-8)
