@@ -107,6 +107,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True  # each party bins its block column by column
         return tags
 
     # -- weights (the label holder's) -------------------------------------------
@@ -324,7 +325,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
             X = party_data_predict_input(self, X, allow_nan=True)
         else:
             X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan",
-                              dtype=np.float64)
+                              accept_sparse=["csr", "csc"], dtype=np.float64)
         partition = self.partition_
         names = [party_name(k) for k in range(partition.n_parties)]
         active_index = partition.active_parties[0]

@@ -279,10 +279,12 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
         watched = val_scores if validation else train_scores
         stop = early_stopping and should_stop(watched, params["n_iter_no_change"],
                                               params["tol"])
-        name = params["score_name"]
+        # The scores are "higher is better"; a loss prints as itself.
+        name, sign = (("loss", -1.0) if params["score_name"] == "-loss"
+                      else (params["score_name"], 1.0))
         progress.report(
-            it + 1, f"train {name} {train:.5f}" + (
-                "" if val is None else f", validation {name} {val:.5f}"),
+            it + 1, f"train {name} {sign * train:.5f}" + (
+                "" if val is None else f", validation {name} {sign * val:.5f}"),
             phases=clock, last=stop)
         if stop:
             break

@@ -128,6 +128,7 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
             check_labels_not_single_class(self.classes_)
         else:
             X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
+                                 accept_sparse=["csr", "csc"],
                                  dtype=np.float64)
             y = self._more_validation(y)
         n_classes = self.classes_.size
@@ -306,6 +307,7 @@ class SecureBoostRegressor(RegressorMixin, _BaseSecureBoost):
             X, y = party_data_fit_input(self, X, y, allow_nan=True)
         else:
             X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
+                                 accept_sparse=["csr", "csc"],
                                  dtype=np.float64, y_numeric=True)
         return self._fit(X, y.astype(np.float64), self._loss_name(), 1, False,
                          sample_weight)

@@ -437,9 +437,11 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                               Local(partial)).result()
             curve.append((out["primal"], out["dual"]))
             gap = out["gap"]
+            shown = (f"relative gap {gap:.3g}" if np.isfinite(gap) else
+                     "relative gap n/a (dual 0 before this step)")
             progress.report(
                 t, f"primal {out['primal']:.6g}, dual {out['dual']:.6g}, "
-                f"relative gap {gap:.3g} ({len(clients)} clients)",
+                f"{shown} ({len(clients)} clients)",
                 last=bool(out["stop"] or out["diverged"]))
             if out["diverged"]:
                 raise self._divergence(server, t, out)
