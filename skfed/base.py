@@ -25,7 +25,7 @@ from .federation._party_checks import refuse_party_data
 from .partition import resolve_partition
 
 __all__ = ["FederatedMixin", "PrivacyMixin", "party_seeds",
-           "check_class_weight", "check_labels_not_single_class"]
+           "check_labels_not_single_class"]
 
 
 def party_seeds(random_state, n):
