@@ -204,8 +204,10 @@ def main(argv=None):
 
 
 def _has_matplotlib():
+    import importlib
+
     try:
-        import matplotlib  # noqa: F401
+        importlib.import_module("matplotlib")
     except ImportError:
         return False
     return True
