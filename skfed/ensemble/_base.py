@@ -22,6 +22,7 @@ from sklearn.utils.validation import (
 )
 
 from ..base import FederatedMixin, check_class_weight, party_seeds
+from ..federation._fingerprint import new_fingerprint
 from ..federation._party_data import PartyData, party_data_predict_input
 from ..federation._remote import RemoteValue
 from ._boosting import run_secureboost, weighted_row_bound
@@ -249,6 +250,8 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
                                      early_stopping, self.verbose, type(self).__name__)
         self._trees = result["trees"]
         self._records = result["records"]
+        # Names this fit in its exported shares (never shapes the model).
+        self._model_fingerprint = new_fingerprint()
         if audited:
             self._audit_log = result["audit_logs"]
         elif hasattr(self, "_audit_log"):
