@@ -30,8 +30,9 @@ _ZERO_WEIGHT_BINS = (
 # only (tests/kernel_methods/test_fdskl_weights.py checks the weighted steps
 # exactly against a centralized re-implementation).
 _STOCHASTIC_ROWS = (
-    "minibatch SGD: a row of weight k is drawn once with weight k, its k copies "
-    "are drawn separately, so the fits match in expectation only")
+    "minibatch SGD: a row of weight k is drawn once with weight k (AVFKAM: "
+    "with k times the probability), its k copies are drawn separately, so the "
+    "fits match in expectation only")
 
 EXPECTED_FAILED_CHECKS = {
     name: {"check_sample_weight_equivalence_on_dense_data": _ZERO_WEIGHT_BINS,
@@ -41,7 +42,7 @@ EXPECTED_FAILED_CHECKS = {
 EXPECTED_FAILED_CHECKS.update({
     name: {"check_sample_weight_equivalence_on_dense_data": _STOCHASTIC_ROWS,
            "check_sample_weight_equivalence_on_sparse_data": _STOCHASTIC_ROWS}
-    for name in ("FDSKLClassifier", "FDSKLRegressor")
+    for name in ("FDSKLClassifier", "FDSKLRegressor", "AVFKAMRanker")
 })
 
 # HyFDCA: a row of weight k and its k copies have different dual variables,

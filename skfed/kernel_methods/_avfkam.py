@@ -312,7 +312,7 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
     # ------------------------------------------------------------------ fit
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Run the AVFKAM protocol on the parties' column blocks.
 
         Parameters
@@ -323,12 +323,23 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
         y : array-like of shape (n_samples,)
             Binary labels, held by the active parties.
 
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights, held by the active parties with the
+            labels. The objective becomes the weighted pairwise loss
+            ``sum w_i w_j l(f(x_i) - f(x_j)) / (sum w_i sum w_j)`` over
+            (positive ``i``, negative ``j``) pairs, minimised by drawing each
+            side of a pair with probability proportional to its weight (an
+            unbiased step of that objective); the held-out AUC of early
+            stopping and the calibration of :meth:`predict_proba` are
+            weighted too. Equal weights give the unweighted model.
+
         Returns
         -------
         self : AVFKAMRanker
         """
         y_signed = None
-        if isinstance(X, party_data.PartyData):  # tables loaded at home
+        at_homes = isinstance(X, party_data.PartyData)
+        if at_homes:  # tables loaded at home
             X, codes = party_data.party_data_fit_input(self, X, y,
                                                        encode_labels=True)
             y_signed = party_data.signed_codes(codes)
@@ -347,6 +358,7 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
                 "class, or binarise y.")
         if y_signed is None:
             y_signed = np.where(y == self.classes_[1], 1.0, -1.0)
+        weight = self._pair_weights(X, y_signed, sample_weight, at_homes)
         split = self._validation_split(y_signed)
         n_train = len(y_signed) if split is None else len(split[0])
         batch_size = self._batch_size(n_train)
@@ -373,6 +385,8 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
                                    resolve_party_keys(self.party_keys, key_seeds),
                                    self.kernel, None,
                                    stores=[CoefficientStore() for _ in names])
+        for p in active:  # the weights stay with the labels
+            states[p]["w"] = weight
         hyper = {"loss": get_loss(self.loss, pairwise=True),
                  "learning_rate": learning_rate,
                  "n_iter_no_change": self.n_iter_no_change, "tol": self.tol}

@@ -14,6 +14,7 @@ import numbers
 import numpy as np
 from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight
 
 from ..federation import Local, balanced_tree, tree_sum
 from ..kernel_approximation import KERNELS
@@ -92,6 +93,25 @@ class _AVFKAMFitMixin:
                 f"speed, 4 = four times the party's own work per update), got "
                 f"{factors.tolist()}.")
         return {party_name(k): float(f) for k, f in enumerate(factors)}
+
+    def _pair_weights(self, X, y_signed, sample_weight, at_homes=False):
+        """Validated row weights, or None when they change nothing."""
+        if sample_weight is None:
+            return None
+        if at_homes:
+            raise ValueError(
+                "sample_weight is not supported with PartyData: the weights "
+                "would have to be loaded with the labels at the label holder.")
+        w = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                 ensure_non_negative=True)
+        if np.all(w == w[0]) and w[0] > 0:
+            return None  # pairs drawn uniformly: the unweighted model
+        for side, rows in (("positive", y_signed > 0), ("negative", y_signed < 0)):
+            if not w[rows].sum() > 0:
+                raise ValueError(
+                    f"sample_weight is 0 on every {side} row: no pair can be "
+                    "drawn. Give some rows of each class a positive weight.")
+        return w
 
     def _batch_size(self, n_train):
         """Pairs per update: ``batch_size``, at most the training rows.

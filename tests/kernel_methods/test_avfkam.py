@@ -420,8 +420,10 @@ def test_forced_divergence_ends_in_a_clear_error(asynchronous):
         est.fit(X, y)
     assert "learning_rate=20" in str(info.value)
     kept = info.value.estimator
-    scores = kept.decision_function(X)
-    assert np.all(np.isfinite(scores)) and np.abs(scores).max() < 1e3
+    # The kept iterate's raw scores f are sane (threshold_ is Platt's: far
+    # off when a weak early iterate barely ranks the rows).
+    f = kept.decision_function(X) + kept.threshold_
+    assert np.all(np.isfinite(f)) and np.abs(f).max() < 1e3
     assert kept.n_iter_ < info.value.step
 
 
@@ -515,3 +517,42 @@ def test_predict_matches_the_calibrated_probability_on_imbalanced_data():
     assert abs(proba[:, 1].mean() - yte.mean()) < 0.05
     # The ranking (and the AUC score) is that of decision_function.
     assert roc_auc_score(yte, proba[:, 1]) == pytest.approx(est.score(Xte, yte))
+
+
+def test_weighted_pairs_are_drawn_in_proportion_to_their_weights():
+    class State:
+        pass
+
+    state = State()
+    state.y = np.array([1.0, 1.0, 1.0, -1.0, -1.0])
+    state.w = np.array([1.0, 3.0, 0.0, 2.0, 2.0])
+    protocol.plan_steps(state, 0, 4000, 1, np.arange(4), 0)
+    rows, _ = protocol._draw(state, np.random.RandomState(0), 4)
+    positives, negatives = np.bincount(rows[:4000], minlength=5), \
+        np.bincount(rows[4000:], minlength=5)
+    assert positives[2] == 0 and abs(positives[1] / 4000 - 0.75) < 0.03
+    assert abs(negatives[3] / 4000 - 0.5) < 0.03
+
+
+def test_sample_weight_chooses_which_rows_the_ranking_follows():
+    # Two halves with the same features and opposite labels: unweighted,
+    # no ranking fits both; weighting one half out, the model ranks the
+    # other one (there was no sample_weight).
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, 3))
+    half = np.arange(240) < 120
+    y = np.where(half, X[:, 0] > 0, X[:, 0] < 0).astype(int)
+    params = dict(SMALL, max_iter=300, early_stopping=False, random_state=0)
+    auc = {}
+    for name, w in (("first", half * 1.0), ("second", (~half) * 1.0)):
+        est = AVFKAMRanker(2, **params).fit(X, y, sample_weight=w)
+        s = est.decision_function(X)
+        auc[name] = (roc_auc_score(y[half], s[half]), roc_auc_score(y[~half], s[~half]))
+    assert auc["first"][0] > 0.9 and auc["first"][1] < 0.1
+    assert auc["second"][1] > 0.9 and auc["second"][0] < 0.1
+    # Equal weights are the unweighted model.
+    a = AVFKAMRanker(2, **params).fit(X, y, sample_weight=np.full(240, 2.0))
+    b = AVFKAMRanker(2, **params).fit(X, y)
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+    with pytest.raises(ValueError, match="0 on every positive row"):
+        AVFKAMRanker(2, **params).fit(X, y, sample_weight=(y == 0) * 1.0)
