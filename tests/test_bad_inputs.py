@@ -62,6 +62,6 @@ def test_huge_features_stop_with_the_fix_named(data, make, scale):
     X, y = data
     with pytest.raises(Exception, match=r"(?i)rescale X .* or pass gamma"):
         make().fit(X * scale, y)
-    with pytest.raises(Exception, match=r"angles .* overflow.*Rescale X .* "
-                                        r"or lower gamma"):
+    with pytest.raises(Exception, match=r"angles .* overflow.*non-finite.*"
+                                        r"Rescale X .* or lower gamma"):
         make().set_params(gamma=1.0).fit(X * 1e300, y)

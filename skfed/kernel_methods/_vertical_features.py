@@ -116,8 +116,9 @@ def ring_angles(values, scaled=False):
     if units.size and not (units.max() < _FAST_LIMIT and units.min() > -_FAST_LIMIT):
         if not np.all(np.isfinite(units)):
             raise ValueError(
-                "The random features' angles omega.x overflow float64: the "
-                "entries of X are too large for the kernel width gamma. "
+                "The random features' angles omega.x overflow float64 "
+                "(non-finite): the entries of X are too large for the kernel "
+                "width gamma. "
                 "Rescale X (e.g. StandardScaler) or lower gamma.")
         return ANGLES.encode(units / _UNITS_PER_RADIAN if scaled else values)
     return np.rint(units, out=units).astype(np.int64).astype(np.uint32)
