@@ -503,3 +503,23 @@ def test_sparse_input_gives_the_dense_result():
     assert nmi(sparse.labels_, dense.labels_) == pytest.approx(1.0)
     np.testing.assert_allclose(sparse.transform(Xs), dense.transform(X),
                                rtol=1e-6, atol=1e-8)
+
+
+def test_sample_weight_gives_the_heavy_blob_its_own_cluster():
+    # Three blobs, two clusters: the blob whose rows weigh 30 times more
+    # keeps a center of its own; the two light ones share the other. There
+    # was no sample_weight; equal weights change nothing.
+    X, y = make_blobs(180, centers=[[0, 0], [6, 0], [3, 5]], cluster_std=0.7,
+                      random_state=0)
+    kw = dict(n_components=3, partition=3, random_state=0)
+    for heavy in range(3):
+        w = np.where(y == heavy, 30.0, 1.0)
+        labels = FederatedKernelKMeans(2, **kw).fit_predict(X, sample_weight=w)
+        alone = set(labels[y == heavy])
+        others = set(labels[y != heavy])
+        assert len(alone) == 1 and len(others) == 1 and alone != others
+    plain = FederatedKernelKMeans(2, **kw).fit(X)
+    equal = FederatedKernelKMeans(2, **kw).fit(X, sample_weight=np.full(180, 3.0))
+    np.testing.assert_array_equal(plain.labels_, equal.labels_)
+    with pytest.raises(ValueError, match="(?i)non-zero|sums to 0"):
+        FederatedKernelKMeans(2, **kw).fit(X, sample_weight=np.zeros(180))
