@@ -14,7 +14,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin,
-                          ClusterMixin, TransformerMixin, _fit_context)
+                          ClusterMixin, _fit_context)
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
@@ -42,7 +42,7 @@ def _user(m):
 @fill_doc
 class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
                             FederatedMixin, ClassNamePrefixFeaturesOutMixin,
-                            TransformerMixin, ClusterMixin, BaseEstimator):
+                            ClusterMixin, BaseEstimator):
     """Federated kernel k-means on rows split over users (DSPGD + CEM).
 
     Users each hold some rows of ``X``; a server that holds no data

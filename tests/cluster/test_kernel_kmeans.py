@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import sklearn
+from sklearn.base import clone
 from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs, make_circles
 from sklearn.metrics import normalized_mutual_info_score as nmi
@@ -484,6 +485,8 @@ def test_transform_is_the_distance_to_each_center(blobs, fitted):
     out = pipe.set_output(transform="pandas").fit_transform(X)
     assert list(out.columns) == [f"federatedkernelkmeans{j}" for j in range(4)]
     np.testing.assert_allclose(out.to_numpy(), fitted.transform(X))
+    frame = clone(fitted).set_output(transform="pandas").fit(X).transform(X[:3])
+    assert list(frame.columns) == list(out.columns)
 
 
 def test_sparse_input_gives_the_dense_result():
