@@ -14,7 +14,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin,
-                          ClusterMixin, _fit_context)
+                          ClusterMixin, TransformerMixin, _fit_context)
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
@@ -42,7 +42,7 @@ def _user(m):
 @fill_doc
 class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
                             FederatedMixin, ClassNamePrefixFeaturesOutMixin,
-                            ClusterMixin, BaseEstimator):
+                            TransformerMixin, ClusterMixin, BaseEstimator):
     """Federated kernel k-means on rows split over users (DSPGD + CEM).
 
     Users each hold some rows of ``X``; a server that holds no data
@@ -474,3 +474,10 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+    # Written in _kernel_kmeans_predict.py (this module's length); the
+    # class's own methods, so that set_output wraps transform and the API
+    # page documents them.
+    transform = KernelKMeansPredictMixin.transform
+    predict = KernelKMeansPredictMixin.predict
+    score = KernelKMeansPredictMixin.score

@@ -9,7 +9,6 @@ the centers, with no message.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import numpy as np
-from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..partition import HorizontalPartition
@@ -22,12 +21,9 @@ def _user(m):
     return f"user{m}"
 
 
-class KernelKMeansPredictMixin(TransformerMixin):
-    """``transform``, ``predict`` and ``score`` of :class:`FederatedKernelKMeans`.
-
-    A :class:`~sklearn.base.TransformerMixin`, so that ``transform``, defined
-    here, is the method ``set_output`` wraps.
-    """
+class KernelKMeansPredictMixin:
+    """``transform``, ``predict`` and ``score`` of :class:`FederatedKernelKMeans`
+    (which takes them into its own namespace: see there)."""
 
     def _squared_distances(self, X):
         """``||h(x) - c_j||^2`` of each row to each center, by the users."""
