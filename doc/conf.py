@@ -134,7 +134,16 @@ intersphinx_timeout = 10
 # numpydoc links some type words with :ref: or :term: roles into the Python
 # and numpy docs; those roles warn when unresolved, so without the
 # inventories the words become ordinary (silently unresolved) object names.
+# numpydoc's own aliases name the inventory (":data:`python:None`"), which
+# renders as the literal text "python:None" when that inventory is absent:
+# every Python word numpydoc links is mapped to its plain name instead.
+_PYTHON_WORDS = ("None", "True", "False", "list", "tuple", "str", "string",
+                 "dict", "float", "int", "callable", "contextmanager",
+                 "namedtuple")
 if "python" not in intersphinx_mapping:
+    numpydoc_xref_aliases.update({word: word for word in _PYTHON_WORDS})
+    numpydoc_xref_aliases.update({"string": "str"})
+    numpydoc_xref_ignore.update(_PYTHON_WORDS)
     numpydoc_xref_aliases.update({
         "bool": "bool", "boolean": "bool",
         "iterable": "collections.abc.Iterable",

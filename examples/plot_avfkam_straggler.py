@@ -94,3 +94,17 @@ fig.tight_layout()
 # active parties and a decay notice. Passive parties only took part in the
 # preprocessing.
 print(fits[True].communication_.table())
+
+# %%
+# Probabilities and a threshold
+# -----------------------------
+# The pairwise loss fixes only the order of the scores. The label holder
+# fits Platt's sigmoid to them after training: ``predict_proba`` is that
+# sigmoid and ``predict`` marks the rows whose probability exceeds 1/2.
+# To flag a chosen share of rows instead, threshold ``decision_function``
+# at its quantile.
+ranker = fits[True]
+proba = ranker.predict_proba(X_test)[:, 1]
+print(f"positive rate {np.mean(y_test == ranker.classes_[1]):.3f}, mean "
+      f"probability {proba.mean():.3f}, marked positive "
+      f"{np.mean(ranker.predict(X_test) == ranker.classes_[1]):.3f}")

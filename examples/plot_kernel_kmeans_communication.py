@@ -128,3 +128,16 @@ ax.set_title(f"Digits, {len(X)} rows over {n_users} users")
 ax.legend(loc="lower right")
 fig.tight_layout()
 plt.show()
+
+# %%
+# Distances to the centers, as a pipeline step
+# --------------------------------------------
+# Like :meth:`sklearn.cluster.KMeans.transform`, ``transform`` gives each
+# row's distance to every center, in the embedding where the centers live
+# (``predict`` is the nearest); each user embeds only its own rows. With
+# ``set_output(transform="pandas")`` the columns are named.
+km.set_output(transform="pandas")
+distances = km.transform(X[:5])
+print(distances.round(3))
+print("nearest center = predict:",
+      np.array_equal(distances.to_numpy().argmin(axis=1), km.predict(X[:5])))

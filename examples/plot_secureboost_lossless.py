@@ -80,13 +80,16 @@ for scheme in ("Paillier 512-bit", "OU 512-bit"):
           identical)
 rounds = np.arange(1, n_rounds + 1)
 
-fig, (ax_curve, ax_bytes) = plt.subplots(1, 2, figsize=(11, 4))
+# One figure per cell: the gallery draws each cell's figures when it ends.
+fig, ax_curve = plt.subplots(figsize=(5.5, 4))
 for (label, values), style in zip(curves.items(), ["-", "o", "x", "+"]):
     ax_curve.plot(rounds, values, style, label=label, markersize=8)
 ax_curve.set_xlabel("boosting rounds")
 ax_curve.set_ylabel("test log-loss")
 ax_curve.set_title("Federated = centralized")
 ax_curve.legend()
+fig.tight_layout()
+plt.show()
 
 # %%
 # What crossed the wire
@@ -102,6 +105,7 @@ phases = ["setup", "gradients", "histogram", "split"]
 kilobytes = [sum(v["bytes"] for k, v in paillier.communication_.by_phase.items()
                  if k.split("/")[0] == p) / 1e3
              for p in phases]
+fig, ax_bytes = plt.subplots(figsize=(5.5, 4))
 ax_bytes.bar(phases, kilobytes, color=["grey", "tab:blue", "tab:orange", "tab:green"])
 ax_bytes.set_ylabel("kB sent during fit (20 rounds)")
 ax_bytes.set_title("Messages by protocol phase (512-bit key)")

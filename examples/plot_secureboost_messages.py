@@ -96,7 +96,8 @@ print("violations:", check_messages(clf, rec.messages, X, y))
 summary = clf.communication_
 links = sorted(summary.by_link)
 phases = sorted(summary.by_phase)
-fig, (ax_links, ax_predict) = plt.subplots(1, 2, figsize=(11, 4))
+# One figure per cell: the gallery draws each cell's figures when it ends.
+fig, ax_links = plt.subplots(figsize=(6, 4))
 bottom = np.zeros(len(links))
 for phase in phases:
     kb = np.array([sum(r[6] for r in summary.records
@@ -107,6 +108,8 @@ for phase in phases:
 ax_links.set_ylabel("kB during fit (5 rounds)")
 ax_links.set_title("Who sends what (512-bit key)")
 ax_links.legend()
+fig.tight_layout()
+plt.show()
 
 # %%
 # Federated prediction rounds
@@ -123,6 +126,7 @@ for depth in depths:
         model.predict(X)
     queries.append(max(sum(m.receiver == p for m in rec.messages)
                        for p in ("party1", "party2")))
+fig, ax_predict = plt.subplots(figsize=(5.5, 4))
 ax_predict.plot(depths, queries, "o-", label="query messages per passive party")
 ax_predict.plot(depths, depths, "k--", label="max_depth")
 ax_predict.set_xlabel("max_depth")

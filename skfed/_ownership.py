@@ -40,21 +40,55 @@ def format_items(items, limit=10):
     return f"[{text}{', ...' if len(items) > limit else ''}]"
 
 
+def _encoded_columns(names, feature_names):
+    """``{name: [column index, ...]}`` for each partition name that is not a
+    column of X but the input feature of encoded columns of X.
+
+    An encoder such as :class:`~sklearn.preprocessing.OneHotEncoder` names
+    its outputs ``<feature>_<category>`` (``international_plan_no``,
+    ``international_plan_yes``): each such column follows the partition name
+    it starts with, the longest one when several do (``plan`` and
+    ``plan_type``), so that a partition written on the original table keeps
+    working after the encoding.
+    """
+    present = {str(n) for n in feature_names}
+    inputs = sorted({str(c) for c in names if str(c) not in present},
+                    key=len, reverse=True)
+    out = {}
+    if not inputs:
+        return out
+    for i, column in enumerate(feature_names):
+        column = str(column)
+        if column in names:  # named itself in the partition
+            continue
+        for name in inputs:  # longest first
+            if column.startswith(name + "_") and len(column) > len(name) + 1:
+                out.setdefault(name, []).append(i)
+                break
+    return out
+
+
 def _prefix_hint(unknown, feature_names):
     """A hint when X's names are the partition's names with a prefix, as a
-    ColumnTransformer writes them by default (``"num__age"``)."""
+    ColumnTransformer writes them by default (``"num__age"``,
+    ``"cat__plan_yes"``)."""
     prefixed = {}
     for name in feature_names:
         prefix, sep, rest = str(name).partition("__")
         if sep:
             prefixed.setdefault(rest, str(name))
     found = [prefixed[c] for c in unknown if c in prefixed]
+    stripped = [str(n).partition("__")[2] for n in feature_names]
+    encoded = _encoded_columns(unknown, stripped)
+    found += [str(feature_names[i]) for c in unknown if c not in prefixed
+              for i in encoded.get(c, [])]
     if not found:
         return ""
     return (
         f" X names them with a transformer prefix ({format_items(found)}), "
         "as a ColumnTransformer does by default: build it with "
-        "verbose_feature_names_out=False to keep the original names, or name "
+        "verbose_feature_names_out=False to keep the original names (the "
+        "columns a OneHotEncoder makes of a feature then follow it), or name "
         "the prefixed columns in the partition."
     )
 
@@ -104,7 +138,8 @@ def resolve_column_groups(groups, n_features, feature_names):
                 "integer indices."
             )
         position = {name: i for i, name in enumerate(feature_names)}
-        unknown = [c for c in flat if c not in position]
+        expanded = _encoded_columns(flat, feature_names)
+        unknown = [c for c in flat if c not in position and c not in expanded]
         if unknown:
             raise ValueError(
                 "Unknown column names in the partition: "
@@ -112,7 +147,9 @@ def resolve_column_groups(groups, n_features, feature_names):
                 f"the columns {format_items(feature_names)}."
                 + _prefix_hint(unknown, feature_names)
             )
-        groups = [[position[c] for c in g] for g in groups]
+        groups = [[i for c in g for i in
+                   ([position[c]] if c in position else expanded[c])]
+                  for g in groups]
     else:
         bad = [c for c in flat if isinstance(c, bool)
                or not isinstance(c, numbers.Integral)]

@@ -12,6 +12,7 @@ Each algorithm contributes one ``TourCase`` from a ``_case_*`` function in
 
 import argparse
 import contextlib
+import sys
 import time
 import warnings
 
@@ -25,6 +26,12 @@ QUICK_NOTE = (
     "--quick: smaller data, fewer iterations and 512-bit Paillier keys, "
     "opted in with skfed.config_context(allow_insecure_keys=True). Such keys "
     "are breakable: for a demonstration only, never for real data.")
+
+KEY_NOTE = (
+    "Keys: SecureBoost and HyFDCA use 1024-bit Paillier keys here (about "
+    "80-bit security) so that the tour takes about a minute; the estimators' "
+    "default is 2048 bits (112-bit), which private data needs. The tour "
+    "silences skfed's InsecureKeyWarning for this choice.")
 
 
 def _score(case, model, X, y):
@@ -63,14 +70,14 @@ def _names():
 
 
 @contextlib.contextmanager
-def _quick_keys(quick):
-    if not quick:
-        yield
-        return
+def _tour_keys(quick):
+    """The tour's small keys, stated once (QUICK_NOTE, KEY_NOTE) instead of
+    an InsecureKeyWarning per fit; --quick also opts in below 1024 bits."""
     from . import config_context
     from .crypto import InsecureKeyWarning
 
-    with config_context(allow_insecure_keys=True), warnings.catch_warnings():
+    with config_context(**({"allow_insecure_keys": True} if quick else {})), \
+            warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureKeyWarning)
         yield
 
@@ -86,7 +93,7 @@ def run_tour(cases=None, out=print, quick=False, record=False):
 
     cases = _cases(quick) if cases is None else cases
     rows = []
-    with _quick_keys(quick):
+    with _tour_keys(quick):
         for case in cases:
             X_train, X_test, y_train, y_test = case.make_data()
             X_eval = X_train if X_test is None else X_test
@@ -173,6 +180,12 @@ def main(argv=None):
     """Command-line entry point; returns the exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.plot is not None and not _has_matplotlib():
+        # Checked first: the cases take a minute, the plot is drawn last.
+        print("python -m skfed: error: --plot needs matplotlib, which is not "
+              "installed; pip install 'skfed[plot]' (or matplotlib), or run "
+              "without --plot.", file=sys.stderr)
+        return 2
     cases = _cases(args.quick, args.estimator)
     if not cases:
         parser.error(f"no tour case matches --estimator {args.estimator!r}; "
@@ -180,12 +193,30 @@ def main(argv=None):
     print("skfed quick tour: each estimator next to its centralized baseline")
     if args.quick:
         print(QUICK_NOTE)
+    elif any(_small_key(case) for case in cases):
+        print(KEY_NOTE)
     print()
     rows = run_tour(cases, quick=args.quick, record=args.plot is not None)
     if args.plot is not None:
         _save_timeline(rows[0], args.plot)
         print(f"\nTimeline of {rows[0]['estimator']} saved to {args.plot}")
     return 0
+
+
+def _has_matplotlib():
+    import importlib
+
+    try:
+        importlib.import_module("matplotlib")
+    except ImportError:
+        return False
+    return True
+
+
+def _small_key(case):
+    params = case.estimator.get_params(deep=False)
+    return (params.get("encryption", None) == "paillier"
+            and params.get("key_size", 2048) < 2048)
 
 
 def _save_timeline(row, path):

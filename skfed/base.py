@@ -11,6 +11,8 @@ party state: it pickles like any sklearn estimator.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import functools
+import numbers
+import threading
 from contextlib import contextmanager
 
 import numpy as np
@@ -18,6 +20,7 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from ._privacy_core import Secret
+from .crypto import check_key_size
 from .federation import Federation, PartyData
 from .partition import resolve_partition
 
@@ -107,9 +110,31 @@ class PrivacyMixin:
         return out
 
 
-#: Root of the built documentation; the HTML repr of every skfed estimator
-#: links to its API page ``generated/<module>.<Class>.html`` under it.
-DOC_BASE_URL = "https://skfed.readthedocs.io/en/latest/"
+_fitting = threading.local()  # depth of nested fit wrappers in this thread
+
+
+def _check_key_policy(estimator, stacklevel):
+    """The key policy of a Paillier or OU ``key_size``, in the caller's thread.
+
+    Keys are made later, often in a party's thread, where a warning can
+    only point into skfed; the check runs here instead, before any party
+    starts, so an :class:`~skfed.crypto.InsecureKeyWarning` points at the
+    line that called ``fit`` and a refused size stops the fit at once. The
+    parties then make their keys with ``warn=False``.
+    """
+    params = estimator.get_params(deep=False)
+    key_size = params.get("key_size")
+    scheme = params.get("encryption", "paillier")
+    if (isinstance(key_size, numbers.Integral) and not isinstance(key_size, bool)
+            and scheme in ("paillier", "ou")):
+        check_key_size(key_size, stacklevel=stacklevel, scheme=scheme)
+
+
+#: Root of the published documentation, or None while none is published:
+#: then the HTML repr shows no link (a link to a site that does not exist
+#: is worse than none). Set, every skfed estimator links to its API page
+#: ``generated/<module>.<Class>.html`` under it (``doc/build.sh`` builds it).
+DOC_BASE_URL = None
 
 
 class FederatedMixin(PrivacyMixin):
@@ -151,8 +176,12 @@ class FederatedMixin(PrivacyMixin):
     # scikit-learn's HTML repr (Jupyter) shows a "?" linking to this page;
     # the module is the public one (private submodules are dropped).
     _doc_link_module = "skfed"
-    _doc_link_template = (DOC_BASE_URL
-                          + "generated/{estimator_module}.{estimator_name}.html")
+
+    @property
+    def _doc_link_template(self):
+        if not DOC_BASE_URL:
+            return ""
+        return DOC_BASE_URL + "generated/{estimator_module}.{estimator_name}.html"
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -160,13 +189,19 @@ class FederatedMixin(PrivacyMixin):
         if fit is not None and not getattr(fit, "_forgets_on_failure", False):
             @functools.wraps(fit)
             def fit_or_forget(self, *args, **fit_kwargs):
+                outermost = not getattr(_fitting, "depth", 0)
+                _fitting.depth = getattr(_fitting, "depth", 0) + 1
                 try:
+                    if outermost:  # once, pointing at the caller's line
+                        _check_key_policy(self, stacklevel=4)
                     if args:  # a PartyData only where it is supported
                         self._refuse_party_data(args[0])
                     return fit(self, *args, **fit_kwargs)
                 except BaseException:
                     self._forget_fit()
                     raise
+                finally:
+                    _fitting.depth -= 1
 
             fit_or_forget._forgets_on_failure = True
             cls.fit = fit_or_forget
@@ -218,3 +253,24 @@ def check_labels_not_single_class(classes):
             "two. Check the labels, or the split that produced this fold."
         )
 
+
+
+def check_class_weight(class_weight):
+    """Clear error for a ``class_weight`` dict with a negative or non-finite value.
+
+    sklearn's ``compute_sample_weight`` accepts any number, and a negative
+    weight turns the loss upside down (the model then learns the opposite
+    of the labels) while NaN fails deep inside the fit.
+    """
+    if not isinstance(class_weight, dict):
+        return
+    for label, weight in class_weight.items():
+        try:
+            value = float(weight)
+        except (TypeError, ValueError):
+            value = float("nan")
+        if not np.isfinite(value) or value < 0:
+            raise ValueError(
+                f"class_weight[{label!r}] is {weight!r}; every class weight "
+                "must be a finite number >= 0. Fix the dict, or use "
+                "class_weight='balanced'.")

@@ -30,18 +30,31 @@ _ZERO_WEIGHT_BINS = (
 # only (tests/kernel_methods/test_fdskl_weights.py checks the weighted steps
 # exactly against a centralized re-implementation).
 _STOCHASTIC_ROWS = (
-    "minibatch SGD: a row of weight k is drawn once with weight k, its k copies "
-    "are drawn separately, so the fits match in expectation only")
+    "minibatch SGD: a row of weight k is drawn once with weight k (AVFKAM: "
+    "with k times the probability), its k copies are drawn separately, so the "
+    "fits match in expectation only")
 
 EXPECTED_FAILED_CHECKS = {
-    name: {"check_sample_weight_equivalence_on_dense_data": _ZERO_WEIGHT_BINS}
+    name: {"check_sample_weight_equivalence_on_dense_data": _ZERO_WEIGHT_BINS,
+           "check_sample_weight_equivalence_on_sparse_data": _ZERO_WEIGHT_BINS}
     for name in ("SecureBoostClassifier", "SecureBoostRegressor")
 }
 EXPECTED_FAILED_CHECKS.update({
     name: {"check_sample_weight_equivalence_on_dense_data": _STOCHASTIC_ROWS,
            "check_sample_weight_equivalence_on_sparse_data": _STOCHASTIC_ROWS}
-    for name in ("FDSKLClassifier", "FDSKLRegressor")
+    for name in ("FDSKLClassifier", "FDSKLRegressor", "AVFKAMRanker")
 })
+
+# Kernel k-means: the weights enter the clustering of the embedding (local
+# k-means, group sizes, the server's weighted k-means); the embedding is the
+# kernel matrix's eigenvectors, in which repeated rows count several times.
+_UNWEIGHTED_EMBEDDING = (
+    "the spectral embedding is the (unweighted) kernel matrix's: repeated rows "
+    "shift its eigenvectors, weights do not")
+EXPECTED_FAILED_CHECKS["FederatedKernelKMeans"] = {
+    "check_sample_weight_equivalence_on_dense_data": _UNWEIGHTED_EMBEDDING,
+    "check_sample_weight_equivalence_on_sparse_data": _UNWEIGHTED_EMBEDDING,
+}
 
 # HyFDCA: a row of weight k and its k copies have different dual variables,
 # so the iterates take different paths to the same optimum; after the 100

@@ -142,3 +142,27 @@ def test_party_seeds_are_deterministic():
     assert party_seeds(0, 4) == party_seeds(0, 4)
     assert party_seeds(0, 4) != party_seeds(1, 4)
     assert len(set(party_seeds(3, 50))) == 50
+
+
+def _supervised_estimators():
+    from sklearn.base import is_classifier, is_regressor
+
+    from skfed.utils import all_estimators
+
+    return [(name, cls) for name, cls in all_estimators()
+            if is_classifier(cls()) or is_regressor(cls())]
+
+
+@pytest.mark.parametrize("name, cls", _supervised_estimators())
+def test_every_supervised_estimator_takes_the_partition_first(name, cls):
+    # SecureBoostClassifier([a, b]) used to be a TypeError while FDSKL, AVFKAM
+    # and HyFDCA took the partition positionally.
+    import inspect
+
+    first, *rest = inspect.signature(cls).parameters.values()
+    assert first.name == "partition"
+    assert first.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in rest)
+    groups = [[0, 1], [2, 3]]
+    assert cls(groups).partition == groups
+    assert cls(partition=groups).partition == groups

@@ -161,3 +161,58 @@ def test_invalid_groupings_always_raise(n_features, data):
         groups[0] = groups[0] + [n_features + data.draw(st.integers(0, 5))]
     with pytest.raises(ValueError):
         resolve_partition(groups, np.zeros((2, n_features)), kind="vertical")
+
+
+def _churn_table():
+    rng = np.random.default_rng(0)
+    n = 80
+    X = pd.DataFrame({
+        "minutes": rng.normal(200, 50, n),
+        "international_plan": rng.choice(["no", "yes"], n),
+        "calls": rng.poisson(3, n).astype(float),
+        "plan": rng.choice(["a", "b", "c"], n),
+        "plan_type": rng.choice(["x", "y"], n),
+    })
+    y = (X["minutes"] / 50 + (X["international_plan"] == "yes")
+         + rng.normal(size=n) > 4.5).astype(int)
+    return X, y
+
+
+def _encoder(verbose):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    return ColumnTransformer(
+        [("num", StandardScaler(), ["minutes", "calls"]),
+         ("cat", OneHotEncoder(sparse_output=False),
+          ["international_plan", "plan", "plan_type"])],
+        verbose_feature_names_out=verbose).set_output(transform="pandas")
+
+
+def test_one_hot_columns_follow_their_original_name():
+    # After OneHotEncoder the partition's 'international_plan' used to be
+    # "unknown" (X has international_plan_no/_yes), with no hint.
+    from sklearn.pipeline import make_pipeline
+    from skfed.kernel_methods import FDSKLClassifier
+
+    X, y = _churn_table()
+    groups = [["minutes", "international_plan", "plan_type"], ["calls", "plan"]]
+    Xt = _encoder(False).fit_transform(X)
+    resolved = VerticalPartition(groups).resolve(Xt)
+    names = [list(Xt.columns[g]) for g in resolved.column_groups]
+    # 'plan_type_x' follows 'plan_type', the longest name it starts with.
+    assert names == [["minutes", "international_plan_no", "international_plan_yes",
+                      "plan_type_x", "plan_type_y"],
+                     ["calls", "plan_a", "plan_b", "plan_c"]]
+    model = make_pipeline(_encoder(False), FDSKLClassifier(
+        partition=groups, max_iter=3, random_state=0)).fit(X, y)
+    assert model[-1].partition_.column_groups == resolved.column_groups
+
+
+def test_one_hot_columns_with_the_transformer_prefix_get_the_hint():
+    X, y = _churn_table()
+    Xt = _encoder(True).fit_transform(X)
+    with pytest.raises(ValueError, match="verbose_feature_names_out=False") as exc:
+        VerticalPartition([["num__minutes", "num__calls", "cat__plan_a"],
+                           ["international_plan", "cat__plan_b"]]).resolve(Xt)
+    assert "'cat__international_plan_no'" in str(exc.value)

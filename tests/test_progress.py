@@ -102,3 +102,20 @@ def test_encrypted_fit_prints_the_wait_after_its_first_round(capsys, monkeypatch
     SecureBoostClassifier(n_estimators=3, encryption=None, early_stopping=False,
                           random_state=0, verbose=1).fit(X, y)
     assert "about" not in capsys.readouterr().out
+
+
+def test_verbose_lines_read_as_a_user_expects(capsys):
+    # SecureBoost printed "train -loss -0.54189" and HyFDCA "relative gap
+    # 1e+300" while its dual was still 0.
+    from skfed.ensemble import SecureBoostClassifier
+    from skfed.linear_model import HyFDCAClassifier
+
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+    SecureBoostClassifier(n_estimators=2, encryption=None, random_state=0,
+                          early_stopping=False, verbose=1).fit(X, y)
+    HyFDCAClassifier([[0, 1], [2, 3]], encryption=None, max_iter=3,
+                     tol=None, verbose=1).fit(X, y)
+    out = capsys.readouterr().out
+    assert re.search(r"round 1/2: train loss 0\.\d+", out), out
+    assert "-loss" not in out and "e+300" not in out
+    assert re.search(r"round 1/3: primal .*relative gap (n/a|\d)", out), out

@@ -68,3 +68,49 @@ def test_readme_pastes_the_tour_table():
               and not set(line) <= {"-", " "}]
     assert [line[:len(name)] for line, name in zip(pasted, names)] == names
     assert len(pasted) == len(names)
+
+
+def test_plot_without_matplotlib_stops_before_the_tour(tmp_path, monkeypatch,
+                                                        capsys):
+    # It used to run every case, then fail with a ModuleNotFoundError
+    # traceback when drawing.
+    import skfed._tour as tour
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # not installed
+    monkeypatch.setattr(tour, "run_tour", lambda *a, **k: pytest.fail("ran"))
+    assert main(["--quick", "--plot", str(tmp_path / "t.png")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1
+    assert "--plot needs matplotlib" in captured.err
+    assert "pip install 'skfed[plot]'" in captured.err
+
+
+def test_the_tour_states_its_key_choice_once_without_warnings(monkeypatch, capsys):
+    # The full tour (1024-bit keys) used to print InsecureKeyWarnings
+    # pointing into skfed's own files.
+    import warnings
+
+    import numpy as np
+    from sklearn.dummy import DummyClassifier
+
+    import skfed._tour as tour
+    from skfed._tour import KEY_NOTE, TourCase, run_tour
+    from skfed.ensemble import SecureBoostClassifier
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 4)), np.arange(40) % 2
+    case = TourCase(
+        name="SecureBoostClassifier (1024-bit)", dataset="noise",
+        make_data=lambda: (X, X, y, y),
+        estimator=SecureBoostClassifier(n_estimators=1, max_depth=1,
+                                        key_size=1024, random_state=0),
+        baseline=DummyClassifier(), baseline_name="dummy")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run_tour([case], out=lambda *a: None)
+    assert not [w for w in caught if "Paillier key" in str(w.message)]
+    monkeypatch.setattr(tour, "_cases", lambda quick, name: [case])
+    monkeypatch.setattr(tour, "run_tour", lambda *a, **k: [])
+    assert main(["--estimator", "secureboost"]) == 0
+    assert capsys.readouterr().out.count(KEY_NOTE) == 1

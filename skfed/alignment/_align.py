@@ -26,6 +26,18 @@ def _format(items, limit=8):
     return f"[{text}{', ...' if len(items) > limit else ''}]"
 
 
+def _one_id_column(on):
+    """``on`` as one column name: ``["id"]`` (pandas' merge idiom) is ``"id"``."""
+    if isinstance(on, (list, tuple, pd.Index)):
+        if len(on) != 1:
+            raise ValueError(
+                f"align joins on one id column; got on={list(on)!r}. Combine "
+                "the key columns into one in every table first, e.g. "
+                "df['id'] = df['a'].astype(str) + '|' + df['b'].astype(str).")
+        on = on[0]
+    return on
+
+
 def _check_tables(tables, on, label):
     """Validate the tables; return (names, frames, label holder or None)."""
     if isinstance(tables, pd.DataFrame):
@@ -119,7 +131,7 @@ def align(tables, on="id", label=None, *, group=DEFAULT_GROUP, exponent_bits=256
         in the message log). Each has the id column ``on``; one of them may
         have the label column ``label``.
 
-    on : str, default="id"
+    on : str or list of one str, default="id"
         The id column. Ids must be distinct within a table and of one type
         (integers or strings) across all tables.
 
@@ -213,6 +225,7 @@ def align(tables, on="id", label=None, *, group=DEFAULT_GROUP, exponent_bits=256
     >>> y.tolist(), partition
     ([0, 1], VerticalPartition(groups=[['income'], ['visits']], active_parties=(0,)))
     """
+    on = _one_id_column(on)
     names, frames, holder = _check_tables(tables, on, label)
     id_lists = check_id_lists([df[on].tolist() for df in frames], names,
                               what=f"the id column {on!r}")

@@ -70,11 +70,26 @@ def _kmeans(X, k, seed, sample_weight=None, n_init=1):
             X, sample_weight=sample_weight)
 
 
+def _row_weights(state):
+    """The user's row weights (``sample_weight``), or None."""
+    return getattr(state, "sample_weight", None)
+
+
+def _clustering_weights(w):
+    # k-means++ cannot draw from all-zero weights: such a user's groups are
+    # made unweighted (their sizes, the weight sums, are then 0).
+    return None if w is None or not w.sum() > 0 else w
+
+
 def user_local_cost(state, n_clusters):
-    """Round 1: the cost of a local k-means solution on the user's rows of H."""
+    """Round 1: the cost of a local k-means solution on the user's rows of H
+    (weighted by the user's row weights, if any)."""
     H = state.H
     k = min(n_clusters, H.shape[0])
-    return float(_kmeans(H, k, state.kmeans_seed).inertia_)
+    w = _row_weights(state)
+    if w is not None and not w.sum() > 0:
+        return 0.0  # no weight: no cost to summarise
+    return float(_kmeans(H, k, state.kmeans_seed, sample_weight=w).inertia_)
 
 
 def server_take_cost(state, cost):
@@ -119,16 +134,25 @@ def _merge_small_groups(H, labels, n_groups):
 
 
 def user_summary(state, budget):
-    """Round 2: group means and sizes (each group has >= MIN_GROUP rows)."""
+    """Round 2: group means and sizes (each group has >= MIN_GROUP rows).
+
+    With row weights the size of a group is the sum of its rows' weights,
+    and the groups come from a weighted local k-means; the mean stays the
+    plain mean of the group's rows, so that a weight concentrated on one
+    row never makes a summary point that row.
+    """
     H = state.H
     width = H.shape[1]
     if budget < 1:
         return np.empty((0, width)), np.empty(0)
-    labels = _kmeans(H, int(budget), state.kmeans_seed).labels_.copy()
+    w = _row_weights(state)
+    labels = _kmeans(H, int(budget), state.kmeans_seed,
+                     sample_weight=_clustering_weights(w)).labels_.copy()
     labels = _merge_small_groups(H, labels, int(budget))
     groups = np.unique(labels)
     means = np.array([H[labels == g].mean(axis=0) for g in groups])
-    counts = np.array([np.sum(labels == g) for g in groups], dtype=float)
+    counts = np.array([np.sum(labels == g) if w is None else w[labels == g].sum()
+                       for g in groups], dtype=float)
     return means, counts
 
 

@@ -13,17 +13,18 @@ in :mod:`._privacy`.
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin, _fit_context
+from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin,
+                          ClusterMixin, TransformerMixin, _fit_context)
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from .._docstrings import fill_doc
 from ..base import FederatedMixin, party_seeds
-from ..partition import HorizontalPartition
 from ._coreset import MIN_GROUP
+from ._kernel_kmeans_predict import KernelKMeansPredictMixin
 from ._privacy import KernelKMeansPrivacyMixin
-from ._protocol import dspgd_uploads, run_protocol, user_embed_and_assign
-from ._setup import (auto_random_features, check_user_rows,
+from ._protocol import dspgd_uploads, run_protocol
+from ._setup import (auto_random_features, check_user_rows, n_distinct_rows,
                      users_key_from_seed)
 
 __all__ = ["FederatedKernelKMeans", "dspgd_uploads"]
@@ -39,8 +40,9 @@ def _user(m):
 # -- the estimator ------------------------------------------------------------
 
 @fill_doc
-class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
-                            ClusterMixin, BaseEstimator):
+class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
+                            FederatedMixin, ClassNamePrefixFeaturesOutMixin,
+                            TransformerMixin, ClusterMixin, BaseEstimator):
     """Federated kernel k-means on rows split over users (DSPGD + CEM).
 
     Users each hold some rows of ``X``; a server that holds no data
@@ -319,7 +321,7 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, sample_party=None):
+    def fit(self, X, y=None, sample_party=None, sample_weight=None):
         """Run the federated protocol on the rows of ``X``.
 
         Parameters
@@ -334,19 +336,28 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
             The user that holds each row (ids ``0..M-1``). Without it rows go
             to users by the partition's rule.
 
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights, each held by the user holding the row.
+            They weight the clustering of the embedding (line 19 of
+            Algorithm 1): each user's local k-means and the sizes of its
+            group means, hence the server's weighted k-means. The spectral
+            embedding itself is the kernel matrix's, unweighted (so weights
+            are not the same as repeated rows there). Equal weights give the
+            unweighted model.
+
         Returns
         -------
         self : FederatedKernelKMeans
             Fitted estimator.
         """
-        X = validate_data(self, X, dtype=np.float64)
+        X = validate_data(self, X, dtype=np.float64, accept_sparse="csr")
         n_samples = X.shape[0]
         k = self.n_clusters
         if k > n_samples:
             raise ValueError(
                 f"n_samples={n_samples} should be >= n_clusters={k}: there are "
                 "more clusters than rows. Use fewer clusters.")
-        n_distinct = len(np.unique(X, axis=0))
+        n_distinct = n_distinct_rows(X)
         if n_distinct < k:
             raise ValueError(
                 f"X has only {n_distinct} distinct rows, fewer than "
@@ -365,6 +376,7 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
                 f"needs at least {n_lambda} random features "
                 "(max(n_clusters + 2, n_components + 1)).")
         partition = self._resolve_partition(X, sample_party)
+        weights = self._row_weights(X, sample_weight)
         users = [_user(m) for m in range(partition.n_parties)]
         n_rows = [len(partition.rows(m)) for m in range(partition.n_parties)]
         n_groups = sum(n // MIN_GROUP for n in n_rows)
@@ -385,7 +397,9 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
         for m, u in enumerate(users):
             rows = X[partition.rows(m)]
             states[u] = dict(X=rows, n_random_features=D, users_key=users_key,
-                             B=np.zeros((len(rows), 0)), kmeans_seed=seeds[m])
+                             B=np.zeros((rows.shape[0], 0)), kmeans_seed=seeds[m],
+                             sample_weight=(None if weights is None
+                                            else weights[partition.rows(m)]))
         with self._federation(states) as fed:
             out = run_protocol(
                 fed, users, gamma=self.gamma, draw_key=draw_key,
@@ -414,13 +428,25 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
         # when it predicts (it never reaches the server).
         self._users_key = out["users_key"]
         self.n_random_features_ = int(D)
+        self._n_features_out = k  # transform: distances to the k centers
         self.n_iter_ = len(out["trace"])
         self.embedding_changes_ = np.asarray(out["changes"], dtype=float)
         self.n_lanczos_iter_ = np.array([q for q, _ in out["trace"]])
         self.ranks_ = np.array([r for _, r in out["trace"]])
         return self
 
-    def fit_predict(self, X, y=None, sample_party=None):
+    def _row_weights(self, X, sample_weight):
+        """Validated weights, or None when they change nothing."""
+        if sample_weight is None:
+            return None
+        w = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                 ensure_non_negative=True)
+        if not w.sum() > 0:
+            raise ValueError("sample_weight sums to 0: give some rows a "
+                             "positive weight.")
+        return None if np.all(w == w[0]) else w
+
+    def fit_predict(self, X, y=None, sample_party=None, sample_weight=None):
         """Fit and return the cluster of each training row (``labels_``).
 
         Parameters
@@ -434,62 +460,24 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, FederatedMixin,
         sample_party : array-like of int of shape (n_samples,), default=None
             The user that holds each row.
 
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,)
-        """
-        return self.fit(X, sample_party=sample_party).labels_
-
-    def _embed_and_assign(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        n_users = min(self.partition_.n_parties, X.shape[0])
-        owners = HorizontalPartition(n_users).resolve(X)
-        states = {_user(m): dict(X=X[owners.rows(m)], gamma=self.gamma_,
-                                 users_key=self._users_key)
-                  for m in range(n_users)}
-        labels = np.empty(X.shape[0], dtype=np.int64)
-        dist = np.empty(X.shape[0])
-        with self._federation(states, record=False) as fed:
-            # No message: every user already holds the published map and
-            # centers, and embeds only the rows it owns.
-            results = fed.gather(
-                fed[_user(m)].call(user_embed_and_assign, self.embedding_map_,
-                                   self.cluster_centers_)
-                for m in range(n_users))
-        for m, (lab, d) in enumerate(results):
-            labels[owners.rows(m)] = lab
-            dist[owners.rows(m)] = d
-        return labels, dist
-
-    def predict(self, X):
-        """Nearest center of each new row, through the out-of-sample map.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            New rows, embedded through the out-of-sample map.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights (see :meth:`fit`).
 
         Returns
         -------
         labels : ndarray of shape (n_samples,)
         """
-        return self._embed_and_assign(X)[0]
+        return self.fit(X, sample_party=sample_party,
+                        sample_weight=sample_weight).labels_
 
-    def score(self, X, y=None):
-        """Opposite of the k-means objective of ``X`` in the embedding space.
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            New rows, embedded through the out-of-sample map.
-
-        y : Ignored
-            Not used, present for API consistency.
-
-        Returns
-        -------
-        score : float
-            ``-sum_i min_c ||h(x_i) - c||^2`` (larger is better).
-        """
-        return -float(np.sum(self._embed_and_assign(X)[1]))
+    # Written in _kernel_kmeans_predict.py (this module's length); the
+    # class's own methods, so that set_output wraps transform and the API
+    # page documents them.
+    transform = KernelKMeansPredictMixin.transform
+    predict = KernelKMeansPredictMixin.predict
+    score = KernelKMeansPredictMixin.score

@@ -174,12 +174,12 @@ def _user_labels(state):
 
 
 def user_embed_and_assign(state, embedding_map, centers):
-    """Prediction on a user: embed its new rows, nearest published center."""
+    """Prediction on a user: embed its new rows; squared distances to every
+    published center (the nearest is the row's cluster)."""
     A = dspgd.random_features(state.X, dspgd.oos_seed(state.users_key),
                               state.gamma, embedding_map.shape[1])
     E = A @ embedding_map.T
-    d = ((E[:, None, :] - centers[None]) ** 2).sum(axis=-1)
-    return np.argmin(d, axis=1), d.min(axis=1)
+    return ((E[:, None, :] - centers[None]) ** 2).sum(axis=-1)
 
 
 def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,

@@ -24,9 +24,12 @@ kernel width ``gamma``, and the users share a key the server does not know.
   totals only, and of the mean row only its norm, which is what ``gamma``
   needs. A ring holds fixed-point numbers of one scale, and the data's
   magnitude is not public: the users first secure-sum a one-hot vote for the
-  power-of-two bucket of their largest moment, and the server announces the
-  top bucket as the common scale (it learns how many users fall in each
-  bucket, not which).
+  power-of-two bucket of their largest moment (``sqrt(sum ||x||^2)`` in
+  place of ``sum ||x||^2``, so that every entry scales like X), and the
+  server announces the top bucket ``2**s`` as the common scale (it learns
+  how many users fall in each bucket, not which); ``sum ||x||^2`` travels
+  divided by ``2**s``, which keeps the estimate of ``gamma`` exact to ring
+  precision whatever the units of X.
 """
 
 # Authors: The skfed developers
@@ -36,6 +39,7 @@ import hashlib
 import secrets
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..federation.secure_sum import RingEncoder, secure_sum
 
@@ -47,6 +51,7 @@ __all__ = [
     "check_user_rows",
     "derive_seed",
     "moment_encoder",
+    "n_distinct_rows",
     "setup",
     "shared_rotation",
     "users_key_from_seed",
@@ -117,6 +122,18 @@ def check_user_rows(n_rows, users):
                 "users.")
 
 
+def n_distinct_rows(X):
+    """How many distinct rows ``X`` has (dense or sparse)."""
+    if not sp.issparse(X):
+        return len(np.unique(X, axis=0))
+    X = X.tocsr(copy=True)
+    X.sum_duplicates()
+    X.eliminate_zeros()
+    X.sort_indices()
+    return len({(X.indices[a:b].tobytes(), X.data[a:b].tobytes())
+                 for a, b in zip(X.indptr[:-1], X.indptr[1:])})
+
+
 def derive_seed(key, label, index=0):
     """A 64-bit seed: a PRF (BLAKE2b) of the users' key, a label and an index."""
     digest = hashlib.blake2b(f"{label}:{int(index)}".encode(), key=bytes(key),
@@ -184,8 +201,13 @@ def shared_rotation(users_key, v):
 def _moments(state):
     X = state.X
     with np.errstate(over="ignore"):
-        out = np.concatenate([shared_rotation(state.users_key, X.sum(axis=0)),
-                              [np.einsum("ij,ij->", X, X)]])
+        if sp.issparse(X):
+            column_sums = np.asarray(X.sum(axis=0)).ravel()
+            squares = float(X.multiply(X).sum())
+        else:
+            column_sums, squares = X.sum(axis=0), np.einsum("ij,ij->", X, X)
+        out = np.concatenate([shared_rotation(state.users_key, column_sums),
+                              [squares]])
     if not np.all(np.isfinite(out)):
         raise ValueError(
             "the sums of X overflow float64, so the default gamma cannot be "
@@ -193,9 +215,21 @@ def _moments(state):
     return out
 
 
+def _degree_one(moments):
+    """``(Q sum x, sqrt(sum ||x||^2))``: every entry scales like X itself."""
+    return np.concatenate([moments[:-1], [np.sqrt(moments[-1])]])
+
+
 def user_scale_vote(state):
-    """One-hot vote for the power-of-two bucket of the user's largest moment."""
-    largest = float(np.max(np.abs(_moments(state)), initial=0.0))
+    """One-hot vote for the power-of-two bucket of the user's largest moment.
+
+    The vote reads ``sqrt(sum ||x||^2)`` beside ``Q sum x`` so that both
+    scale like X: the uploaded ``sum ||x||^2`` is divided by the announced
+    scale once (:func:`user_moments`), and every entry then sits near the
+    top of one fixed-point range, whatever the units of X (data scaled by
+    ``1e-20`` used to lose ``sum ||x||^2`` below the ring's resolution).
+    """
+    largest = float(np.max(np.abs(_degree_one(_moments(state))), initial=0.0))
     exponent = np.frexp(largest)[1] if largest > 0 else _LOWEST_EXPONENT
     bucket = int(np.clip((exponent - _LOWEST_EXPONENT) // _BUCKET, 0,
                          _N_BUCKETS - 1))
@@ -205,26 +239,42 @@ def user_scale_vote(state):
 
 
 def user_moments(state):
-    """``(Q sum_i x_i, sum_i ||x_i||^2)`` over the user's rows (masked later)."""
-    return _moments(state)
+    """``(Q sum_i x_i, 2**-s sum_i ||x_i||^2)`` over the user's rows.
+
+    ``s`` is the announced scale: both parts are then below ``2**s`` and of
+    degree one in X (masked later).
+    """
+    out = _moments(state)
+    out[-1] = np.ldexp(out[-1], -state.moment_scale)
+    return out
 
 
 def server_scale(state, votes):
     """The common scale: the top bucket any user voted for (an exponent)."""
     top = int(np.max(np.flatnonzero(np.round(votes) > 0), initial=0))
-    return _LOWEST_EXPONENT + _BUCKET * (top + 1)
+    state.moment_scale = _LOWEST_EXPONENT + _BUCKET * (top + 1)
+    return state.moment_scale
 
 
 def server_gamma(state, total):
     """Section 6.1: ``gamma = N^2 / (2 sum_ij ||x_i - x_j||^2)`` from totals.
 
-    ``total = (Q sum_i x_i, sum_i ||x_i||^2)``; ``Q`` keeps the norm.
+    ``total = (Q sum_i x_i, 2**-s sum_i ||x_i||^2)`` at the announced scale
+    ``s``; ``Q`` keeps the norm.
     """
     n = float(sum(state.n_rows))
-    s1, s2 = total[:-1], float(total[-1])
+    s1, s2 = total[:-1], float(np.ldexp(total[-1], state.moment_scale))
     pair_sum = 2.0 * n * s2 - 2.0 * float(s1 @ s1)
-    if pair_sum <= 1e-12 * max(n * s2, 1e-300):
-        return 1.0  # every row equal: any width gives the same clustering
+    if s2 == 0.0:
+        return 1.0  # every row is zero: any width gives the same clustering
+    if pair_sum <= 1e-9 * n * s2:
+        # The spread is lost to rounding beside the rows' common offset (or
+        # is zero): a width from it would be arbitrary, so stop.
+        raise ValueError(
+            "the rows of X are identical, or differ by less than 1e-9 of "
+            "their magnitude, so the default gamma (the paper's mean-distance "
+            "rule) cannot be computed: center X (StandardScaler) or pass "
+            "gamma explicitly.")
     return n * n / (2.0 * pair_sum)
 
 

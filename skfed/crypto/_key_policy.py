@@ -77,7 +77,7 @@ class InsecureKeyWarning(UserWarning):
     """
 
 
-def check_key_size(key_size, stacklevel=2, scheme="paillier"):
+def check_key_size(key_size, stacklevel=2, scheme="paillier", warn=True):
     """Apply skfed's key policy to a modulus of ``key_size`` bits.
 
     Parameters
@@ -88,6 +88,9 @@ def check_key_size(key_size, stacklevel=2, scheme="paillier"):
         Passed to :func:`warnings.warn` (2: the caller of this function).
     scheme : {"paillier", "ou"}, default="paillier"
         Whose policy (see the module docstring for OU's estimate).
+    warn : bool, default=True
+        ``False`` skips the warning (not the refusal): for keys made inside
+        a fit whose estimator has already warned its caller.
 
     Returns
     -------
@@ -130,6 +133,8 @@ def check_key_size(key_size, stacklevel=2, scheme="paillier"):
             "opt in with skfed.set_config(allow_insecure_keys=True) or the "
             "environment variable SKFED_ALLOW_INSECURE_KEYS=1."
         )
+    if not warn:
+        return key_size
     strength = "about 80-bit" if key_size >= minimum else "less than 80-bit"
     source = "NIST SP 800-57" if scheme == "paillier" else "ECM on p, NFS on n"
     warnings.warn(

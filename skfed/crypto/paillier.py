@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 
-def generate_keypair(key_size=2048, plaintext=False, scheme="paillier"):
+def generate_keypair(key_size=2048, plaintext=False, scheme="paillier", warn=True):
     """Generate a Paillier (or Okamoto-Uchiyama) key pair for array encryption.
 
     Parameters
@@ -76,6 +76,10 @@ def generate_keypair(key_size=2048, plaintext=False, scheme="paillier"):
         an order of magnitude faster (``benchmarks/bench_crypto.py``). Both
         give arrays with the same interface (:class:`EncryptedArray`).
         With ``plaintext=True`` the scheme only sets the plaintext capacity.
+    warn : bool, default=True
+        ``False`` skips the :class:`~skfed.crypto.InsecureKeyWarning` (the
+        refusal below 1024 bits stays): estimators warn their caller once,
+        from ``fit``, and make their keys with ``warn=False``.
 
     Returns
     -------
@@ -112,7 +116,7 @@ def generate_keypair(key_size=2048, plaintext=False, scheme="paillier"):
     if plaintext:
         public_key = PlaintextPublicKey(key_size, scheme=scheme)
         return public_key, PlaintextPrivateKey(public_key)
-    check_key_size(key_size, stacklevel=3, scheme=scheme)
+    check_key_size(key_size, stacklevel=3, scheme=scheme, warn=warn)
     if scheme == "ou":
         n, G, H, p, q, t, u = generate_ou_keys(int(key_size),
                                                ou_subgroup_bits(key_size))

@@ -21,9 +21,10 @@ from sklearn.utils.validation import (
     validate_data,
 )
 
-from ..base import FederatedMixin, party_seeds
 from .._party_data_fit import party_data_predict_input
+from ..base import FederatedMixin, check_class_weight, party_seeds
 from ..federation import PartyData
+from ..federation._fingerprint import new_fingerprint
 from ..federation._remote import RemoteValue
 from ._boosting import run_secureboost, weighted_row_bound
 from ._contract import MIN_PASSIVE_ROWS
@@ -74,13 +75,14 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __init__(self, *, n_estimators=100, learning_rate=0.3, max_depth=3,
-                 max_bins=32, subsample=1.0, goss_top_rate=None, goss_other_rate=0.1,
+    def __init__(self, partition=None, *, n_estimators=100, learning_rate=0.3,
+                 max_depth=3, max_bins=32, subsample=1.0, goss_top_rate=None,
+                 goss_other_rate=0.1,
                  colsample_bytree=1.0, reg_lambda=1.0, gamma=0.0,
                  min_child_weight=1e-3, min_samples_leaf=1,
                  min_passive_rows=MIN_PASSIVE_ROWS, active_only_rounds=0,
                  early_stopping="auto", scoring="loss", validation_fraction=0.1,
-                 n_iter_no_change=10, tol=1e-7, partition=None, encryption="paillier", key_size=2048,
+                 n_iter_no_change=10, tol=1e-7, encryption="paillier", key_size=2048,
                  n_jobs=None, random_state=None, verbose=0):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -111,6 +113,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True  # each party bins its block column by column
         return tags
 
     _accepts_party_data = True
@@ -143,6 +146,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         class_weight = getattr(self, "class_weight", None)
         if class_weight is None:
             return sample_weight
+        check_class_weight(class_weight)
         from sklearn.utils.class_weight import compute_sample_weight
 
         # ``y`` holds class codes here; a dict names the original labels.
@@ -269,6 +273,8 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
                                      early_stopping, self.verbose, type(self).__name__)
         self._trees = result["trees"]
         self._records = result["records"]
+        # Names this fit in its exported shares (never shapes the model).
+        self._model_fingerprint = new_fingerprint()
         if audited:
             self._audit_log = result["audit_logs"]
         elif hasattr(self, "_audit_log"):
@@ -345,7 +351,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
             X = party_data_predict_input(self, X, allow_nan=True)
         else:
             X = validate_data(self, X, reset=False, ensure_all_finite="allow-nan",
-                              dtype=np.float64)
+                              accept_sparse=["csr", "csc"], dtype=np.float64)
         partition = self.partition_
         names = [party_name(k) for k in range(partition.n_parties)]
         active_index = partition.active_parties[0]

@@ -13,6 +13,7 @@ the owner evaluates at inference time. Missing values (NaN) get their own bin,
 # SPDX-License-Identifier: BSD-3-Clause
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["BinMapper"]
 
@@ -34,6 +35,20 @@ def _feature_thresholds(column, max_bins):
     edges = np.percentile(values, percentiles, method="midpoint")
     # Repeated quantiles (heavy ties) would make empty bins: keep each once.
     return np.unique(edges)
+
+
+def _dense_or_csc(X):
+    """A float64 array, or a CSC matrix (columns are read one by one)."""
+    if sp.issparse(X):
+        return sp.csc_matrix(X, dtype=np.float64)
+    return np.asarray(X, dtype=np.float64)
+
+
+def _column(X, f):
+    """Column ``f`` as a dense 1-D array (a sparse one's zeros included)."""
+    if sp.issparse(X):
+        return X[:, [f]].toarray().ravel()
+    return X[:, f]
 
 
 class BinMapper:
@@ -65,22 +80,27 @@ class BinMapper:
         self.missing_bin = self.max_bins
 
     def fit(self, X):
-        X = np.asarray(X, dtype=np.float64)
+        X = _dense_or_csc(X)
         if X.shape[0] > _SUBSAMPLE:
             rng = np.random.default_rng(self.random_state)
             X = X[np.sort(rng.choice(X.shape[0], _SUBSAMPLE, replace=False))]
-        self.thresholds_ = [_feature_thresholds(X[:, f], self.max_bins)
-                            for f in range(X.shape[1])]
+        columns = [_column(X, f) for f in range(X.shape[1])]
+        self.thresholds_ = [_feature_thresholds(c, self.max_bins) for c in columns]
         self.n_bins_ = np.array([t.size + 1 for t in self.thresholds_], dtype=np.intp)
-        self.has_missing_ = np.isnan(X).any(axis=0)
+        self.has_missing_ = np.array([np.isnan(c).any() for c in columns],
+                                     dtype=bool)
         return self
 
     def transform(self, X):
-        """Bin indices, ``uint8`` of shape ``X.shape`` (NaN -> ``missing_bin``)."""
-        X = np.asarray(X, dtype=np.float64)
+        """Bin indices, ``uint8`` of shape ``X.shape`` (NaN -> ``missing_bin``).
+
+        A sparse ``X`` is read one column at a time: its zeros are values
+        (binned as 0.0 is), never missing.
+        """
+        X = _dense_or_csc(X)
         binned = np.empty(X.shape, dtype=np.uint8)
         for f, thresholds in enumerate(self.thresholds_):
-            column = X[:, f]
+            column = _column(X, f)
             # side="left": the number of thresholds strictly below x, so that
             # x <= thresholds[v] exactly when bin <= v.
             binned[:, f] = np.searchsorted(thresholds, column, side="left")

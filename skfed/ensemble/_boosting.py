@@ -42,8 +42,9 @@ def active_setup(state, max_bins, key_size, plaintext, scheme="paillier"):
     """Active party: bin own columns, make the key pair, set the baseline."""
     setup_party(state, max_bins)
     # Keys come from the operating system's generator, never from random_state.
+    # The estimator's fit warned its caller of a small key_size already.
     state.public_key, state.private_key = generate_keypair(
-        key_size, plaintext=plaintext, scheme=scheme)
+        key_size, plaintext=plaintext, scheme=scheme, warn=False)
     state.scheme = scheme
     state.baseline = state.loss.baseline(state.y, state.n_outputs, state.w)
     state.raw = np.tile(state.baseline, (state.y.shape[0], 1))
@@ -287,10 +288,12 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
         watched = val_scores if validation else train_scores
         stop = early_stopping and should_stop(watched, params["n_iter_no_change"],
                                               params["tol"])
-        name = params["score_name"]
+        # The scores are "higher is better"; a loss prints as itself.
+        name, sign = (("loss", -1.0) if params["score_name"] == "-loss"
+                      else (params["score_name"], 1.0))
         progress.report(
-            it + 1, f"train {name} {train:.5f}" + (
-                "" if val is None else f", validation {name} {val:.5f}"),
+            it + 1, f"train {name} {sign * train:.5f}" + (
+                "" if val is None else f", validation {name} {sign * val:.5f}"),
             phases=clock, last=stop)
         if stop:
             break

@@ -6,6 +6,8 @@
 from .._docstrings import fill_doc
 
 _DOC_PARAMETERS = """
+    %(partition_vertical)s
+
     n_estimators : int, default=100
         Number of boosting rounds (sklearn's ``max_iter``); a multiclass model
         grows one tree per class in each round.
@@ -109,7 +111,6 @@ _DOC_PARAMETERS = """
         Minimum improvement of the validation score.
 
     %(secureboost_class_weight)s
-    %(partition_vertical)s
 
     %(encryption_schemes)s
 

@@ -25,8 +25,13 @@ whoever runs it, so it is built only by that explicit call (or
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import hashlib
+import hmac
+
 import numpy as np
 from scipy.special import expit, softmax
+
+from ..federation._fingerprint import new_fingerprint
 
 from ._predictor import Tree, advance, finish_walk, start_walk, walk
 from ._split import apply_lookup
@@ -35,6 +40,40 @@ __all__ = ["SecureBoostActiveShare", "SecureBoostPassiveShare",
            "SecureBoostConsolidated", "consolidate_shares"]
 
 _TREE_ARRAYS = ("children_left", "children_right", "owner", "record", "value")
+
+
+def _content_digest(*parts):
+    """BLAKE2b of a share's content (numbers and arrays), for its check."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        if isinstance(part, dict):
+            h.update(_content_digest(*[part[k] for k in sorted(part)]).encode())
+        elif isinstance(part, (list, tuple)):
+            h.update(_content_digest(*part).encode())
+        elif part is None:
+            h.update(b"none")
+        else:
+            a = np.ascontiguousarray(part)
+            h.update(str((a.dtype.str, a.shape)).encode())
+            h.update(a.tobytes() if a.dtype != object else repr(a.tolist()).encode())
+    return h.hexdigest()
+
+
+def _check_share(share):
+    """Refuse a share whose content changed since export (its digest)."""
+    if not hmac.compare_digest(share._digest_now(), str(share.digest)):
+        raise ValueError(
+            f"The share of party {share.party} fails its integrity check: its "
+            "content (a threshold, a tree, the baseline) changed after "
+            "export_shares made it. Use the share as exported.")
+
+
+def _check_model(share, model):
+    if model is not None and model != share.model:
+        raise ValueError(
+            f"The share of party {share.party} is of another fit (model "
+            f"fingerprint {share.model[:12]}..., asked for {str(model)[:12]}...): "
+            "use the shares exported together from one fitted model.")
 
 
 def _table(records):
@@ -65,14 +104,28 @@ class SecureBoostPassiveShare:
         Which columns of the full table the party holds.
     table : ndarray of shape (n_records, 3)
         Its lookup table: ``(own feature, threshold, missing goes left)``.
+    model : str, default=None
+        The fingerprint of the fitted model (shared by every share of one
+        fit; a fresh one if None).
+
+    Attributes
+    ----------
+    digest : str
+        BLAKE2b of the share's content at export: :meth:`answer` and
+        :func:`consolidate_shares` refuse a share whose content changed.
     """
 
-    def __init__(self, party, columns, table):
+    def __init__(self, party, columns, table, model=None):
         self.party = int(party)
         self.columns = np.asarray(columns, dtype=np.intp)
         self.table = np.asarray(table, dtype=np.float64)
+        self.model = str(model) if model is not None else new_fingerprint()
+        self.digest = self._digest_now()
 
-    def answer(self, X_own, record_ids, rows):
+    def _digest_now(self):
+        return _content_digest(self.party, self.columns, self.table, self.model)
+
+    def answer(self, X_own, record_ids, rows, model=None):
         """Which way each queried row goes at each queried record.
 
         Parameters
@@ -81,11 +134,16 @@ class SecureBoostPassiveShare:
             The party's own columns of the rows being predicted.
         record_ids, rows : ndarray of int
             One query per element (from the active share).
+        model : str, default=None
+            The asking active share's ``model``: a query from another fit's
+            model is refused.
 
         Returns
         -------
         go_left : ndarray of bool
         """
+        _check_share(self)
+        _check_model(self, model)
         return apply_lookup(_records(self.table), np.asarray(X_own, dtype=np.float64),
                             record_ids, rows)
 
@@ -108,9 +166,17 @@ class SecureBoostActiveShare:
     classes : ndarray or None
         Class labels (classifier) or None (regressor).
     n_parties : int
+    model : str, default=None
+        The fingerprint of the fitted model (a fresh one if None).
+
+    Attributes
+    ----------
+    digest : str
+        BLAKE2b of the share's content at export, checked before every use.
     """
 
-    def __init__(self, party, columns, table, trees, baseline, classes, n_parties):
+    def __init__(self, party, columns, table, trees, baseline, classes, n_parties,
+                 model=None):
         self.party = int(party)
         self.columns = np.asarray(columns, dtype=np.intp)
         self.table = np.asarray(table, dtype=np.float64)
@@ -118,6 +184,13 @@ class SecureBoostActiveShare:
         self.baseline = np.asarray(baseline, dtype=np.float64)
         self.classes = classes
         self.n_parties = int(n_parties)
+        self.model = str(model) if model is not None else new_fingerprint()
+        self.digest = self._digest_now()
+
+    def _digest_now(self):
+        return _content_digest(self.party, self.columns, self.table, self.trees,
+                               self.baseline, self.classes, self.n_parties,
+                               self.model)
 
     def _state(self, X_own):
         class _State:  # what the inference functions of _predictor read
@@ -145,13 +218,15 @@ class SecureBoostActiveShare:
             The active party's own columns of the rows.
         ask : callable
             ``ask(party, record_ids, rows) -> go_left``: delivers a query to
-            passive party ``party`` (e.g. its share's :meth:`answer`) and
-            returns its answer.
+            passive party ``party`` (e.g. its share's :meth:`answer`, passing
+            ``model=active_share.model`` so that a share of another fit
+            refuses) and returns its answer.
 
         Returns
         -------
         raw : ndarray of shape (n_samples, n_outputs)
         """
+        _check_share(self)
         state = self._state(X_own)
         n_outputs = self.baseline.size
         start_walk(state, "predict", list(range(len(state.trees))))
@@ -252,15 +327,20 @@ def export_shares(estimator):
     trees = [dict(output=int(k), **{name: np.asarray(getattr(tree, name))
                                     for name in _TREE_ARRAYS})
              for k, tree in estimator._trees]
+    # One fingerprint for every share of this fit (drawn at fit, from
+    # secrets; a model fitted by an older skfed gets one here).
+    model = getattr(estimator, "_model_fingerprint", None) or new_fingerprint()
     shares = []
     for k in range(partition.n_parties):
         table = _table(estimator._records[k])
         if k == active:
             shares.append(SecureBoostActiveShare(
                 k, partition.columns(k), table, trees, estimator._baseline,
-                getattr(estimator, "classes_", None), partition.n_parties))
+                getattr(estimator, "classes_", None), partition.n_parties,
+                model=model))
         else:
-            shares.append(SecureBoostPassiveShare(k, partition.columns(k), table))
+            shares.append(SecureBoostPassiveShare(k, partition.columns(k), table,
+                                                  model=model))
     return shares
 
 
@@ -283,6 +363,9 @@ def consolidate_shares(shares):
         raise ValueError("consolidate_shares needs exactly one active share and "
                          "one share per party.")
     active = active[0]
+    for share in shares:
+        _check_share(share)
+        _check_model(share, active.model)
     n_features = sum(share.columns.size for share in shares)
     trees = []
     for spec in active.trees:

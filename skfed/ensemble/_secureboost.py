@@ -67,19 +67,21 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
     _parameter_constraints = {
         **_BaseSecureBoost._parameter_constraints,
         "class_weight": [dict, StrOptions({"balanced"}), None],
+        "multi_mode": [StrOptions({"single_output", "multi_output"})],
     }
 
-    def __init__(self, *, n_estimators=100, learning_rate=0.3, max_depth=3,
-                 max_bins=32, subsample=1.0, goss_top_rate=None, goss_other_rate=0.1,
+    def __init__(self, partition=None, *, n_estimators=100, learning_rate=0.3,
+                 max_depth=3, max_bins=32, subsample=1.0, goss_top_rate=None,
+                 goss_other_rate=0.1,
                  colsample_bytree=1.0, reg_lambda=1.0, gamma=0.0,
                  min_child_weight=1e-3, min_samples_leaf=1,
                  min_passive_rows=MIN_PASSIVE_ROWS, active_only_rounds=0,
                  early_stopping="auto", scoring="loss", validation_fraction=0.1,
                  n_iter_no_change=10, tol=1e-7, class_weight=None,
-                 multi_mode="single_output", partition=None, encryption="paillier",
+                 multi_mode="single_output", encryption="paillier",
                  key_size=2048, n_jobs=None, random_state=None, verbose=0):
         super().__init__(
-            n_estimators=n_estimators, learning_rate=learning_rate,
+            partition, n_estimators=n_estimators, learning_rate=learning_rate,
             max_depth=max_depth, max_bins=max_bins, subsample=subsample,
             goss_top_rate=goss_top_rate, goss_other_rate=goss_other_rate,
             colsample_bytree=colsample_bytree,
@@ -88,7 +90,7 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
             active_only_rounds=active_only_rounds,
             early_stopping=early_stopping, scoring=scoring,
             validation_fraction=validation_fraction,
-            n_iter_no_change=n_iter_no_change, tol=tol, partition=partition,
+            n_iter_no_change=n_iter_no_change, tol=tol,
             encryption=encryption, key_size=key_size, n_jobs=n_jobs,
             random_state=random_state, verbose=verbose)
         self.class_weight = class_weight
@@ -129,6 +131,7 @@ class SecureBoostClassifier(ClassifierMixin, _BaseSecureBoost):
             check_labels_not_single_class(self.classes_)
         else:
             X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
+                                 accept_sparse=["csr", "csc"],
                                  dtype=np.float64)
             y = self._more_validation(y)
         n_classes = self.classes_.size
@@ -308,6 +311,7 @@ class SecureBoostRegressor(RegressorMixin, _BaseSecureBoost):
             X, y = party_data_fit_input(self, X, y, allow_nan=True)
         else:
             X, y = validate_data(self, X, y, ensure_all_finite="allow-nan",
+                                 accept_sparse=["csr", "csc"],
                                  dtype=np.float64, y_numeric=True)
         return self._fit(X, y.astype(np.float64), self._loss_name(), 1, False,
                          sample_weight)

@@ -15,6 +15,7 @@ its lookup table, and answers with the record id and the node's left rows
 # SPDX-License-Identifier: BSD-3-Clause
 
 import numpy as np
+import scipy.sparse as sp
 
 __all__ = ["split_gains", "apply_lookup", "passive_split", "record_split",
            "break_tie"]
@@ -128,6 +129,9 @@ def apply_lookup(records, X, record_ids, rows):
     table = table.reshape(-1, 3)
     features = table[record_ids, 0].astype(np.intp)
     values = X[rows, features]
+    if sp.issparse(X):  # a sparse block: its zeros are values
+        values = np.asarray(values.todense() if sp.issparse(values)
+                            else values, dtype=np.float64).ravel()
     missing = np.isnan(values)
     with np.errstate(invalid="ignore"):
         go_left = values <= table[record_ids, 1]

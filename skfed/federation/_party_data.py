@@ -241,7 +241,10 @@ class PartyData:
         kept by its home; the estimator holds references. Each home writes
         the values it keeps for ``estimator`` to
         ``directory/<party>.joblib`` on its own host (a list, in the order of
-        the estimator's attributes). :meth:`load_shares` reads them back.
+        the estimator's attributes), sealed with a fingerprint of this save
+        and a digest the estimator (and ``driver_file``) records, so that
+        :meth:`load_shares` refuses a file of another save or one changed
+        since. :meth:`load_shares` reads them back.
 
         Parameters
         ----------
@@ -286,6 +289,13 @@ class PartyData:
         estimator : estimator
             A copy of the model whose shares are the loaded ones: it
             predicts on a PartyData of these parties as the saved model did.
+
+        Raises
+        ------
+        PartyError
+            Naming the party whose file is not of this model's latest save
+            (another fit or save: its fingerprint differs) or was changed
+            after it was written (its integrity check fails).
         """
         from ._party_shares import load_shares
 

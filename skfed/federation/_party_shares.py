@@ -17,6 +17,7 @@ driver never holds a value of a share.
 import copy
 import os
 
+from ._fingerprint import new_fingerprint, open_sealed, seal
 from ._remote import RemoteValue, import_ray, leaves
 
 __all__ = ["SavedShare", "save_shares", "load_shares"]
@@ -81,22 +82,41 @@ def _with_shares(estimator, new):
     return out
 
 
-def _save(home, path, values):
-    """Home: write what it keeps of a model to a path on its own host."""
+def _save(home, path, values, party, fingerprint):
+    """Home: write what it keeps of a model to a path on its own host,
+    sealed (see :mod:`._fingerprint`); returns the path and the digest."""
     import joblib
 
-    joblib.dump(values, path)
-    return path
+    record, digest = seal(values, party, fingerprint)
+    joblib.dump(record, path)
+    return path, digest
 
 
-def _load(home, path, party, count):
-    """Home: read its file back; keep each value in its own object store.
+def _seal_of(share):
+    """``(fingerprint, digest)`` the driver recorded for a share, or Nones."""
+    meta = share.meta if isinstance(share, SavedShare) else share._meta
+    return meta.get("seal", (None, None))
+
+
+def _with_seal(share, sealed):
+    meta = share.meta if isinstance(share, SavedShare) else share._meta
+    meta = {**meta, "seal": sealed}
+    if isinstance(share, SavedShare):
+        share.meta = meta
+    else:
+        share._meta = meta
+    return share
+
+
+def _load(home, path, party, count, sealed):
+    """Home: read its file back, check its seal, keep each value in its
+    own object store.
 
     Returns the references (with the sizes it measured), never a value.
     """
     import joblib
 
-    values = joblib.load(path)
+    values = open_sealed(joblib.load(path), path, party, *sealed)
     if not isinstance(values, list) or len(values) != count:
         raise ValueError(
             f"{path} holds {len(values) if isinstance(values, list) else 'no'} "
@@ -123,10 +143,16 @@ def save_shares(data, estimator, directory, driver_file=None):
     if any(isinstance(s, SavedShare) for shares in kept.values() for s in shares):
         raise ValueError("This model's shares are saved, not loaded: load them "
                          "with PartyData.load_shares before saving them again.")
+    fingerprint = new_fingerprint()
     calls = {name: (os.path.join(os.fspath(directory), f"{name}.joblib"),
-                    kept.get(name, []))
+                    kept.get(name, []), name, fingerprint)
              for name in data.parties}
-    paths = _at_homes(calls, _save)
+    written = _at_homes(calls, _save)
+    paths = {name: path for name, (path, _) in written.items()}
+    # The driver's part records each file's seal: a load checks it.
+    for name, shares in kept.items():
+        for share in shares:
+            _with_seal(share, (fingerprint, written[name][1]))
     if driver_file is not None:
         import joblib
 
@@ -155,8 +181,11 @@ def load_shares(data, estimator, directory):
         raise ValueError(f"The model has shares of {unknown}, which this "
                          f"PartyData does not name (it names {data.parties}).")
     calls = {name: (os.path.join(os.fspath(directory), f"{name}.joblib"), name,
-                    len(shares))
+                    len(shares), _seal_of(shares[0]))
              for name, shares in kept.items()}
     loaded = _at_homes(calls, _load)
+    for name, shares in loaded.items():  # the same files seal the loaded model
+        for share in shares:
+            _with_seal(share, calls[name][3])
     index = {id(s): k for shares in kept.values() for k, s in enumerate(shares)}
     return _with_shares(estimator, lambda s: loaded[s.party][index[id(s)]])

@@ -5,7 +5,6 @@
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.metrics import roc_auc_score
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -19,6 +18,7 @@ from ..losses import get_loss
 from . import _avfkam_protocol as protocol
 from . import _avfkam_training as training
 from ._avfkam_fitting import _AVFKAMFitMixin
+from ._avfkam_scores import AVFKAMScoresMixin
 from ._convergence import check_decay, resolve_early_stopping
 from ._export import KernelShareMixin
 from ._privacy import KernelPrivacyMixin
@@ -93,8 +93,9 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
         precomputed for the seeds the training will draw (appendix C).
 
     batch_size : int, default=64
-        (positive, negative) pairs per update. ``1`` with
-        ``features_per_step=1`` is the paper's loop exactly.
+        (positive, negative) pairs per update, capped at the number of
+        training rows (a larger batch only redraws the same rows). ``1``
+        with ``features_per_step=1`` is the paper's loop exactly.
 
     features_per_step : int, default=128
         Feature seeds per update (capped at ``n_random_features``).
@@ -172,8 +173,14 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
         The kernel bandwidth used.
 
     threshold_ : float
-        Score subtracted in :meth:`decision_function`: the midpoint of the
-        two classes' mean training scores, so ``predict`` thresholds at 0.
+        Score subtracted in :meth:`decision_function`: where Platt's sigmoid,
+        fitted by the label holder, gives probability 1/2, so ``predict``
+        thresholds at 0 (see :meth:`predict`).
+
+    calibration_slope_ : float
+        Slope ``a`` of :meth:`predict_proba` ``= expit(a *
+        decision_function)`` (0 when the scores do not rank the positives
+        higher: the probability is then the base rate everywhere).
 
     checkpoint_times_ : ndarray
         Seconds since the training loops started, at each checkpoint.
@@ -318,7 +325,7 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
     # ------------------------------------------------------------------ fit
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Run the AVFKAM protocol on the parties' column blocks.
 
         Parameters
@@ -329,12 +336,23 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
         y : array-like of shape (n_samples,)
             Binary labels, held by the active parties.
 
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights, held by the active parties with the
+            labels. The objective becomes the weighted pairwise loss
+            ``sum w_i w_j l(f(x_i) - f(x_j)) / (sum w_i sum w_j)`` over
+            (positive ``i``, negative ``j``) pairs, minimised by drawing each
+            side of a pair with probability proportional to its weight (an
+            unbiased step of that objective); the held-out AUC of early
+            stopping and the calibration of :meth:`predict_proba` are
+            weighted too. Equal weights give the unweighted model.
+
         Returns
         -------
         self : AVFKAMRanker
         """
         y_signed = None
-        if isinstance(X, PartyData):  # tables loaded at home
+        at_homes = isinstance(X, PartyData)
+        if at_homes:  # tables loaded at home
             X, codes = party_data.party_data_fit_input(self, X, y,
                                                        encode_labels=True)
             y_signed = signed_codes(codes)
@@ -353,9 +371,11 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
                 "class, or binarise y.")
         if y_signed is None:
             y_signed = np.where(y == self.classes_[1], 1.0, -1.0)
+        weight = self._pair_weights(X, y_signed, sample_weight, at_homes)
         split = self._validation_split(y_signed)
-        learning_rate = self._learning_rate(
-            len(y_signed) if split is None else len(split[0]))
+        n_train = len(y_signed) if split is None else len(split[0])
+        batch_size = self._batch_size(n_train)
+        learning_rate = self._learning_rate(n_train)
         # Before any party starts: a decay factor <= 0 cannot converge.
         check_decay(learning_rate, self.alpha, auto=self.learning_rate == "auto")
         partition = self._resolve_partition(X)
@@ -379,6 +399,8 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
                                                       self.random_state),
                                    self.kernel, None,
                                    stores=[CoefficientStore() for _ in names])
+        for p in active:  # the weights stay with the labels
+            states[p]["w"] = weight
         hyper = {"loss": get_loss(self.loss, pairwise=True),
                  "learning_rate": learning_rate,
                  "n_iter_no_change": self.n_iter_no_change, "tol": self.tol}
@@ -395,7 +417,7 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
                          len(range(rank, self.max_iter, len(active))))
                 ids = fed[p].call(
                     protocol.plan_steps, Local(loop_seeds[names.index(p)]),
-                    Local(self.batch_size), Local(self.features_per_step),
+                    Local(batch_size), Local(self.features_per_step),
                     Local(protocol.sub_pool(D, rank, len(active))),
                     Local(steps), Local(split)).result()
                 phi = masked_features(fed, names, p, None, ids, basis_seed,
@@ -408,7 +430,7 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
                 1.0 - learning_rate * self.alpha, delays,
                 max(1, self.max_iter // self._n_checkpoints), self.verbose,
                 check_every=self._check_every(split),
-                validate=split is not None, batch_size=self.batch_size,
+                validate=split is not None, batch_size=batch_size,
                 reference=hyper["loss"](0.0))
             run = (training.run_asynchronous if self.asynchronous
                    else training.run_synchronous)
@@ -416,7 +438,8 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
             # What the watching party reports for the messages below.
             watcher = plan.divergence[0] if plan.divergence else lead
             plan.monitor_state = fed[watcher].call(protocol.monitor_state).result()
-            self.threshold_ = self._training_threshold(fed, active, lead)
+            (self.calibration_slope_, self.threshold_,
+             self._base_rate) = self._training_calibration(fed, active, lead)
             checkpoints = [(s, n, dict(zip(f, fed.gather(f.values()))))
                            for s, n, f in plan.checkpoints]
             self.coefficient_stores_ = fed.gather(
@@ -479,42 +502,8 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
         for scores in self._scores(X, self._checkpoint_stores):
             yield scores - self.threshold_
 
-    def predict(self, X):
-        """``classes_[1]`` where the score is positive, else ``classes_[0]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows to score; each party evaluates its block of the random
-            features on its own columns.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        check_is_fitted(self)
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
-
-    def score(self, X, y, sample_weight=None):
-        """ROC AUC of :meth:`decision_function` (what AVFKAM maximises).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows to score; each party evaluates its block of the random
-            features on its own columns.
-
-        y : array-like of shape (n_samples,)
-            True labels.
-
-        sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the rows in the AUC.
-
-        Returns
-        -------
-        auc : float
-        """
-        check_is_fitted(self)
-        y = np.asarray(y)
-        return roc_auc_score(y == self.classes_[1], self.decision_function(X),
-                             sample_weight=sample_weight)
+    # Written in _avfkam_scores.py (this module's length); the class's own
+    # methods, so that its API page documents them.
+    predict_proba = AVFKAMScoresMixin.predict_proba
+    predict = AVFKAMScoresMixin.predict
+    score = AVFKAMScoresMixin.score

@@ -14,6 +14,7 @@ import numbers
 import numpy as np
 from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight
 
 from ..federation import Local, balanced_tree, tree_sum
 from ..kernel_approximation import KERNELS
@@ -93,6 +94,34 @@ class _AVFKAMFitMixin:
                 f"{factors.tolist()}.")
         return {party_name(k): float(f) for k, f in enumerate(factors)}
 
+    def _pair_weights(self, X, y_signed, sample_weight, at_homes=False):
+        """Validated row weights, or None when they change nothing."""
+        if sample_weight is None:
+            return None
+        if at_homes:
+            raise ValueError(
+                "sample_weight is not supported with PartyData: the weights "
+                "would have to be loaded with the labels at the label holder.")
+        w = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                 ensure_non_negative=True)
+        if np.all(w == w[0]) and w[0] > 0:
+            return None  # pairs drawn uniformly: the unweighted model
+        for side, rows in (("positive", y_signed > 0), ("negative", y_signed < 0)):
+            if not w[rows].sum() > 0:
+                raise ValueError(
+                    f"sample_weight is 0 on every {side} row: no pair can be "
+                    "drawn. Give some rows of each class a positive weight.")
+        return w
+
+    def _batch_size(self, n_train):
+        """Pairs per update: ``batch_size``, at most the training rows.
+
+        Pairs are drawn with replacement, so a batch larger than the rows
+        only repeats them at a cost linear in ``batch_size`` (1e6 took
+        minutes on 100 rows).
+        """
+        return int(min(self.batch_size, max(n_train, 1)))
+
     def _learning_rate(self, n_train):
         """The step size: the given one, or ``"auto"`` resolved."""
         if self.learning_rate != "auto":
@@ -102,7 +131,8 @@ class _AVFKAMFitMixin:
         # pool of n_random_features features: the noise spreads over at
         # most that many directions.
         return auto_learning_rate(
-            get_loss(self.loss, pairwise=True), batch_size=self.batch_size,
+            get_loss(self.loss, pairwise=True),
+            batch_size=self._batch_size(n_train),
             features_per_step=min(self.features_per_step,
                                   self.n_random_features),
             alpha=self.alpha, kappa=2.0, phi_sq_max=8.0,
@@ -135,7 +165,8 @@ class _AVFKAMFitMixin:
         window spans a pass over the training rows (a pair draws two)."""
         if split is None:
             return check_every(self.max_iter)
-        return check_every(self.max_iter, len(split[0]), 2 * self.batch_size,
+        return check_every(self.max_iter, len(split[0]),
+                           2 * self._batch_size(len(split[0])),
                            self.n_iter_no_change)
 
     def _report_convergence(self, plan, learning_rate):
@@ -159,16 +190,17 @@ class _AVFKAMFitMixin:
                 f"held-out AUC stopped improving for {self.n_iter_no_change} "
                 "checks. Increase max_iter (or learning_rate).")
 
-    def _training_threshold(self, fed, active, lead):
+    def _training_calibration(self, fed, active, lead):
         # The active parties tree-sum their f^l at every training row to the
-        # lead, who holds the labels and sets the threshold.
+        # lead, who holds the labels and fits the calibration (Platt).
         every_row = slice(None)
         parts = {p: fed[p].call(protocol.local_scores, Local(every_row))
                  for p in active}
         total = tree_sum(fed, balanced_tree(active), parts, phase="threshold")
         total = total.result() if hasattr(total, "result") else total
-        return float(fed[lead].call(protocol.training_threshold,
-                                    Local(total)).result())
+        a, t, base = fed[lead].call(protocol.training_calibration,
+                                    Local(total)).result()
+        return float(a), float(t), float(base)
 
     def _scores(self, X, stores_list):
         """``f(x)`` of each model in ``stores_list`` (per-party stores), by

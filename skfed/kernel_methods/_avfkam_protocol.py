@@ -143,12 +143,35 @@ def _training_rows(state, split):
     return train[state.y[train] > 0], train[state.y[train] < 0]
 
 
+def _row_probabilities(state, rows):
+    """Each row's chance of being drawn: its weight's share (None: uniform)."""
+    w = getattr(state, "w", None)
+    if w is None:
+        return None
+    w = w[rows]
+    if not w.sum() > 0:
+        raise ValueError("sample_weight is 0 on every training row of one "
+                         "class; give some rows of each class a positive "
+                         "weight (or change validation_fraction).")
+    return w / w.sum()
+
+
+def _pick(rng, rows, p, size):
+    if p is None:
+        return rows[rng.randint(len(rows), size=size)]
+    return rows[rng.choice(len(rows), size=size, p=p)]
+
+
 def _draw(state, rng, n_seeds):
     """Algorithm 1, line 2 for a block: ``B`` positive and ``B`` negative
-    rows (concatenated) and ``features_per_step`` of the ``n_seeds`` seeds."""
+    rows (concatenated) and ``features_per_step`` of the ``n_seeds`` seeds.
+
+    With row weights each side is drawn with probability proportional to
+    its weight: the step is then unbiased for the weighted pairwise loss.
+    """
     B = state.batch_size
-    pos = state.positives[rng.randint(len(state.positives), size=B)]
-    neg = state.negatives[rng.randint(len(state.negatives), size=B)]
+    pos = _pick(rng, state.positives, state.p_positives, B)
+    neg = _pick(rng, state.negatives, state.p_negatives, B)
     seeds = rng.choice(n_seeds, size=state.features_per_step, replace=False)
     return np.concatenate([pos, neg]), seeds
 
@@ -165,6 +188,8 @@ def plan_steps(state, rng_seed, batch_size, features_per_step, seeds,
     on (the active parties' own choice; passive parties never see it).
     """
     state.positives, state.negatives = _training_rows(state, split)
+    state.p_positives = _row_probabilities(state, state.positives)
+    state.p_negatives = _row_probabilities(state, state.negatives)
     state.validation_rows = None if split is None else split[1]
     state.batch_size = batch_size
     state.features_per_step = min(features_per_step, len(seeds))
@@ -277,8 +302,10 @@ def validation_scores(state):
 def lead_validate(state, f_validation):
     """The lead's held-out ROC AUC and whether patience has run out."""
     y = state.y[state.validation_rows] > 0
+    w = getattr(state, "w", None)
+    w = None if w is None else w[state.validation_rows]
     with np.errstate(all="ignore"):
-        auc = (float(roc_auc_score(y, f_validation))
+        auc = (float(roc_auc_score(y, f_validation, sample_weight=w))
                if np.all(np.isfinite(f_validation)) else np.nan)
     return auc, state.early.update(auc)
 
@@ -306,10 +333,63 @@ def set_store(state, store):
     state.store = store
 
 
-def training_threshold(state, f_all):
-    """Midpoint of the class means of the training scores (for ``predict``).
+def platt_scaling(f, positive, weight=None):
+    """Platt's sigmoid ``P(y=1 | f) = expit(a (f - t))`` fitted to scores.
+
+    Maximum likelihood with Platt's smoothed targets (``(N+ + 1) / (N+ +
+    2)`` and ``1 / (N- + 2)``), which keeps ``a`` finite when the scores
+    separate the classes. Returns ``(a, t)``; ``a`` is clipped at 0 (scores
+    that do not rank positives higher give the base rate everywhere).
+    """
+    from scipy.optimize import minimize
+    from scipy.special import expit, log_expit
+
+    f = np.asarray(f, dtype=float)
+    weight = np.ones(f.size) if weight is None else np.asarray(weight, float)
+    n_pos = float(weight[positive].sum())  # weighted counts
+    n_neg = float(weight[~positive].sum())
+    target = np.where(positive, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    center = float(np.average(f, weights=weight))
+    spread = float(np.sqrt(np.average((f - center) ** 2, weights=weight))) or 1.0
+    z = (f - center) / spread  # a well-scaled problem in two parameters
+
+    def loss(ab):
+        u = ab[0] * z + ab[1]
+        p = expit(u)
+        value = -(weight * (target * log_expit(u)
+                            + (1 - target) * log_expit(-u))).sum()
+        grad = weight * (p - target)
+        return value, np.array([grad @ z, grad.sum()])
+
+    prior = np.log((n_pos + 1.0) / (n_neg + 1.0))
+    a, b = minimize(loss, np.array([0.0, prior]), jac=True, method="L-BFGS-B",
+                    bounds=[(0.0, None), (None, None)]).x
+    if a <= 1e-12:
+        # No ranking signal: the base rate everywhere, the majority class
+        # predicted (t beyond every training score, on its side).
+        a = 0.0
+        t = (f.max() + spread) if n_pos < n_neg else (f.min() - spread)
+        return 0.0, float(t), float(expit(prior))
+    return float(a / spread), float(center - b * spread / a), None
+
+
+def training_calibration(state, f_all):
+    """``(a, t, base)`` for ``predict_proba = expit(a (f - t))``; ``predict``
+    thresholds at ``f = t``, where the calibrated probability is 1/2.
 
     The pairwise loss only sees differences of scores, so ``f`` has no
-    natural zero; this threshold balances the two classes' means.
+    natural zero or scale. The label holder fits Platt's sigmoid on the
+    held-out rows of early stopping when it has both classes there (the
+    training rows otherwise). ``base`` is the constant probability when the
+    scores carry no ranking (``a = 0``), else NaN.
     """
-    return 0.5 * (f_all[state.y > 0].mean() + f_all[state.y < 0].mean())
+    rows = np.arange(len(state.y))
+    held_out = getattr(state, "validation_rows", None)
+    w = getattr(state, "w", None)
+    if held_out is not None and len(np.unique(state.y[held_out])) == 2 and (
+            w is None or (w[held_out][state.y[held_out] > 0].sum() > 0
+                          and w[held_out][state.y[held_out] < 0].sum() > 0)):
+        rows = np.asarray(held_out)
+    a, t, base = platt_scaling(f_all[rows], state.y[rows] > 0,
+                               None if w is None else w[rows])
+    return np.array([a, t, np.nan if base is None else base])

@@ -21,7 +21,7 @@ from sklearn.utils.validation import validate_data
 from .._docstrings import fill_doc
 from .. import _party_data_fit as party_data
 from ..federation import PartyData
-from ..base import check_labels_not_single_class
+from ..base import check_class_weight, check_labels_not_single_class
 from ..losses import LogisticLoss
 from ._fdskl_base import _BaseFDSKL
 from ._fdskl_docs import expand_shared_doc
@@ -160,6 +160,7 @@ __NOTES__
         weight = super()._effective_weight(y, sample_weight)
         if self.class_weight is None:
             return weight
+        check_class_weight(self.class_weight)
         per_class = compute_sample_weight(self.class_weight, np.asarray(y))
         return per_class if weight is None else per_class * weight
 

@@ -117,7 +117,12 @@ def ring_angles(values, scaled=False):
     """
     units = values if scaled else np.multiply(values, _UNITS_PER_RADIAN)
     if units.size and not (units.max() < _FAST_LIMIT and units.min() > -_FAST_LIMIT):
-        # Also refuses non-finite angles.
+        if not np.all(np.isfinite(units)):
+            raise ValueError(
+                "The random features' angles omega.x overflow float64 "
+                "(non-finite): the entries of X are too large for the kernel "
+                "width gamma. "
+                "Rescale X (e.g. StandardScaler) or lower gamma.")
         return ANGLES.encode(units / _UNITS_PER_RADIAN if scaled else values)
     return np.rint(units, out=units).astype(np.int64).astype(np.uint32)
 
@@ -343,9 +348,17 @@ def reference_features(X, partition, keys, feature_ids, receiver, basis_seed,
 def _party_moments(state):
     # gamma="scale" needs var(X): each party contributes its block's sums.
     X = state.X
-    squares = X.multiply(X).sum() if sp.issparse(X) else np.square(X).sum()
-    return np.array([X.sum(), squares, X.shape[0] * X.shape[1], X.shape[1]],
-                    dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        squares = X.multiply(X).sum() if sp.issparse(X) else np.square(X).sum()
+        out = np.array([X.sum(), squares, X.shape[0] * X.shape[1], X.shape[1]],
+                       dtype=float)
+    if not np.all(np.isfinite(out)):
+        # gamma='scale' would silently fall back to 1.0 on an inf variance.
+        raise ValueError(
+            "The sum of squares of X overflows float64, so gamma='scale' "
+            "cannot be computed: rescale X (e.g. StandardScaler) or pass "
+            "gamma explicitly.")
+    return out
 
 
 def _party_set_gamma(state, gamma):

@@ -346,8 +346,8 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         # Whole rows need no encryption at all: no key then.
         private_key, n_slots = None, 1
         if not whole_rows:
-            _, private_key = generate_keypair(
-                self.key_size, plaintext=self.encryption is None)
+            _, private_key = generate_keypair(  # fit warned of a small key
+                self.key_size, plaintext=self.encryption is None, warn=False)
             if self.packing:
                 n_slots = PackedEncoder.max_slots(self.key_size, C,
                                                   PRECISION_BITS)
@@ -439,9 +439,11 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                               Local(partial)).result()
             curve.append((out["primal"], out["dual"]))
             gap = out["gap"]
+            shown = (f"relative gap {gap:.3g}" if np.isfinite(gap) else
+                     "relative gap n/a (dual 0 before this step)")
             progress.report(
                 t, f"primal {out['primal']:.6g}, dual {out['dual']:.6g}, "
-                f"relative gap {gap:.3g} ({len(clients)} clients)",
+                f"{shown} ({len(clients)} clients)",
                 last=bool(out["stop"] or out["diverged"]))
             if out["diverged"]:
                 raise self._divergence(server, t, out)

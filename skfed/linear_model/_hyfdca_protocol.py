@@ -347,7 +347,9 @@ def server_step(server, reports, dw, partial):
     reached = bool(server.tol is not None and np.all(
         gap <= server.tol * np.maximum(D_best, 1e-300)) and np.all(D_best > 0))
     out = {"primal": float(np.sum(primal)), "dual": float(np.sum(D_best)),
-           "gap": float(np.sum(gap) / max(np.sum(D_best), 1e-300)),
+           # relative to D; undefined (inf) while D <= 0 (the first rounds)
+           "gap": (float(np.sum(gap) / np.sum(D_best)) if np.sum(D_best) > 0
+                   else float("inf")),
            "stop": False, "step": None, "fresh": fresh,
            "diverged": not (np.all(np.isfinite(sq)) and np.all(np.isfinite(
                conj_grid)) and (not complete or np.all(np.isfinite(primal))))}

@@ -160,3 +160,15 @@ def test_aligned_table_trains_a_vertical_estimator(small_group):
     assert [list(X.columns[model.partition_.columns(k)]) for k in range(3)] == \
         [["income", "debt"], ["claims"], ["visits", "basket"]]
     assert model.predict(X).shape == y.shape
+
+
+def test_on_as_a_one_element_list(small_group):
+    # pandas' merge(on=["id"]) idiom used to be a TypeError inside align.
+    tables = _tables()
+    X1, y1, p1 = align(tables, on=["cid"], label="churned", group=small_group)
+    X2, y2, p2 = align(tables, on="cid", label="churned", group=small_group)
+    pd.testing.assert_frame_equal(X1, X2)
+    pd.testing.assert_series_equal(y1, y2)
+    with pytest.raises(ValueError, match="align joins on one id column.*"
+                                         "Combine the key columns"):
+        align(tables, on=["cid", "income"], group=small_group)

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import sklearn
+from sklearn.base import clone
 from sklearn.cluster import KMeans
 from sklearn.datasets import make_blobs, make_circles
 from sklearn.metrics import normalized_mutual_info_score as nmi
@@ -453,3 +454,75 @@ def test_verbose_prints_iterations(blobs, capsys):
     out = capsys.readouterr().out
     assert "iteration 1/2:" in out and "iteration 2/2:" in out
     assert "Lanczos steps" in out
+
+
+@pytest.mark.parametrize("scale", [1e-20, 1e-100, 1e20, 1e100])
+def test_default_gamma_is_scale_invariant(blobs, fitted, scale):
+    # The moments of X scaled by 1e-20 used to fall below the ring's
+    # resolution: gamma fell back to 1.0 and the fit put rows in one cluster.
+    X, _ = blobs
+    km = FederatedKernelKMeans(4, partition=3, random_state=0).fit(X * scale)
+    assert km.gamma_ * scale ** 2 == pytest.approx(fitted.gamma_, rel=1e-9)
+    assert nmi(fitted.labels_, km.labels_) > 0.95
+
+
+def test_rows_equal_up_to_rounding_stop_the_default_gamma():
+    X = 1e12 + make_blobs(60, n_features=3, random_state=0)[0] * 1e-3
+    with pytest.raises(Exception, match="center X .* or pass gamma"):
+        FederatedKernelKMeans(2, max_iter=2, partition=3).fit(X)
+
+
+def test_transform_is_the_distance_to_each_center(blobs, fitted):
+    # As KMeans.transform: distances to the centers, in the embedding where
+    # they live; predict is their argmin and score the opposite of the sum
+    # of the smallest squares.
+    X, _ = blobs
+    D = fitted.transform(X[:50])
+    assert D.shape == (50, 4)
+    np.testing.assert_array_equal(np.argmin(D, axis=1), fitted.predict(X[:50]))
+    assert fitted.score(X[:50]) == pytest.approx(-np.sum(D.min(axis=1) ** 2))
+    pipe = make_pipeline(FederatedKernelKMeans(4, partition=3, random_state=0))
+    out = pipe.set_output(transform="pandas").fit_transform(X)
+    assert list(out.columns) == [f"federatedkernelkmeans{j}" for j in range(4)]
+    np.testing.assert_allclose(out.to_numpy(), fitted.transform(X))
+    frame = clone(fitted).set_output(transform="pandas").fit(X).transform(X[:3])
+    assert list(frame.columns) == list(out.columns)
+
+
+def test_sparse_input_gives_the_dense_result():
+    import scipy.sparse as sp
+
+    # Blobs whose small entries are zero: structure, and half the entries
+    # stored. The sums of the default gamma differ in rounding only.
+    X, y = make_blobs(150, n_features=10, centers=3, random_state=0)
+    X = np.where(np.abs(X) > 4, X, 0.0)
+    Xs = sp.csr_matrix(X)
+    assert Xs.nnz < 0.7 * X.size
+    sparse = FederatedKernelKMeans(3, partition=2, max_iter=20,
+                                   random_state=0).fit(Xs)
+    dense = FederatedKernelKMeans(3, partition=2, max_iter=20,
+                                  random_state=0).fit(X)
+    assert sparse.gamma_ == pytest.approx(dense.gamma_, rel=1e-12)
+    assert nmi(sparse.labels_, dense.labels_) == pytest.approx(1.0)
+    np.testing.assert_allclose(sparse.transform(Xs), dense.transform(X),
+                               rtol=1e-6, atol=1e-8)
+
+
+def test_sample_weight_gives_the_heavy_blob_its_own_cluster():
+    # Three blobs, two clusters: the blob whose rows weigh 30 times more
+    # keeps a center of its own; the two light ones share the other. There
+    # was no sample_weight; equal weights change nothing.
+    X, y = make_blobs(180, centers=[[0, 0], [6, 0], [3, 5]], cluster_std=0.7,
+                      random_state=0)
+    kw = dict(n_components=3, partition=3, random_state=0)
+    for heavy in range(3):
+        w = np.where(y == heavy, 30.0, 1.0)
+        labels = FederatedKernelKMeans(2, **kw).fit_predict(X, sample_weight=w)
+        alone = set(labels[y == heavy])
+        others = set(labels[y != heavy])
+        assert len(alone) == 1 and len(others) == 1 and alone != others
+    plain = FederatedKernelKMeans(2, **kw).fit(X)
+    equal = FederatedKernelKMeans(2, **kw).fit(X, sample_weight=np.full(180, 3.0))
+    np.testing.assert_array_equal(plain.labels_, equal.labels_)
+    with pytest.raises(ValueError, match="(?i)non-zero|sums to 0"):
+        FederatedKernelKMeans(2, **kw).fit(X, sample_weight=np.zeros(180))

@@ -63,3 +63,23 @@ def test_bad_key_sizes_are_refused():
         check_key_size(2048.0)
     with pytest.raises(ValueError, match="allow_insecure_keys"):
         skfed.set_config(allow_insecure_keys="yes")
+
+
+@pytest.mark.parametrize("make", ["secureboost", "hyfdca"])
+def test_estimators_warn_once_at_the_line_that_called_fit(make):
+    # The warning used to point into skfed's own files (the party thread
+    # that makes the key), where a user cannot silence it by location.
+    from skfed.ensemble import SecureBoostClassifier
+    from skfed.linear_model import HyFDCAClassifier
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 4)), np.arange(40) % 2
+    clf = (SecureBoostClassifier(n_estimators=1, max_depth=1, key_size=1024)
+           if make == "secureboost" else
+           HyFDCAClassifier([[0, 1], [2, 3]], key_size=1024, max_iter=1))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.fit(X, y)
+    keys = [w for w in caught if issubclass(w.category, InsecureKeyWarning)]
+    assert len(keys) == 1
+    assert keys[0].filename == __file__

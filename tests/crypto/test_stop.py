@@ -22,15 +22,15 @@ def test_parallel_map_stops_between_blocks(monkeypatch, n_jobs):
     def work(state):
         return _parallel.parallel_map(slow_block, list(range(2000)), n_jobs)
 
-    start = time.monotonic()
     with pytest.raises(PartyError, match="PartyStopped"):
         with Federation({"a": {}}) as fed:
             future = fed["a"].call(work, phase="encrypt")
             time.sleep(0.2)
             fed.request_stop()
             future.result(timeout=5)
-    assert time.monotonic() - start < 2.0
-    assert len(done) < 2000  # stopped well before the end (4 s of work)
+    # Event-based: the work (4 s of sleeps, however loaded the machine) did
+    # not run to its end (a stop that never came also times the result out).
+    assert len(done) < 2000
 
 
 def test_outside_a_party_nothing_stops():

@@ -118,3 +118,43 @@ def test_in_process_shares_and_consolidation(kind):
     got = getattr(active, method)(X[:, active.columns], ask)
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(getattr(model.consolidate(), method)(X), expected)
+
+
+def test_shares_of_another_fit_or_edited_are_refused(fitted):
+    # A passive share from another fit, or NaN / shifted thresholds, used to
+    # give other predictions silently (29/120 and 63/120 labels changed).
+    import copy
+
+    X, clf = fitted
+    shares = clf.export_shares()
+    assert len({s.model for s in shares}) == 1
+    assert {s.model for s in clf.export_shares()} == {shares[0].model}
+    other = SecureBoostClassifier(
+        n_estimators=5, max_depth=3, encryption=None, random_state=0,
+        partition=3).fit(X, clf.predict(X))
+    foreign = other.export_shares()
+    assert foreign[1].model != shares[1].model
+    with pytest.raises(ValueError, match="share of party 1 is of another fit"):
+        consolidate_shares([shares[0], foreign[1], shares[2]])
+    active = shares[0]
+    X_own = {s.party: X[:, s.columns] for s in shares}
+    with pytest.raises(ValueError, match="of another fit"):
+        active.decision_function(X_own[0], lambda p, r, rows: foreign[p].answer(
+            X_own[p], r, rows, model=active.model))
+    for edit in ("nan", "shift"):
+        edited = copy.deepcopy(shares[1])
+        edited.table[0, 1] = np.nan if edit == "nan" else edited.table[0, 1] + 0.5
+        with pytest.raises(ValueError, match="fails its integrity check"):
+            consolidate_shares([shares[0], edited, shares[2]])
+        with pytest.raises(ValueError, match="fails its integrity check"):
+            edited.answer(X_own[1], [0], [0])
+    edited = copy.deepcopy(active)
+    edited.baseline = edited.baseline + 1.0
+    with pytest.raises(ValueError, match="party 0 fails its integrity check"):
+        edited.decision_function(X_own[0], lambda p, r, rows: shares[p].answer(
+            X_own[p], r, rows))
+    # Untouched shares of one fit still predict as the model.
+    np.testing.assert_allclose(
+        active.decision_function(X_own[0], lambda p, r, rows: shares[p].answer(
+            X_own[p], r, rows, model=active.model))[:, 0],
+        clf.decision_function(X))

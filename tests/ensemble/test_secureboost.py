@@ -366,3 +366,22 @@ def test_ou_ciphertexts_are_under_the_active_partys_ou_key(paillier_fit):
     assert len(keys) == 1
     expected = OUPublicKey if model.encryption == "ou" else PaillierPublicKey
     assert isinstance(keys.pop(), expected)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_sparse_input_gives_the_dense_model(fmt):
+    # SecureBoost used to refuse sparse X (the a9a-like data it is fast on
+    # is sparse). A sparse block's zeros are values, binned as 0.0 is.
+    import scipy.sparse as sp
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(200, 8, random_state=0)
+    X = np.where(np.abs(X) > 0.8, X, 0.0)
+    Xs = sp.csr_matrix(X).asformat(fmt)
+    params = dict(n_estimators=3, max_depth=3, encryption=None, random_state=0)
+    dense = SecureBoostClassifier([[0, 1, 2, 3], [4, 5, 6, 7]], **params).fit(X, y)
+    sparse = SecureBoostClassifier([[0, 1, 2, 3], [4, 5, 6, 7]], **params).fit(Xs, y)
+    np.testing.assert_array_equal(sparse.decision_function(Xs),
+                                  dense.decision_function(X))
+    np.testing.assert_array_equal(sparse.predict(Xs), dense.predict(X))
+    np.testing.assert_array_equal(sparse.predict(X), dense.predict(Xs))

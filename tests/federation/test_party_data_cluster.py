@@ -9,6 +9,8 @@ Two parties (two nodes) and a small table keep the module to a few seconds
 beyond the cluster's start.
 """
 
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -152,23 +154,57 @@ def _save_and_reload(models, new_paths, placement, gets, directory):
             folder = directory / name
             folder.mkdir()
             driver_file = str(folder / "driver.joblib")
+            # An earlier save of the same model: another fingerprint (the
+            # estimator records the seal of its latest save).
+            again = directory / f"{name}-again"
+            again.mkdir()
+            data.save_shares(model, again)
             saved[name] = (folder, data.save_shares(model, folder, driver_file),
-                           driver_file)
+                           driver_file, again)
         shutdown_homes()
         ray.get = gets
         try:
             # One load serves all (SecureBoost's, which allows NaN, last).
             data = PartyData(new_paths)
             for name, (_, model, _, _, _) in reversed(list(models.items())):
-                folder, paths, driver_file = saved[name]
+                folder, paths, driver_file, again = saved[name]
                 # The driver's part: from its file, or the stale estimator.
                 driver = driver_file if name == "SecureBoostClassifier" else model
+                refused = _refused_loads(data, driver, folder, again, directory / name)
                 loaded = data.load_shares(driver, folder)
                 out[name] = (loaded, loaded.decision_function(data), paths,
-                             driver_file)
+                             driver_file, refused)
         finally:
             ray.get = gets.original
     return out
+
+
+def _refused_loads(data, driver, folder, again, scratch):
+    """The errors of loads from doctored folders: party1's file from another
+    save of the model, then party1's values changed and sealed anew."""
+    import shutil
+
+    import joblib
+
+    from skfed.federation._fingerprint import seal
+
+    errors = {}
+    mixed = scratch / "mixed"
+    shutil.copytree(folder, mixed)
+    shutil.copy(again / "party1.joblib", mixed / "party1.joblib")
+    edited = scratch / "edited"
+    shutil.copytree(folder, edited)
+    record = joblib.load(edited / "party1.joblib")
+    values = pickle.loads(record["payload"])
+    values = [np.where(np.isfinite(v), v + 0.5, v) if isinstance(v, np.ndarray)
+              and v.dtype.kind == "f" else v for v in values]
+    joblib.dump(seal(values, "party1", record["model"])[0],
+                edited / "party1.joblib")
+    for case, where in [("another save", mixed), ("edited", edited)]:
+        with pytest.raises(skfed.federation.PartyError) as exc:
+            data.load_shares(driver, where)
+        errors[case] = str(exc.value)
+    return errors
 
 
 def _node_id(home):
@@ -253,7 +289,7 @@ def test_shares_saved_at_home_load_back_at_new_homes(fits):
     from skfed.federation._remote import RemoteValue, leaves
 
     asked = {ref.hex() for ref in fits["gets"].refs}
-    for name, (loaded, predicted, paths, driver_file) in fits["reloaded"].items():
+    for name, (loaded, predicted, paths, driver_file, _) in fits["reloaded"].items():
         assert sorted(paths) == PARTIES
         # Same scores as the model before its homes were shut down.
         np.testing.assert_array_equal(predicted, fits["models"][name][2])
@@ -272,6 +308,18 @@ def test_shares_saved_at_home_load_back_at_new_homes(fits):
                 if isinstance(leaf, (RemoteValue, SavedShare))]
         assert len(part) == len(shares)
         assert all(isinstance(leaf, SavedShare) for leaf in part)
-    # A passive party's SecureBoost file holds its own lookup table.
-    records = joblib.load(fits["reloaded"]["SecureBoostClassifier"][2]["party1"])
+    # A passive party's SecureBoost file holds its own lookup table, sealed.
+    record = joblib.load(fits["reloaded"]["SecureBoostClassifier"][2]["party1"])
+    records = pickle.loads(record["payload"])
     assert records and all(len(r) == 3 for r in records[0])
+
+
+def test_shares_of_another_save_or_edited_are_refused(fits):
+    # A passive party's share from another fit used to load silently (29/120
+    # SecureBoost labels changed), as did shifted thresholds or another
+    # fit's FDSKL key: every file now carries the model's fingerprint and a
+    # digest the driver recorded at save.
+    for name, (*_, refused) in fits["reloaded"].items():
+        assert "party1" in refused["another save"], name
+        assert "saved from another model or another save" in refused["another save"]
+        assert "fails its integrity check" in refused["edited"], name

@@ -112,8 +112,9 @@ def test_synchronous_fit_equals_central_reference(q, active):
         if k not in active:
             assert len(est.coefficient_stores_[k]) == 0
     f = sum(Z[a] @ w[a] for a in active)
-    expected_threshold = 0.5 * (f[y == 1].mean() + f[y == 0].mean())
+    slope, expected_threshold, _ = protocol.platt_scaling(f, y == 1)
     assert est.threshold_ == pytest.approx(expected_threshold)
+    assert est.calibration_slope_ == pytest.approx(slope)
     # prediction on the training rows recomputes the same features
     np.testing.assert_allclose(est.decision_function(X), f - expected_threshold,
                                atol=1e-9)
@@ -419,8 +420,10 @@ def test_forced_divergence_ends_in_a_clear_error(asynchronous):
         est.fit(X, y)
     assert "learning_rate=20" in str(info.value)
     kept = info.value.estimator
-    scores = kept.decision_function(X)
-    assert np.all(np.isfinite(scores)) and np.abs(scores).max() < 1e3
+    # The kept iterate's raw scores f are sane (threshold_ is Platt's: far
+    # off when a weak early iterate barely ranks the rows).
+    f = kept.decision_function(X) + kept.threshold_
+    assert np.all(np.isfinite(f)) and np.abs(f).max() < 1e3
     assert kept.n_iter_ < info.value.step
 
 
@@ -457,3 +460,99 @@ def test_early_stopping_stays_with_the_active_parties():
         m.phase for m in rec.messages}
     # Every message, the validation ones included, obeys the contract.
     assert check_messages(est, rec.messages, X, y) == []
+
+
+def test_batch_size_is_capped_at_the_training_rows():
+    # batch_size=1e6 on 60 rows used to draw a million pairs per update
+    # (minutes); a batch larger than the rows is the batch of all of them.
+    X, y = _data(n=60)
+    params = dict(SMALL, max_iter=3, early_stopping=False, random_state=0)
+    capped = AVFKAMRanker(2, **{**params, "batch_size": 10**6}).fit(X, y)
+    rows = AVFKAMRanker(2, **{**params, "batch_size": 60}).fit(X, y)
+    np.testing.assert_array_equal(capped.decision_function(X),
+                                  rows.decision_function(X))
+
+
+def _platt_reference(f, positive):
+    """Platt's fit by a plain grid-free Newton method, independently."""
+    n_pos, n_neg = positive.sum(), (~positive).sum()
+    t = np.where(positive, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))
+    a, b = 0.0, 0.0
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-(a * f + b)))
+        g = np.array([(p - t) @ f, (p - t).sum()])
+        w = p * (1 - p)
+        H = np.array([[w @ (f * f), w @ f], [w @ f, w.sum()]])
+        a, b = np.array([a, b]) - np.linalg.solve(H, g)
+    return a, -b / a
+
+
+def test_platt_scaling_matches_a_newton_fit():
+    rng = np.random.default_rng(0)
+    positive = rng.random(300) < 0.1
+    f = rng.normal(size=300) + 1.5 * positive
+    a, t, base = protocol.platt_scaling(f * 7.0 + 3.0, positive)
+    a_ref, t_ref = _platt_reference(f, positive)
+    assert a * 7.0 == pytest.approx(a_ref, rel=1e-4)
+    assert (t - 3.0) / 7.0 == pytest.approx(t_ref, rel=1e-4, abs=1e-4)
+    # Scores that rank the negatives higher carry no usable signal.
+    a, t, base = protocol.platt_scaling(-f, positive)
+    assert a == 0.0 and base == pytest.approx((positive.sum() + 1) / 302)
+    assert t > (-f).max()
+
+
+def test_predict_matches_the_calibrated_probability_on_imbalanced_data():
+    # At a 6% positive rate predict used to mark 24% of rows positive (the
+    # midpoint of the classes' mean scores); there was no predict_proba.
+    X, y = make_classification(600, 8, n_informative=4, weights=[0.94],
+                               flip_y=0.01, random_state=1)
+    X = StandardScaler().fit_transform(X)
+    Xtr, Xte, ytr, yte = X[:400], X[400:], y[:400], y[400:]
+    est = AVFKAMRanker(2, random_state=0, **{**SMALL, "max_iter": 300}).fit(Xtr, ytr)
+    proba = est.predict_proba(Xte)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    pred = est.predict(Xte)
+    np.testing.assert_array_equal(pred == 1, proba[:, 1] > 0.5)
+    assert pred.mean() <= yte.mean() + 0.02
+    assert abs(proba[:, 1].mean() - yte.mean()) < 0.05
+    # The ranking (and the AUC score) is that of decision_function.
+    assert roc_auc_score(yte, proba[:, 1]) == pytest.approx(est.score(Xte, yte))
+
+
+def test_weighted_pairs_are_drawn_in_proportion_to_their_weights():
+    class State:
+        pass
+
+    state = State()
+    state.y = np.array([1.0, 1.0, 1.0, -1.0, -1.0])
+    state.w = np.array([1.0, 3.0, 0.0, 2.0, 2.0])
+    protocol.plan_steps(state, 0, 4000, 1, np.arange(4), 0)
+    rows, _ = protocol._draw(state, np.random.RandomState(0), 4)
+    positives, negatives = np.bincount(rows[:4000], minlength=5), \
+        np.bincount(rows[4000:], minlength=5)
+    assert positives[2] == 0 and abs(positives[1] / 4000 - 0.75) < 0.03
+    assert abs(negatives[3] / 4000 - 0.5) < 0.03
+
+
+def test_sample_weight_chooses_which_rows_the_ranking_follows():
+    # Two halves with the same features and opposite labels: unweighted,
+    # no ranking fits both; weighting one half out, the model ranks the
+    # other one (there was no sample_weight).
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(240, 3))
+    half = np.arange(240) < 120
+    y = np.where(half, X[:, 0] > 0, X[:, 0] < 0).astype(int)
+    params = dict(SMALL, max_iter=300, early_stopping=False, random_state=0)
+    auc = {}
+    for name, w in (("first", half * 1.0), ("second", (~half) * 1.0)):
+        est = AVFKAMRanker(2, **params).fit(X, y, sample_weight=w)
+        s = est.decision_function(X)
+        auc[name] = (roc_auc_score(y[half], s[half]), roc_auc_score(y[~half], s[~half]))
+    assert auc["first"][0] > 0.9 and auc["first"][1] < 0.1
+    assert auc["second"][1] > 0.9 and auc["second"][0] < 0.1
+    # Equal weights are the unweighted model.
+    a = AVFKAMRanker(2, **params).fit(X, y, sample_weight=np.full(240, 2.0))
+    b = AVFKAMRanker(2, **params).fit(X, y)
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+    with pytest.raises(ValueError, match="0 on every positive row"):
+        AVFKAMRanker(2, **params).fit(X, y, sample_weight=(y == 0) * 1.0)
