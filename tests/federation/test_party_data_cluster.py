@@ -65,8 +65,11 @@ class _DriverGets:
 
 def _estimators():
     return {
+        # 40 rows: below the default min_passive_rows (64) the passive
+        # party would reveal no sum and hold no lookup table to save
         "SecureBoostClassifier": SecureBoostClassifier(
-            n_estimators=2, max_depth=2, key_size=512, random_state=0),
+            n_estimators=2, max_depth=2, key_size=512, random_state=0,
+            min_passive_rows=0),
         "FDSKLClassifier": FDSKLClassifier(
             max_iter=4, batch_size=16, n_components_per_iter=8, random_state=0),
         "AVFKAMRanker": AVFKAMRanker(
