@@ -3,7 +3,8 @@
 :class:`Protocol` strings the party functions of :mod:`._hyfdca_protocol`
 into the steps of a round (the point's weights by secure aggregation,
 Algorithm 2 SecureInnerProduct, the local dual method with its direction's
-weights by secure aggregation, the objective reports, the step);
+weights by secure aggregation, the objective reports by secure aggregation,
+the step);
 :class:`Participation` is the server's choice of clients per round. The
 estimator's ``_algorithm_1`` calls these in the order of Algorithm 1.
 """
@@ -16,6 +17,7 @@ import numpy as np
 from ..federation import Local
 from ..federation.secure_sum import RingEncoder, secure_sum
 from . import _hyfdca_protocol as P
+from ._hyfdca_reports import client_report, report_bound
 
 __all__ = ["SERVER", "client_name", "Participation", "Protocol"]
 
@@ -243,13 +245,24 @@ class Protocol:
         return reporters
 
     def reports(self, clients, grid):
-        """One participant per row group reports its loss/conjugate sums."""
+        """The row groups' objective reports, summed securely: the first
+        participant of each row group shares the changes of its group's
+        loss and conjugate sums (:mod:`._hyfdca_reports`); the server
+        learns their total over the row groups taking part, and which row
+        groups those are. With one row group taking part the sum has one
+        term (its own phase, declared as such in the contract)."""
         reporters = self._reporters(clients)
-        messages = self._local(list(reporters.values()), P.client_report, grid)
-        self._to_server("objective report", messages)
-        stash = self.server.call(P.server_run, P.server_take,
-                                 "objective report").result()
-        return {self.row_group[k]: report for k, report in stash.items()}
+        groups = sorted(reporters)
+        bound = self.server.call(report_bound).result()
+        members = [client_name(reporters[r]) for r in groups]
+        name = "objective report" if len(members) > 1 else (
+            "objective report/alone")
+        encoder = RingEncoder.for_bound(bound, n_terms=len(members))
+        total = secure_sum(
+            self.fed, members, SERVER, client_report, grid, bound,
+            encoder.frac_bits, phase=name, encoder=encoder,
+            sender=SERVER).result()
+        return total, encoder.frac_bits, groups
 
     def apply_step(self, clients, gammas, accept):
         """Server -> participants: the step length (and whether the step is

@@ -14,9 +14,16 @@ What remains, declared below rather than hidden:
 - A column group with a single client taking part in a round (a vertical
   split, or partial participation leaving one row group) has a one-term
   sum: the server sees that client's weight change, as in the paper.
-- One client per row group reports plaintext sums over the group's rows
-  (losses, conjugates along the direction), for the objective and the line
-  search.
+- The objective and the line search need loss and conjugate sums over
+  the rows. One client per row group shares its group's part in a secure
+  sum: the server learns the totals over the row groups taking part (over
+  all rows when every row group takes part, the default), never one row
+  group's. A round in which a single row group takes part (partial
+  participation, or one row group holding every row) is a one-term sum:
+  the server sees that group's sums, declared as an ``Aggregate`` over at
+  least ``min_rows`` rows; the same round shows it the group's weight
+  change alone too. :func:`~._hyfdca_reports_attack.report_inversion`
+  measures what the report series gives away.
 - The clients learn, for their rows, the full inner products ``x_i^T w``
   and squared norms (hence their partners' parts, by subtraction), as in
   the paper.
@@ -56,8 +63,8 @@ def hyfdca_contract(min_rows=1):
     Parameters
     ----------
     min_rows : int, default=1
-        Rows of the smallest row group: the objective reports are sums over
-        at least that many rows.
+        Rows of the smallest row group: a report the server sees alone (one
+        row group taking part) is a sum over at least that many rows.
     """
     rules = [
         Rule("setup/scale", "client", "server",
@@ -103,16 +110,31 @@ def hyfdca_contract(min_rows=1):
               Public("binary exponent bounding this round's inner-product "
                      "parts", dtype="i")),
              note="a client never receives weights of other columns"),
-        Rule("objective report", "client", "server",
-             (Aggregate(min_rows, "per task: the loss sum over the row "
-                        "group's rows at the round's w, and its conjugate "
-                        "sums at the line search's step lengths",
-                        dtype="f"),),
-             note="one reporter per row group"),
         Rule("step", "server", "client",
              (Public("step length per task", dtype="f"),
               Public("whether the step is taken, per task", dtype="b")),),
     ]
+    # The objective reports: one reporter per row group shares its group's
+    # changes of the loss and conjugate sums; the server decodes only their
+    # total over the row groups taking part (a plaintext per-group report,
+    # as before issue 25, is an undeclared phase).
+    request = (Public("the line search's step lengths", dtype="f"),
+               Public("the public bound of a report entry (from w, the "
+                      "agreed scale and N)", dtype="f"),
+               Public("fractional bits of the ring encoding", dtype="i"))
+    rules.append(Rule("objective report/request", "server", "client",
+                      request))
+    rules += secure_sum_rules("objective report", "client", "server")
+    rules.append(Rule("objective report/alone/request", "server", "client",
+                      request))
+    rules.append(Rule(
+        "objective report/alone/upload", "client", "server",
+        (Aggregate(min_rows, "per task: one row group's changes of its loss "
+                   "and conjugate sums, alone: a single row group takes part "
+                   "this round (every row, on a vertical split)", dtype="u"),),
+        note="partial participation leaving one row group, whose weight "
+             "change the server sees alone too; the whole data set when "
+             "there is one row group"))
     for phase in WEIGHT_SUM_PHASES:
         what = ("momentum (the point's shift)" if phase == "point"
                 else "the curvature scale per task")

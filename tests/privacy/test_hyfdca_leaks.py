@@ -51,7 +51,12 @@ def _relative_errors(fitted, messages, X=X, y=Y):
 def test_clean_default_fit_satisfies_the_contract(partition):
     fitted, messages = _fit_recorded(HyFDCAClassifier(partition, **SMALL))
     phases = {m.phase for m in messages}
-    assert {"objective report", "step", "primal weights"} <= phases
+    assert {"step", "primal weights"} <= phases
+    # The objective reports reach the server as one secure sum over the row
+    # groups; only with a single row group is there no one to sum with.
+    alone = isinstance(partition, VerticalPartition)
+    assert ("objective report/alone/upload" in phases) == alone
+    assert ("objective report/upload" in phases) != alone
     assert check_messages(fitted, messages, X, Y) == []
 
 
@@ -145,11 +150,13 @@ def test_forged_messages_are_reported():
     fitted, messages = _fit_recorded(HyFDCAClassifier(
         HybridPartition(2, 2), max_iter=3, tol=None, **SMALL))
     part = fitted.partition_
-    reporter = next(m.sender for m in messages if m.phase == "objective report")
+    reporter = next(m.sender for m in messages
+                    if m.phase == "objective report/upload")
     rows = part.client_rows(int(reporter[len("client"):]))
     labels = (Y[rows] == 1).astype(float)  # the reporter's labels
     raw = X[np.ix_(part.client_rows(1), part.client_columns(1))]
-    i = next(i for i, m in enumerate(messages) if m.phase == "objective report")
+    i = next(i for i, m in enumerate(messages)
+             if m.phase == "objective report/upload")
     j = next(i for i, m in enumerate(messages) if m.phase == "step")
     report = messages[i]
     forged = list(messages)
@@ -165,11 +172,19 @@ def test_forged_messages_are_reported():
     assert "payload element" in by_index[j]
     assert "undeclared phase 'gossip'" in by_index[len(forged) - 1]
     # The semantic check names the labels and the raw column themselves
-    # when they ride inside a declared element.
-    forged[i] = report._replace(payload=((report.payload[0], labels),))
+    # when they ride inside a declared element (the report's upload is
+    # masked: here the labels ride on its request to the other row group).
+    forged[i] = report
+    q = next(i for i, m in enumerate(messages)
+             if m.phase == "objective report/request"
+             and m.receiver != reporter)
+    request = messages[q]
+    forged[q] = request._replace(payload=(
+        (request.payload[0], labels),) + request.payload[1:])
     step = messages[j]
     forged[j] = step._replace(receiver="client2", payload=(
         (step.payload[0], raw[:, 0]),) + step.payload[1:])
     violations = check_messages(fitted, forged, X, Y)
-    assert f"{reporter}'s labels" in _found(violations, "objective report")
+    assert f"{reporter}'s labels" in _found(violations,
+                                            "objective report/request")
     assert "client1's columns" in _found(violations, "step")
