@@ -180,5 +180,6 @@ class HyFDCAPrivacyMixin:
 
     def _privacy_attacks(self):
         from ._hyfdca_attacks import row_reconstruction
+        from ._hyfdca_reports_attack import report_inversion
 
-        return [row_reconstruction]
+        return [row_reconstruction, report_inversion]
