@@ -30,8 +30,9 @@ One round (Algorithm 1 with the practical local method, Algorithm 5):
    when clients hold whole rows: they compute it themselves.
 4. LocalDualMethod: every client computes its rows' dual direction and
    sends its part of the direction's change of ``w`` by secure
-   aggregation; one client per row group reports two kinds of sums over
-   its rows (losses, and conjugates along the direction).
+   aggregation; one client per row group shares two kinds of sums over
+   its rows (losses, and conjugates along the direction) by secure
+   aggregation too: the server learns only their totals.
 5. The server computes ``P`` and ``D`` exactly, stops when the gap is
    below ``tol``, else chooses the step length by line search on ``D``
    and sends it; the clients move their duals, the server its ``w``.

@@ -22,7 +22,8 @@ What remains, declared below rather than hidden:
   participation, or one row group holding every row) is a one-term sum:
   the server sees that group's sums, declared as an ``Aggregate`` over at
   least ``min_rows`` rows; the same round shows it the group's weight
-  change alone too. :func:`~._hyfdca_reports_attack.report_inversion`
+  change alone too. ``report_inversion``
+  (:mod:`._hyfdca_reports_attack`)
   measures what the report series gives away.
 - The clients learn, for their rows, the full inner products ``x_i^T w``
   and squared norms (hence their partners' parts, by subtraction), as in

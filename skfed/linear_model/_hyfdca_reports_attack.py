@@ -25,7 +25,11 @@ linear assignment (in the attacker's favour), each row by the series that
 serves the attacker best: ``median_relative_error`` (``||x_hat - x|| /
 ||x||``, capped at 1, median over the group's rows; chance: the group's
 mean row as the guess) and ``label_accuracy`` (chance: the group's
-majority label).
+majority label). The assignment favours the attacker most in few
+dimensions: there even rough estimates land near some row. A series with
+more unknowns (rows times weights) than ``_MAX_RATIO`` times its reports,
+or than ``_MAX_UNKNOWNS``, is far underdetermined and not fitted: its rows
+score error 1 and the majority label.
 """
 
 # Authors: The skfed developers
@@ -251,6 +255,7 @@ def report_inversion(estimator, messages, X, y=None, **fit_params):
     # series that cover it.
     errors = np.ones(len(X))
     read = np.zeros(len(X))
+    covered = np.zeros(len(X), dtype=bool)
     for rows, W, L in report_series(estimator, messages):
         unknowns = len(rows) * W.shape[1]
         if len(W) == 0 or unknowns > min(_MAX_UNKNOWNS, _MAX_RATIO * len(W)):
@@ -260,6 +265,7 @@ def report_inversion(estimator, messages, X, y=None, **fit_params):
         better = e < errors[rows]
         errors[rows[better]] = e[better]
         read[rows] = np.maximum(read[rows], r)
+        covered[rows] = True
     out = []
     for r in range(partition.n_row_groups):
         members = partition.clients_of_row_group(r)
@@ -274,8 +280,10 @@ def report_inversion(estimator, messages, X, y=None, **fit_params):
                               "rows of the row group, from the objective "
                               "reports", "median_relative_error",
                               np.median(errors[own]), mean_error))
+        # rows no series was fitted for: the attacker guesses the majority
+        accuracy = np.mean(read[own]) if np.all(covered[own]) else majority
         out.append(attack_row("report_inversion", "server", victim,
                               "labels of the row group, from the objective "
-                              "reports", "label_accuracy",
-                              np.mean(read[own]), majority))
+                              "reports", "label_accuracy", accuracy,
+                              majority))
     return out
