@@ -69,7 +69,9 @@ def report_bound(server):
         a = 2.0 * (4.0 * math.sqrt(server.N) + 1.0
                    + 3.0 * row_norm / math.sqrt(server.lam))
         per_row = max(0.5 * (1.0 + m) ** 2, a + 0.5 * a * a)
-    bound = 2.0 * server.N * per_row * _HEADROOM
+    # At least 1: the rounding errors travel scaled to [-1, 1] in the same
+    # ring (a tiny total weight would otherwise leave them no room).
+    bound = max(2.0 * server.N * per_row * _HEADROOM, 1.0)
     return float(min(bound, _LARGEST)) if math.isfinite(bound) else _LARGEST
 
 
