@@ -69,8 +69,9 @@ Choices where the paper is silent or loose, and where skfed departs:
 
 What each party learns (see the user guide for the measured audit): the
 server sees ciphertexts of the inner products and squared norms, one
-sum per column group of the clients' weight changes, the per-row-group
-loss and conjugate sums, and the model ``w``; client ``k`` sees the
+sum per column group of the clients' weight changes, the loss and
+conjugate sums totalled over the row groups (a secure sum; one row
+group's only in a round where it takes part alone), and the model ``w``; client ``k`` sees the
 margins, squared norms and duals of its own rows and the weights of its
 own columns.
 
