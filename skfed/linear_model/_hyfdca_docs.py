@@ -26,8 +26,10 @@ One round (Algorithm 1 with the practical local method, Algorithm 5):
    per column group. It sends each client the weights of its columns.
 3. SecureInnerProduct (Algorithm 2): each client encrypts
    ``x_{k,i}^T w_k`` for its rows; the server adds the parts of each
-   row and returns ``enc(x_i^T w)``, which the clients decrypt. Skipped
-   when clients hold whole rows: they compute it themselves.
+   row and returns ``enc(x_i^T w)`` to one client of the row group,
+   which decrypts it and sends ``x_i^T w`` to its partners (one
+   decryption per row group). Skipped when clients hold whole rows: they
+   compute it themselves.
 4. LocalDualMethod: every client computes its rows' dual direction and
    sends its part of the direction's change of ``w`` by secure
    aggregation; one client per row group shares two kinds of sums over

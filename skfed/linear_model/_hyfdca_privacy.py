@@ -27,7 +27,9 @@ What remains, declared below rather than hidden:
   measures what the report series gives away.
 - The clients learn, for their rows, the full inner products ``x_i^T w``
   and squared norms (hence their partners' parts, by subtraction), as in
-  the paper.
+  the paper. One client per row group decrypts the inner products and
+  sends them to its partners (one decryption per row group, not per
+  client).
 - With ``sample_weight``: every client learns the total weight of all rows
   (the objective divides by it) and the server the binary order of
   magnitude of each row group's total weight. A row's weight stays with the
@@ -105,7 +107,17 @@ def hyfdca_contract(min_rows=1):
              note="Algorithm 2: encrypted, or the server could solve "
                   "B = W x_i for the row"),
         Rule("inner products", "server", "client",
-             (Ciphertext("client", "x_i^T w summed over the row's clients"),)),
+             (Ciphertext("client", "x_i^T w summed over the row's clients"),),
+             note="to one client per row group, which decrypts"),
+        Rule("inner products/shared", "client", "client",
+             (Inherent("x_i^T w of the row group's rows, decrypted by one "
+                       "of its clients for its partners, who learn them "
+                       "in the paper too (each decrypts them there)",
+                       dtype="f", exempt=("columns",)),),
+             note="between clients of one row group only; a sum of the "
+                  "sender's and the receiver's parts, so it may correlate "
+                  "with the sender's columns exactly as the decrypted sum "
+                  "did"),
         Rule("primal weights", "server", "client",
              (OwnShare("the weights of the client's own columns"),
               Public("binary exponent bounding this round's inner-product "

@@ -75,7 +75,7 @@ def client_state(X, Y, weights, private_key, *, loss, lam, n_samples,
         "rng": np.random.RandomState(seed), "n_jobs": n_jobs,
         "n_slots": n_slots, "n_holders": n_holders,
         "A": zeros, "A_prev": zeros.copy(), "point": zeros.copy(),
-        "margins": zeros.copy(), "direction": zeros.copy(),
+        "margins": zeros.copy(), "xw": None, "direction": zeros.copy(),
         "w": np.zeros((X.shape[1], n_tasks)), "sqnorm": None,
         "scale_exponent": None, "crypto_seconds": 0.0,
         # the reporter's sums at its last report (see _hyfdca_reports)
@@ -249,8 +249,19 @@ def client_partial_inner_products(client):
 
 
 def client_receive_inner_products(client, enc_xw):
-    xw = _decrypt(client, enc_xw, client.margins.shape)
-    client.margins = client.Y * xw
+    """The row group's decrypting client: enc(x_i^T w) -> its margins."""
+    client_set_inner_products(
+        client, _decrypt(client, enc_xw, client.margins.shape))
+
+
+def client_inner_products(client):
+    """x_i^T w of the client's rows (to its row-group partners)."""
+    return client.xw.copy()
+
+
+def client_set_inner_products(client, xw):
+    client.xw = np.asarray(xw, dtype=np.float64)
+    client.margins = client.Y * client.xw
 
 
 def client_local_inner_products(client):

@@ -277,6 +277,17 @@ def test_messages_of_an_encrypted_round():
         for m in by_phase[phase]:
             (payload,) = m.payload
             assert isinstance(payload, EncryptedArray)
+    # The row groups' sums go to one client per row group, which decrypts
+    # and shares them with its partners: one decryption per row group.
+    rounds = clf.n_iter_ + 1  # the last w is evaluated once more
+    returned = [m for m in by_phase["inner products"] if m.sender == "server"]
+    assert len(returned) == part.n_row_groups * rounds
+    for m in by_phase["inner products/shared"]:
+        assert (part.client_cell(int(m.sender[len("client"):]))[0]
+                == part.client_cell(int(m.receiver[len("client"):]))[0])
+        assert m.payload[0].dtype.kind == "f"
+    assert len(by_phase["inner products/shared"]) == (
+        part.n_clients - part.n_row_groups) * rounds
     # The server receives one masked upload per client per secure sum; no
     # column group is ever alone in a 2x2 grid with everyone taking part.
     uploads = by_phase["direction/upload"]
