@@ -435,7 +435,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                 dw = protocol.local_dual_method(active, beta, scale)
             reports = protocol.reports(active, grid)
             # Server: P, D and the gap; the step by line search.
-            out = server.call(P.server_step, Local(reports), Local(dw),
+            out = server.call(P.server_step, *map(Local, reports), Local(dw),
                               Local(partial)).result()
             curve.append((out["primal"], out["dual"]))
             gap = out["gap"]
@@ -462,8 +462,8 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
             protocol.secure_inner_product(everyone)
             protocol.no_direction(everyone)
             reports = protocol.reports(everyone, grid)
-            out = server.call(P.server_step, Local(reports), Local(None),
-                              Local(False)).result()
+            out = server.call(P.server_step, *map(Local, reports),
+                              Local(None), Local(False)).result()
             gap, converged = out["gap"], out["stop"]
         if not converged and self.tol is not None:
             warnings.warn(

@@ -116,8 +116,11 @@ def _candidates(estimator, messages):
 
     for m in messages:
         if (m.receiver != "server" or m.sender not in columns
-                or str(m.phase).startswith("setup/weights")):
-            continue  # the total weight's sum is a scalar, not a row's
+                or str(m.phase).startswith(("setup/weights",
+                                            "objective report"))):
+            # the total weight's sum is a scalar, the reports' sums are
+            # per task: neither has a row's shape
+            continue
         c, width = columns[m.sender]
         payload = tuple(m.payload or ())
         if str(m.phase).endswith("/upload") and payload and isinstance(

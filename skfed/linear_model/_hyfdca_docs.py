@@ -26,12 +26,15 @@ One round (Algorithm 1 with the practical local method, Algorithm 5):
    per column group. It sends each client the weights of its columns.
 3. SecureInnerProduct (Algorithm 2): each client encrypts
    ``x_{k,i}^T w_k`` for its rows; the server adds the parts of each
-   row and returns ``enc(x_i^T w)``, which the clients decrypt. Skipped
-   when clients hold whole rows: they compute it themselves.
+   row and returns ``enc(x_i^T w)`` to one client of the row group,
+   which decrypts it and sends ``x_i^T w`` to its partners (one
+   decryption per row group). Skipped when clients hold whole rows: they
+   compute it themselves.
 4. LocalDualMethod: every client computes its rows' dual direction and
    sends its part of the direction's change of ``w`` by secure
-   aggregation; one client per row group reports two kinds of sums over
-   its rows (losses, and conjugates along the direction).
+   aggregation; one client per row group shares two kinds of sums over
+   its rows (losses, and conjugates along the direction) by secure
+   aggregation too: the server learns only their totals.
 5. The server computes ``P`` and ``D`` exactly, stops when the gap is
    below ``tol``, else chooses the step length by line search on ``D``
    and sends it; the clients move their duals, the server its ``w``.
@@ -68,8 +71,9 @@ Choices where the paper is silent or loose, and where skfed departs:
 
 What each party learns (see the user guide for the measured audit): the
 server sees ciphertexts of the inner products and squared norms, one
-sum per column group of the clients' weight changes, the per-row-group
-loss and conjugate sums, and the model ``w``; client ``k`` sees the
+sum per column group of the clients' weight changes, the loss and
+conjugate sums totalled over the row groups (a secure sum; one row
+group's only in a round where it takes part alone), and the model ``w``; client ``k`` sees the
 margins, squared norms and duals of its own rows and the weights of its
 own columns.
 

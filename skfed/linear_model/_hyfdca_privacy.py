@@ -14,12 +14,22 @@ What remains, declared below rather than hidden:
 - A column group with a single client taking part in a round (a vertical
   split, or partial participation leaving one row group) has a one-term
   sum: the server sees that client's weight change, as in the paper.
-- One client per row group reports plaintext sums over the group's rows
-  (losses, conjugates along the direction), for the objective and the line
-  search.
+- The objective and the line search need loss and conjugate sums over
+  the rows. One client per row group shares its group's part in a secure
+  sum: the server learns the totals over the row groups taking part (over
+  all rows when every row group takes part, the default), never one row
+  group's. A round in which a single row group takes part (partial
+  participation, or one row group holding every row) is a one-term sum:
+  the server sees that group's sums, declared as an ``Aggregate`` over at
+  least ``min_rows`` rows; the same round shows it the group's weight
+  change alone too. ``report_inversion``
+  (:mod:`._hyfdca_reports_attack`)
+  measures what the report series gives away.
 - The clients learn, for their rows, the full inner products ``x_i^T w``
   and squared norms (hence their partners' parts, by subtraction), as in
-  the paper.
+  the paper. One client per row group decrypts the inner products and
+  sends them to its partners (one decryption per row group, not per
+  client).
 - With ``sample_weight``: every client learns the total weight of all rows
   (the objective divides by it) and the server the binary order of
   magnitude of each row group's total weight. A row's weight stays with the
@@ -55,7 +65,10 @@ def _alone(phase):
 # task; the objective report's loss and line-search sums per task.
 _TASKS = "est.coef_.shape[0]"
 _WEIGHTS = f"(features + 1) * {_TASKS}"
-_REPORT = f"(1 + len(est._grid())) * {_TASKS}"
+#: a reporter's share: per task, the loss change, one conjugate change per
+#: step length and the count of entries out of bound, each rounded and with
+#: its rounding error (``_hyfdca_reports.client_report``)
+_REPORT_SHARE = f"2 * (2 + len(est._grid())) * {_TASKS}"
 
 
 def hyfdca_contract(min_rows=1):
@@ -64,8 +77,8 @@ def hyfdca_contract(min_rows=1):
     Parameters
     ----------
     min_rows : int, default=1
-        Rows of the smallest row group: the objective reports are sums over
-        at least that many rows.
+        Rows of the smallest row group: a report the server sees alone (one
+        row group taking part) is a sum over at least that many rows.
     """
     rules = [
         Rule("setup/scale", "client", "server",
@@ -110,24 +123,54 @@ def hyfdca_contract(min_rows=1):
                   "B = W x_i for the row"),
         Rule("inner products", "server", "client",
              (Ciphertext("client", "x_i^T w summed over the row's clients",
-                         max_size=f"rows * {_TASKS}"),)),
+                         max_size=f"rows * {_TASKS}"),),
+             note="to one client per row group, which decrypts"),
+        Rule("inner products/shared", "client", "client",
+             (Inherent("x_i^T w of the row group's rows, decrypted by one "
+                       "of its clients for its partners, who learn them "
+                       "in the paper too (each decrypts them there)",
+                       dtype="f", exempt=("columns",),
+                       max_size=f"rows * {_TASKS}"),),
+             note="between clients of one row group only; a sum of the "
+                  "sender's and the receiver's parts, so it may correlate "
+                  "with the sender's columns exactly as the decrypted sum "
+                  "did"),
         Rule("primal weights", "server", "client",
              (OwnShare("the weights of the client's own columns",
                        max_size=_WEIGHTS),
               Public("binary exponent bounding this round's inner-product "
                      "parts", dtype="i", max_size=1)),
              note="a client never receives weights of other columns"),
-        Rule("objective report", "client", "server",
-             (Aggregate(min_rows, "per task: the loss sum over the row "
-                        "group's rows at the round's w, and its conjugate "
-                        "sums at the line search's step lengths",
-                        dtype="f", max_size=_REPORT),),
-             note="one reporter per row group"),
         Rule("step", "server", "client",
              (Public("step length per task", dtype="f", max_size=_TASKS),
               Public("whether the step is taken, per task", dtype="b",
                      max_size=_TASKS)),),
     ]
+    # The objective reports: one reporter per row group shares its group's
+    # changes of the loss and conjugate sums; the server decodes only their
+    # total over the row groups taking part (a plaintext per-group report,
+    # as before issue 25, is an undeclared phase).
+    request = (Public("the line search's step lengths", dtype="f",
+                      max_size="len(est._grid())"),
+               Public("the public bound of a report entry (from w, the "
+                      "agreed scale and N)", dtype="f", max_size=1),
+               Public("fractional bits of the ring encoding", dtype="i",
+                      max_size=1))
+    rules.append(Rule("objective report/request", "server", "client",
+                      request))
+    rules += secure_sum_rules("objective report", "client", "server",
+                              max_size=_REPORT_SHARE)
+    rules.append(Rule("objective report/alone/request", "server", "client",
+                      request))
+    rules.append(Rule(
+        "objective report/alone/upload", "client", "server",
+        (Aggregate(min_rows, "per task: one row group's changes of its loss "
+                   "and conjugate sums, alone: a single row group takes part "
+                   "this round (every row, on a vertical split)", dtype="u",
+                   max_size=_REPORT_SHARE),),
+        note="partial participation leaving one row group, whose weight "
+             "change the server sees alone too; the whole data set when "
+             "there is one row group"))
     for phase in WEIGHT_SUM_PHASES:
         what = ("momentum (the point's shift)" if phase == "point"
                 else "the curvature scale per task")
@@ -173,5 +216,6 @@ class HyFDCAPrivacyMixin:
 
     def _privacy_attacks(self):
         from ._hyfdca_attacks import row_reconstruction
+        from ._hyfdca_reports_attack import report_inversion
 
-        return [row_reconstruction]
+        return [row_reconstruction, report_inversion]

@@ -20,8 +20,9 @@ group holds the same duals, margins and norms of those rows.
 Server state (:func:`server_state`): no data and no dual variable, not even
 encrypted. It holds the weights ``w = X^T (y * s * A) / (lambda N)`` (kept
 exact by summing the clients' contributions), the per-row-group sums the
-clients report (losses at the last evaluated ``w``, conjugates at the current
-duals), and the step-size state (line search, momentum, curvature scale).
+clients report, as totals over the row groups only (losses at the last
+evaluated ``w``, conjugates at the current duals; :mod:`._hyfdca_reports`),
+and the step-size state (line search, momentum, curvature scale).
 """
 
 # Authors: The skfed developers
@@ -38,11 +39,10 @@ from ._hyfdca_dual import (
     _line_search,
     _project,
     _sequential_pass,
-    conjugate_values,
     dual_step,
-    loss_values,
 )
 from ._hyfdca_encryption import _decrypt, _encrypt, _encrypted_sum
+from ._hyfdca_reports import client_after_step, server_fold_report
 
 __all__ = ["client_state", "server_state"]
 
@@ -75,9 +75,12 @@ def client_state(X, Y, weights, private_key, *, loss, lam, n_samples,
         "rng": np.random.RandomState(seed), "n_jobs": n_jobs,
         "n_slots": n_slots, "n_holders": n_holders,
         "A": zeros, "A_prev": zeros.copy(), "point": zeros.copy(),
-        "margins": zeros.copy(), "direction": zeros.copy(),
+        "margins": zeros.copy(), "xw": None, "direction": zeros.copy(),
         "w": np.zeros((X.shape[1], n_tasks)), "sqnorm": None,
         "scale_exponent": None, "crypto_seconds": 0.0,
+        # the reporter's sums at its last report (see _hyfdca_reports)
+        "loss_sum": np.zeros(n_tasks), "conj_sum": np.zeros(n_tasks),
+        "report": None,
     }
 
 
@@ -98,10 +101,12 @@ def server_state(client_rows, client_columns, row_group_of, n_weights,
         "dw": np.zeros((n_weights, n_tasks)),
         "point_version": 0, "verifying": False, "round": 0,
         "verify_wait": n_groups, "next_verify": 0,
-        # per row group: loss sums (and the version of w they refer to),
-        # conjugate sums at the accepted duals
-        "loss_sums": {}, "loss_version": {},
-        "conj": {r: np.zeros(n_tasks) for r in range(n_groups)},
+        # totals over the row groups (secure sums, see _hyfdca_reports): the
+        # loss sums at their last evaluated w, the conjugate sums at the
+        # accepted duals; per row group only the version of w its last
+        # report refers to (who reported when, public)
+        "loss_total": np.zeros(n_tasks), "loss_version": {},
+        "conj_total": np.zeros(n_tasks),
         "D": np.zeros(n_tasks),
         # line search; momentum (monotone FISTA) and curvature scale per row
         # group (with partial participation the groups move at different
@@ -244,8 +249,19 @@ def client_partial_inner_products(client):
 
 
 def client_receive_inner_products(client, enc_xw):
-    xw = _decrypt(client, enc_xw, client.margins.shape)
-    client.margins = client.Y * xw
+    """The row group's decrypting client: enc(x_i^T w) -> its margins."""
+    client_set_inner_products(
+        client, _decrypt(client, enc_xw, client.margins.shape))
+
+
+def client_inner_products(client):
+    """x_i^T w of the client's rows (to its row-group partners)."""
+    return client.xw.copy()
+
+
+def client_set_inner_products(client, xw):
+    client.xw = np.asarray(xw, dtype=np.float64)
+    client.margins = client.Y * client.xw
 
 
 def client_local_inner_products(client):
@@ -291,56 +307,44 @@ def client_direction(client, beta):
     return _weighted_rows_product(client, direction) / lam_n
 
 
-def client_report(client, grid):
-    """Sums per task over the client's rows, computable only by a holder of
-    their labels: the loss at the round's point, then ``sum g(a + s d)`` at
-    each of the line search's step lengths ``s`` (2 for the hinge loss, 3
-    for the squared hinge, 17 for the logistic loss)."""
-    weights = client.s
-    losses = (weights * loss_values(client.loss, client.margins)).sum(axis=0)
-    conj = np.stack([(weights * conjugate_values(
-        client.loss, client.point + s * client.direction)).sum(axis=0)
-        for s in grid])
-    return np.vstack([losses[None, :], conj])
-
-
 def client_no_direction(client):
     client.direction = np.zeros_like(client.point)
 
 
 # -- the server's step: objective, gap, line search, momentum ------------------
 
-def server_step(server, reports, dw, partial):
-    """Fold the row groups' reports into P and D, test the gap, and choose
-    the step along the direction (a line search that never lets the dual
-    fall, with monotone FISTA momentum). Returns the decision and the
-    round's objective values.
+def server_step(server, report, frac_bits, groups, dw, partial):
+    """Fold the summed report into P and D, test the gap, and choose the
+    step along the direction (a line search that never lets the dual fall,
+    with monotone FISTA momentum). Returns the decision and the round's
+    objective values.
 
-    ``reports`` maps row group -> the client report; ``dw`` is the summed
-    change of ``w`` along the direction (``None`` in a verification round).
+    ``report`` is the secure sum of the reporters' changes over the row
+    groups ``groups`` taking part, in a ring of ``frac_bits`` fractional
+    bits (:mod:`._hyfdca_reports`); ``dw`` is the
+    summed change of ``w`` along the direction (``None`` in a verification
+    round).
     """
     lam, N, loss = server.lam, server.N, server.loss
-    for r, report in reports.items():
-        server.loss_sums[r] = report[0]
-        server.loss_version[r] = server.point_version
+    conj_grid, n_flagged = server_fold_report(server, report, frac_bits,
+                                              groups)
     w = server.w_point
     sq = np.sum(w ** 2, axis=0)
-    complete = len(server.loss_sums) == server.n_groups
+    complete = len(server.loss_version) == server.n_groups
     fresh = complete and all(v == server.point_version
                              for v in server.loss_version.values())
-    primal = (0.5 * lam * sq + sum(server.loss_sums.values()) / N if complete
+    primal = (0.5 * lam * sq + server.loss_total / N if complete
               else np.full(server.n_tasks, np.inf))
     if fresh:
         better = primal < server.best_primal
         server.best_primal = np.where(better, primal, server.best_primal)
         server.best_w[:, better] = w[:, better]
     # The dual at the point: absent groups' duals did not move since their
-    # last report, so their conjugate sums are exact.
-    conj_other = sum(server.conj[r] for r in range(server.n_groups)
-                     if r not in reports)
+    # last report, so their conjugate sums are exact. ``conj_grid`` holds
+    # the changes from the accepted duals (the line search reads only
+    # differences).
     grid = server.grid
-    conj_grid = sum(reports[r][1:] for r in reports)  # (n_grid, n_tasks)
-    D_point = -0.5 * lam * sq + (conj_other + conj_grid[0]) / N
+    D_point = -0.5 * lam * sq + (server.conj_total + conj_grid[0]) / N
     D_best = np.maximum(server.D, D_point)
     best = np.where(fresh, np.minimum(server.best_primal, primal), primal)
     gap = best - D_best
@@ -351,8 +355,9 @@ def server_step(server, reports, dw, partial):
            "gap": (float(np.sum(gap) / np.sum(D_best)) if np.sum(D_best) > 0
                    else float("inf")),
            "stop": False, "step": None, "fresh": fresh,
-           "diverged": not (np.all(np.isfinite(sq)) and np.all(np.isfinite(
-               conj_grid)) and (not complete or np.all(np.isfinite(primal))))}
+           "diverged": n_flagged > 0 or not (
+               np.all(np.isfinite(sq)) and np.all(np.isfinite(conj_grid))
+               and (not complete or np.all(np.isfinite(primal))))}
     if out["diverged"]:
         return out
     if reached and fresh:
@@ -386,7 +391,7 @@ def server_step(server, reports, dw, partial):
         # Monotone FISTA: a step that does not beat the accepted duals is
         # dropped and the momentum restarts; the curvature scale follows the
         # line search (a short step: the direction overshot).
-        for r in reports:
+        for r in groups:
             t = server.t_fista[r]
             t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t ** 2))
             server.mu[r] = np.where(accept, (t - 1.0) / t_new, 0.0)
@@ -397,11 +402,11 @@ def server_step(server, reports, dw, partial):
     gammas = np.where(accept, gammas, 0.0)
     server.w = np.where(accept[None, :], w + gammas[None, :] * dw, server.w)
     server.D = np.where(accept, values, server.D)
-    for r in reports:
-        conj_r = reports[r][1:]
-        new = np.array([_conj_at(loss, grid, conj_r[:, j], gammas[j])
-                        for j in range(server.n_tasks)])
-        server.conj[r] = np.where(accept, new, server.conj[r])
+    # _conj_at is linear in the sums: the total's change is that of the sum
+    new = server.conj_total + np.array([
+        _conj_at(loss, grid, conj_grid[:, j], gammas[j])
+        for j in range(server.n_tasks)])
+    server.conj_total = np.where(accept, new, server.conj_total)
     out["step"] = (gammas, accept)
     out["dual"] = float(np.sum(np.maximum(server.D, D_point)))
     out["fallen_to"] = float(np.min(server.D))
@@ -427,6 +432,7 @@ def client_apply_step(client, gammas, accept):
     new = _project(client.loss, client.point + gammas * client.direction)
     client.A_prev = client.A.copy()
     client.A = np.where(accept, new, client.A)
+    client_after_step(client, gammas, accept)
     # The next round starts from the accepted duals.
     client.point = client.A.copy()
 

@@ -277,6 +277,17 @@ def test_messages_of_an_encrypted_round():
         for m in by_phase[phase]:
             (payload,) = m.payload
             assert isinstance(payload, EncryptedArray)
+    # The row groups' sums go to one client per row group, which decrypts
+    # and shares them with its partners: one decryption per row group.
+    rounds = clf.n_iter_ + 1  # the last w is evaluated once more
+    returned = [m for m in by_phase["inner products"] if m.sender == "server"]
+    assert len(returned) == part.n_row_groups * rounds
+    for m in by_phase["inner products/shared"]:
+        assert (part.client_cell(int(m.sender[len("client"):]))[0]
+                == part.client_cell(int(m.receiver[len("client"):]))[0])
+        assert m.payload[0].dtype.kind == "f"
+    assert len(by_phase["inner products/shared"]) == (
+        part.n_clients - part.n_row_groups) * rounds
     # The server receives one masked upload per client per secure sum; no
     # column group is ever alone in a 2x2 grid with everyone taking part.
     uploads = by_phase["direction/upload"]
@@ -305,7 +316,7 @@ def test_horizontal_split_needs_no_encryption():
     phases = set(clf.communication_.by_phase)
     assert "inner products" not in phases and "squared norms" not in phases
     assert clf.communication_.total_ciphertexts == 0
-    assert {"direction/upload", "objective report", "step"} <= phases
+    assert {"direction/upload", "objective report/upload", "step"} <= phases
     assert not any(isinstance(p, EncryptedArray) for m in rec.messages
                    for p in m.payload)
 
@@ -453,3 +464,37 @@ def test_single_class_is_refused():
     X, _ = _small()
     with pytest.raises(ValueError, match="class"):
         HyFDCAClassifier(encryption=None).fit(X, np.zeros(len(X)))
+
+
+def test_report_shares_keep_double_the_ring_precision():
+    # Each report entry travels rounded to the ring plus its scaled rounding
+    # error: the decoded total of three shares keeps ~2x the fractional
+    # bits, and a non-finite value is sent as 0 and counted.
+    from types import SimpleNamespace
+
+    from skfed.federation.secure_sum import RingEncoder
+    from skfed.linear_model._hyfdca_reports import client_report, split_total
+
+    rng = np.random.RandomState(0)
+    grid = np.array([0.0, 1.0])
+    encoder = RingEncoder.for_bound(1e15, n_terms=3)
+    shares, exact = [], 0.0
+    for i in range(3):
+        margins = rng.normal(size=(50, 1)) * 30
+        client = SimpleNamespace(
+            s=np.ones((50, 1)), loss="hinge", margins=margins,
+            point=rng.uniform(size=(50, 1)), direction=np.zeros((50, 1)),
+            loss_sum=np.zeros(1), conj_sum=np.zeros(1), report=None)
+        if i == 2:
+            client.margins[0] = np.nan
+        share = client_report(client, grid, 1e15, encoder.frac_bits)
+        shares.append(encoder.encode(share))
+        if i < 2:
+            exact += np.maximum(0, 1 - margins).sum()
+    total = split_total(encoder.decode(sum(shares)), encoder.frac_bits)
+    assert encoder.frac_bits <= 12  # alone: ~2e-4 absolute at best
+    assert total[-1, 0] == 1.0  # one value flagged (task 0's loss)
+    f = encoder.frac_bits
+    # rounded alone: errors up to 3 * 2**-(f + 1); with the shares' rounding
+    # errors: 3 * 2**-(2 f + 2)
+    assert abs(total[0, 0] - exact) <= 3 * 2.0 ** -(2 * f + 2)

@@ -20,6 +20,9 @@ from skfed.partition import (HorizontalPartition, HybridPartition,
                              VerticalPartition)
 from skfed.privacy import audit, check_messages
 from skfed.linear_model._hyfdca_attacks import row_reconstruction
+from skfed.linear_model._hyfdca_reports_attack import report_inversion
+
+from ._hyfdca_plants import restore_plain_reports
 
 X, Y = make_classification(300, 12, n_informative=6, random_state=0)
 X = StandardScaler().fit_transform(X)
@@ -51,7 +54,12 @@ def _relative_errors(fitted, messages, X=X, y=Y):
 def test_clean_default_fit_satisfies_the_contract(partition):
     fitted, messages = _fit_recorded(HyFDCAClassifier(partition, **SMALL))
     phases = {m.phase for m in messages}
-    assert {"objective report", "step", "primal weights"} <= phases
+    assert {"step", "primal weights"} <= phases
+    # The objective reports reach the server as one secure sum over the row
+    # groups; only with a single row group is there no one to sum with.
+    alone = isinstance(partition, VerticalPartition)
+    assert ("objective report/alone/upload" in phases) == alone
+    assert ("objective report/upload" in phases) != alone
     assert check_messages(fitted, messages, X, Y) == []
 
 
@@ -145,11 +153,13 @@ def test_forged_messages_are_reported():
     fitted, messages = _fit_recorded(HyFDCAClassifier(
         HybridPartition(2, 2), max_iter=3, tol=None, **SMALL))
     part = fitted.partition_
-    reporter = next(m.sender for m in messages if m.phase == "objective report")
+    reporter = next(m.sender for m in messages
+                    if m.phase == "objective report/upload")
     rows = part.client_rows(int(reporter[len("client"):]))
     labels = (Y[rows] == 1).astype(float)  # the reporter's labels
     raw = X[np.ix_(part.client_rows(1), part.client_columns(1))]
-    i = next(i for i, m in enumerate(messages) if m.phase == "objective report")
+    i = next(i for i, m in enumerate(messages)
+             if m.phase == "objective report/upload")
     j = next(i for i, m in enumerate(messages) if m.phase == "step")
     report = messages[i]
     forged = list(messages)
@@ -165,11 +175,76 @@ def test_forged_messages_are_reported():
     assert "payload element" in by_index[j]
     assert "undeclared phase 'gossip'" in by_index[len(forged) - 1]
     # The semantic check names the labels and the raw column themselves
-    # when they ride inside a declared element.
-    forged[i] = report._replace(payload=((report.payload[0], labels),))
+    # when they ride inside a declared element (the report's upload is
+    # masked: here the labels ride on its request to the other row group).
+    forged[i] = report
+    q = next(i for i, m in enumerate(messages)
+             if m.phase == "objective report/request"
+             and m.receiver != reporter)
+    request = messages[q]
+    forged[q] = request._replace(payload=(
+        (request.payload[0], labels),) + request.payload[1:])
     step = messages[j]
     forged[j] = step._replace(receiver="client2", payload=(
         (step.payload[0], raw[:, 0]),) + step.payload[1:])
     violations = check_messages(fitted, forged, X, Y)
-    assert f"{reporter}'s labels" in _found(violations, "objective report")
+    assert f"{reporter}'s labels" in _found(violations,
+                                            "objective report/request")
     assert "client1's columns" in _found(violations, "step")
+
+
+# -- the objective reports: report_inversion -------------------------------------
+
+# Three row groups of 5 rows, 4 features: a row is 5 unknowns with the
+# intercept, a row group 25, all rows 75: 61 reports determine a row group's
+# rows, not all of them.
+X15, Y15 = make_classification(15, 4, n_informative=3, n_redundant=0,
+                               random_state=0)
+X15 = StandardScaler().fit_transform(X15)
+
+
+def _inversion(monkeypatch, plant):
+    if plant:
+        restore_plain_reports(monkeypatch)
+    fitted, messages = _fit_recorded(HyFDCAClassifier(
+        HybridPartition(3, 2), encryption=None, max_iter=60, tol=None,
+        random_state=0), X15, Y15)
+    rows = report_inversion(fitted, messages, X15, Y15)
+    errors = np.array([r["value"] for r in rows
+                       if r["metric"] == "median_relative_error"])
+    labels = np.array([r["value"] for r in rows
+                       if r["metric"] == "label_accuracy"])
+    return fitted, messages, errors, labels
+
+
+def test_per_group_reports_give_rows_and_labels_away(monkeypatch):
+    # Planted: every reporter also sends its group's plaintext report, as
+    # before issue 25. The server fits each group's rows from its series.
+    fitted, messages, errors, labels = _inversion(monkeypatch, plant=True)
+    assert len(errors) == 3
+    assert errors.min() < 0.05 and np.median(errors) < 0.35, errors
+    assert labels.min() >= 0.8 and labels.max() == 1.0, labels
+    violations = check_messages(fitted, messages, X15, Y15)
+    assert "undeclared phase 'objective report'" in _found(violations)
+
+
+def test_report_totals_do_not_give_rows_away(monkeypatch):
+    fitted, messages, errors, labels = _inversion(monkeypatch, plant=False)
+    assert not any(m.phase == "objective report" for m in messages)
+    assert np.all(errors >= 0.5), errors
+    assert check_messages(fitted, messages, X15, Y15) == []
+
+
+def test_one_row_group_alone_is_an_aggregate_of_its_rows():
+    # Cyclic participation, one row group per round: each report is a
+    # one-term sum (the group's own), declared as an Aggregate; the attack
+    # reads the group's series off it.
+    fitted, messages = _fit_recorded(HyFDCAClassifier(
+        HybridPartition(3, 2), participation=0.34, schedule="cyclic",
+        encryption=None, max_iter=30, tol=None, random_state=0), X15, Y15)
+    assert any(m.phase == "objective report/alone/upload" for m in messages)
+    assert not any(m.phase == "objective report/upload" for m in messages)
+    assert check_messages(fitted, messages, X15, Y15) == []
+    rows = report_inversion(fitted, messages, X15, Y15)
+    assert {r["victim"] for r in rows} == {
+        "client0+client1", "client2+client3", "client4+client5"}
