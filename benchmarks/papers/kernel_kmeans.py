@@ -120,7 +120,7 @@ def plot(points, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
     for i, (name, per_user, fk, ck, up, up_plain, rfk, up_rfk) in enumerate(points):
         color = f"C{i}"
         ax.plot([up, up_plain], [fk, fk], "-", color=color, alpha=0.4)
@@ -134,7 +134,7 @@ def plot(points, path):
     ax.set_ylabel("NMI")
     ax.set_title("o FK k-means (CEM)  s no CEM  ^ RFK  ... CK k-means",
                  fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     _paper.save_figure(fig, path)
 
 
