@@ -21,7 +21,7 @@ kernel AUC maximiser TSAM on every data set).
 Setting: ``make_classification`` (10% positives, 16 columns, standardised,
 70/30 split), steps large enough that a party's own work dominates an
 update (``batch_size=256, features_per_step=512, n_random_features=4000``;
-2000 with ``--quick``),
+1,536 with ``--quick``),
 the same updates in both modes, median wall time of ``reps`` fits per mode
 in alternating order (``benchmarks/bench_avfkam.py``'s straggler runs).
 The 8 parties are threads on this machine's cores: on 2 shared cores the
@@ -30,9 +30,10 @@ towards 1 (see doc/user_guide/avfkam.rst, Stragglers).
 
 Run::
 
-    python benchmarks/papers/avfkam.py            # 6,000 rows, 400 updates, 3 fits per mode
-    python benchmarks/papers/avfkam.py --quick    # 3,000 rows, 200 updates, pool of
-                                                  # 2,000 features, 2 fits per mode
+    python benchmarks/papers/avfkam.py          # 6,000 rows, 400 updates,
+                                                # 3 fits per mode
+    python benchmarks/papers/avfkam.py --quick  # 2,000 rows, 200 updates, pool
+                                                # of 1,536 features, 2 per mode
 """
 
 # Authors: The skfed developers
@@ -69,10 +70,10 @@ def data(n):
 
 
 def main(args):
-    n, updates, reps = (3_000, 200, 2) if args.quick else (6_000, 400, 3)
+    n, updates, reps = (2_000, 200, 2) if args.quick else (6_000, 400, 3)
     params = dict(PARAMS)
     if args.quick:  # a smaller pool: the preprocessing of 8 parties dominates
-        params["n_random_features"] = 2000
+        params["n_random_features"] = 1536
     Xtr, Xte, ytr, yte = data(n)
     part = VerticalPartition(Q, active_parties=tuple(range(M)))
     rows, measured = [], []

@@ -97,8 +97,8 @@ def main(args):
          "acc FDSKL - SVC (points)", "paper FDSKL time"), rows))
     print("paper: FDSKL 'always has the lowest test error and variance' "
           "(Figure 6, against LIBSVM and DSG); Table 4: 1 min on cod-rna and "
-          "defaultcredit.\nA negative FDSKL - SVC (accuracy points) means the paper's claim "
-          "is not reproduced on that table.")
+          "defaultcredit.\nA negative FDSKL - SVC (accuracy points) means "
+          "the paper's claim is not reproduced on that table.")
     if args.plot:
         plot(points, args.plot)
 

@@ -19,10 +19,11 @@ intercept, as the paper's objective):
   taking part each round (random subsets, the paper's harder settings).
 
 Columns: ``P_R`` at several rounds (of the best iterate so far, the one
-HyFDCA publishes as ``coef_``; "-" before every row group has reported) for HyFDCA as skfed runs it today
-(``HyFDCAClassifier`` defaults, ``tol=None``: the accelerated step), for
-FedAvg (``benchmarks/_fedavg.py``, its three hyper-parameters tuned on a small
-grid at a quarter of the rounds) and, when ``HyFDCAClassifier`` has a
+HyFDCA publishes as ``coef_``; "-" before every row group has reported)
+for HyFDCA as skfed runs it today (``HyFDCAClassifier`` defaults,
+``tol=None``: the accelerated step), for FedAvg (``benchmarks/_fedavg.py``,
+its three hyper-parameters tuned on a small grid at a quarter of the
+rounds) and, when ``HyFDCAClassifier`` has a
 ``solver`` parameter, for the paper's literal Algorithm 1
 (``solver="paper"``, ``local_iterations=13``); without it that column says
 "not available" (nothing is substituted for it). Test accuracy after the
