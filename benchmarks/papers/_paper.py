@@ -2,7 +2,8 @@
 
 Each script reproduces one paper's headline experiment and prints, row by
 row, the paper's figure beside skfed's and a centralized reference. This
-module puts ``benchmarks/`` on the import path (so the scripts reuse
+module puts the checkout's root (its ``skfed``) and ``benchmarks/`` on the
+import path (so the scripts measure this checkout's code and reuse
 ``_common.py``, ``_fedavg.py``, ``_fdskl_numpy.py`` and the convergence
 helpers instead of copying them), parses the options every script takes and
 measures wall and CPU time, since the machine may be shared.
@@ -18,12 +19,18 @@ import time
 from contextlib import contextmanager
 
 BENCHMARKS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if BENCHMARKS not in sys.path:
-    sys.path.insert(0, BENCHMARKS)
+ROOT = os.path.dirname(BENCHMARKS)
+# The checkout's skfed first: ``python benchmarks/papers/x.py`` puts only the
+# script's folder on the path, so an installed (or editable elsewhere) skfed
+# would be measured instead of the code these scripts ship with.
+for path in (BENCHMARKS, ROOT):
+    if path not in sys.path:
+        sys.path.insert(0, path)
 
+import skfed  # noqa: E402
 from _common import text_table  # noqa: E402
 
-__all__ = ["BENCHMARKS", "clock", "parse_args", "run", "text_table"]
+__all__ = ["BENCHMARKS", "ROOT", "clock", "parse_args", "run", "text_table"]
 
 
 def parse_args(doc, argv=None):
@@ -55,6 +62,7 @@ def run(title, main, argv=None, doc=""):
     """Print a header with the load, run ``main(args)``, print the totals."""
     args = parse_args(doc or title, argv)
     print(f"{title}\n{'=' * len(title)}")
+    print(f"skfed {skfed.__version__} from {os.path.dirname(skfed.__file__)}")
     print(f"{'quick' if args.quick else 'full'} run; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start")
     with clock() as spent:
