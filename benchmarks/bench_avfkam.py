@@ -314,6 +314,16 @@ def straggler_run(part, delays, max_iter, reps, Xtr, ytr, Xte, yte,
             for mode in (False, True)}
 
 
+def straggler_label(s):
+    """``s`` and, where it is one, the paper's delay fraction ``d = s - 1``
+    (its "1x", "2x", "4x" are s = 2, 3, 5; s = 1 is no straggler)."""
+    if s == 1:
+        return "s=1 (none)"
+    d = s - 1
+    paper = " (paper's {}x)".format(d) if d in (1, 2, 4) else f" (d={d:g})"
+    return f"s={s:g}{paper}"
+
+
 def straggler_table(n, max_iter, reps, quick):
     print(f"\n4. Stragglers: {n:,} rows x 16 columns; the same {max_iter} "
           "updates synchronously (VFKAM) and asynchronously (AVFKAM), median "
@@ -340,7 +350,7 @@ def straggler_table(n, max_iter, reps, quick):
         res = straggler_run(part, delays, max_iter, reps, Xtr, ytr, Xte, yte,
                             **params)
         (ts, auc_s, _), (ta, auc_a, per) = res[False], res[True]
-        rows.append((label, f"{s}x", f"{ts:.2f}", f"{ta:.2f}", f"{ta / ts:.2f}",
+        rows.append((label, straggler_label(s), f"{ts:.2f}", f"{ta:.2f}", f"{ta / ts:.2f}",
                      f"{auc_s:.4f}", f"{auc_a:.4f}", f"{auc_a - auc_s:+.4f}",
                      "/".join(str(per[p]) for p in sorted(per))))
     table(rows, ("setting", "straggler", "sync s", "async s", "async/sync",
