@@ -22,6 +22,9 @@ from ..federation._party_inputs import validate_data_or_party_data
 from ..losses import get_loss
 from ..partition import VerticalPartition
 from ._convergence import (
+    AUTO_EPOCHS,
+    AUTO_MIN_STEPS,
+    MAX_VALIDATION_ROWS,
     auto_learning_rate,
     check_decay,
     check_every,
@@ -49,6 +52,9 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
 
     _partition_kind = "vertical"
 
+    #: the fewest steps of ``max_iter="auto"``
+    _auto_min_steps = AUTO_MIN_STEPS
+
     _parameter_constraints = {
         "partition": [None, Interval(Integral, 1, None, closed="left"), list,
                       tuple, VerticalPartition],
@@ -57,9 +63,10 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "learning_rate": [StrOptions({"auto"}),
                           Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "n_components_per_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [None, Interval(Integral, 1, None, closed="left")],
         "early_stopping": [StrOptions({"auto"}), "boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
@@ -73,7 +80,8 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
     def __init__(self, partition, *, loss, kernel, gamma, alpha, learning_rate,
                  max_iter, batch_size, n_components_per_iter, early_stopping,
                  validation_fraction, n_iter_no_change, tol, cache_size,
-                 random_state, verbose, party_keys="random_state"):
+                 random_state, verbose, party_keys="random_state",
+                 n_components=None):
         self.partition = partition
         self.loss = loss
         self.kernel = kernel
@@ -83,6 +91,7 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.n_components_per_iter = n_components_per_iter
+        self.n_components = n_components
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
@@ -92,7 +101,28 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
         self.party_keys = party_keys
         self.verbose = verbose
 
-    def _learning_rate(self, batch_size, n_train):
+    def _resolve_max_iter(self, batch_size, n_train):
+        """``max_iter``, or ``"auto"`` resolved: ``AUTO_EPOCHS`` passes over
+        the training rows, at least ``_auto_min_steps`` steps (the fixed
+        default)."""
+        if self.max_iter != "auto":
+            return int(self.max_iter)
+        epochs = -(-AUTO_EPOCHS * int(n_train) // int(batch_size))
+        return max(self._auto_min_steps, epochs)
+
+    def _pool_size(self):
+        """``n_components`` checked against the features of one step."""
+        if self.n_components is None:
+            return None
+        if self.n_components < self.n_components_per_iter:
+            raise ValueError(
+                f"n_components={self.n_components} is smaller than "
+                f"n_components_per_iter={self.n_components_per_iter}: one "
+                "step's features must be distinct. Raise n_components or "
+                "lower n_components_per_iter.")
+        return int(self.n_components)
+
+    def _learning_rate(self, batch_size, n_train, max_iter):
         """The step size: the given one, or ``"auto"`` resolved."""
         if self.learning_rate != "auto":
             return float(self.learning_rate)
@@ -103,7 +133,7 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
             get_loss(self._loss_name()), batch_size=batch_size,
             features_per_step=self.n_components_per_iter, alpha=self.alpha,
             kappa=1.0, phi_sq_max=2.0, n_effective=n_train,
-            n_steps=self.max_iter)
+            n_steps=max_iter)
 
     def _fit_federated(self, X, Y, sample_weight=None):
         """Run FDSKL on ``X`` with the encoded targets ``Y`` (n x outputs).
@@ -115,15 +145,20 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
         val_rows = np.empty(0, dtype=np.int64)
         if resolve_early_stopping(self.early_stopping, X.shape[0]):
             # Held-out rows: public ids, a seeded choice that ignores labels.
+            # At most MAX_VALIDATION_ROWS: each check costs a bounded sample.
             _, val_rows = validation_split(
-                X.shape[0], self.validation_fraction, split_seed(self.random_state))
+                X.shape[0], self.validation_fraction, split_seed(self.random_state),
+                max_rows=MAX_VALIDATION_ROWS)
         n_validation = len(val_rows)
-        batch_size = min(self.batch_size, X.shape[0] - n_validation)
-        learning_rate = self._learning_rate(batch_size, X.shape[0] - n_validation)
+        n_train = X.shape[0] - n_validation
+        batch_size = min(self.batch_size, n_train)
+        pool = self._pool_size()
+        max_iter = self._max_iter = self._resolve_max_iter(batch_size, n_train)
+        learning_rate = self._learning_rate(batch_size, n_train, max_iter)
         # With early stopping, the patience window spans an epoch at least.
-        every = (check_every(self.max_iter, X.shape[0] - n_validation,
-                             batch_size, self.n_iter_no_change)
-                 if n_validation else check_every(self.max_iter))
+        every = (check_every(max_iter, n_train, batch_size,
+                             self.n_iter_no_change)
+                 if n_validation else check_every(max_iter))
         # Before any party starts: a decay factor <= 0 cannot converge.
         check_decay(learning_rate, self.alpha, auto=self.learning_rate == "auto")
         partition = self._resolve_partition(X)
@@ -142,10 +177,17 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
         # bookkeeping of which features the row already has).
         row_bytes = 8 * (n_outputs + len(owners))
         n_cache_rows = int(min(n_samples, self.cache_size * 2**20 // row_bytes))
+        if pool is not None:
+            # A pool's coefficients change under every saved sum: each drawn
+            # row gets all of its (at most n_components) features afresh.
+            n_cache_rows = 0
+        # Feature ids: step t's are t m, ..., t m + m - 1 (modulo the pool).
+        self._n_feature_ids = (max_iter * m if pool is None
+                               else min(pool, max_iter * m))
         config = dict(
             names=names, owners=owners, n_samples=n_samples,
             n_cache_rows=n_cache_rows, n_outputs=n_outputs,
-            max_iter=self.max_iter, m=m, loss=self._loss_name(),
+            max_iter=max_iter, m=m, pool=pool, loss=self._loss_name(),
             sampling_seeds=[[sampling_seed, k] for k in range(len(owners))],
             validation_rows=val_rows, check_every=every,
             batch_size=batch_size, n_iter_no_change=self.n_iter_no_change,
@@ -165,8 +207,8 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
             fed.gather(fed[p].call(setup_party, config) for p in names)
             self.gamma_ = federated_gamma(fed, names, owners[0], self.gamma)
             result = train(
-                fed, names, owners, max_iter=self.max_iter,
-                batch_size=batch_size, m=m, learning_rate=learning_rate,
+                fed, names, owners, max_iter=max_iter,
+                batch_size=batch_size, m=m, pool=pool, learning_rate=learning_rate,
                 alpha=self.alpha, check_every=every,
                 verbose=self.verbose)
             # Each party keeps its own store; the estimator object is where
@@ -187,7 +229,7 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
         """Raise on a divergence, warn when the fit merely did not converge."""
         if result["status"] is not None:
             raise divergence_error(
-                self, result["status"], result["n_iter_seen"], self.max_iter,
+                self, result["status"], result["n_iter_seen"], self._max_iter,
                 result["state"], learning_rate, result["kept_step"],
                 "Lower learning_rate (or leave it to 'auto'), or standardise "
                 "the columns")
@@ -198,7 +240,7 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
                 "): the step is too large to settle. Lower learning_rate.")
         elif len(self.validation_score_) and not result["stopped_early"]:
             warn_not_converged(
-                self, f"max_iter={self.max_iter} steps ended before the "
+                self, f"max_iter={self._max_iter} steps ended before the "
                 f"held-out loss stopped improving for {self.n_iter_no_change} "
                 "checks. Increase max_iter (or learning_rate).")
 
