@@ -175,11 +175,15 @@ def _user_labels(state):
 
 def user_embed_and_assign(state, embedding_map, centers):
     """Prediction on a user: embed its new rows, nearest published center."""
-    A = dspgd.random_features(state.X, dspgd.oos_seed(state.users_key),
-                              state.gamma, embedding_map.shape[1])
-    E = A @ embedding_map.T
-    d = ((E[:, None, :] - centers[None]) ** 2).sum(axis=-1)
-    return np.argmin(d, axis=1), d.min(axis=1)
+    labels = np.empty(state.X.shape[0], dtype=np.int64)
+    dist = np.empty(state.X.shape[0])
+    # By blocks of rows: the new rows' features never exist all at once.
+    for rows, A in dspgd.feature_blocks(state.X, dspgd.oos_seed(state.users_key),
+                                        state.gamma, embedding_map.shape[1]):
+        E = A @ embedding_map.T
+        d = ((E[:, None, :] - centers[None]) ** 2).sum(axis=-1)
+        labels[rows], dist[rows] = np.argmin(d, axis=1), d.min(axis=1)
+    return labels, dist
 
 
 def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,

@@ -30,6 +30,14 @@ from ._vertical_features import (
 
 __all__ = ["AVFKAMRanker"]
 
+#: values (rows x seeds) of one chunk of the preprocessing's masked sums
+_CHUNK_VALUES = 2**21
+
+
+def _preprocess_chunk(n_seeds):
+    """Rows per chunk of the preprocessing (about 2 million values)."""
+    return max(256, _CHUNK_VALUES // max(1, int(n_seeds)))
+
 
 @fill_doc
 class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
@@ -378,14 +386,24 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
             for rank, p in enumerate(active):
                 steps = (self.max_iter if self.asynchronous else
                          len(range(rank, self.max_iter, len(active))))
+                # One active party keeps the rows its replay draws; several
+                # read f^l at each other's rows, so they keep every row.
                 ids = fed[p].call(
                     protocol.plan_steps, Local(loop_seeds[names.index(p)]),
                     Local(self.batch_size), Local(self.features_per_step),
                     Local(protocol.sub_pool(D, rank, len(active))),
-                    Local(steps), Local(split)).result()
-                phi = masked_features(fed, names, p, None, ids, basis_seed,
-                                      phase="preprocess").result()
-                fed[p].call(protocol.keep_features, Local(phi), Local(ids),
+                    Local(steps), Local(split), Local(len(active) > 1)).result()
+                fed[p].call(protocol.start_features, Local(len(ids))).result()
+                # The masked sums span every row, in chunks of rows (public
+                # ranges) so that no party holds n x pool values at once.
+                chunk = _preprocess_chunk(len(ids))
+                for start in range(0, X.shape[0], chunk):
+                    rows = np.arange(start, min(start + chunk, X.shape[0]))
+                    phi = masked_features(fed, names, p, rows, ids, basis_seed,
+                                          phase="preprocess").result()
+                    fed[p].call(protocol.keep_chunk, Local(phi),
+                                Local(rows)).result()
+                fed[p].call(protocol.keep_features, Local(ids),
                             Local(hyper)).result()
             # Training (Algorithm 1 in every active party's own thread).
             plan = training.TrainingPlan(

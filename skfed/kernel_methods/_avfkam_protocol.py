@@ -154,7 +154,7 @@ def _draw(state, rng, n_seeds):
 
 
 def plan_steps(state, rng_seed, batch_size, features_per_step, seeds,
-               max_steps, split=None):
+               max_steps, split=None, keep_all_rows=True):
     """Appendix C: replay this party's sampling to learn its seeds.
 
     The samples of training come from this party's own generator and do not
@@ -163,6 +163,13 @@ def plan_steps(state, rng_seed, batch_size, features_per_step, seeds,
     (pool ids, sorted): the only ones whose features it asks for.
     ``split`` is ``(training rows, held-out rows)`` when early stopping is
     on (the active parties' own choice; passive parties never see it).
+
+    The replay also tells which rows training can draw: with
+    ``keep_all_rows=False`` (one active party) the party keeps the features
+    of those rows and of the held-out rows only (:attr:`state.slot`), so
+    its memory follows the steps, not the table. The masked sums still span
+    every row (the passive parties must not learn which rows are drawn: a
+    rare class is drawn more often).
     """
     state.positives, state.negatives = _training_rows(state, split)
     state.validation_rows = None if split is None else split[1]
@@ -171,23 +178,46 @@ def plan_steps(state, rng_seed, batch_size, features_per_step, seeds,
     state.rng_seed = rng_seed
     replay = np.random.RandomState(rng_seed)
     used = np.zeros(len(seeds), dtype=bool)
+    n_rows = len(state.y)
+    kept = np.ones(n_rows, dtype=bool) if keep_all_rows else np.zeros(n_rows, dtype=bool)
     for _ in range(max_steps):
-        used[_draw(state, replay, len(seeds))[1]] = True
-        if used.all():
-            break
+        rows, drawn = _draw(state, replay, len(seeds))
+        used[drawn] = True
+        if keep_all_rows:
+            if used.all():
+                break
+        else:
+            kept[rows] = True
+    if state.validation_rows is not None:
+        kept[state.validation_rows] = True
     # column of each seed of the party's pool in its features (-1: unused)
     state.column = np.where(used, np.cumsum(used) - 1, -1)
+    # slot of each row in the kept features (-1: not kept)
+    state.slot = np.where(kept, np.cumsum(kept) - 1, -1)
+    state.kept_rows = np.flatnonzero(kept)
     return np.asarray(seeds, dtype=np.int64)[used]
 
 
-def keep_features(state, features, seeds, hyper):
-    """Appendix C: an active party keeps ``phi`` of every row for its seeds.
+def start_features(state, n_seeds):
+    """Appendix C: room for ``phi`` of the kept rows, in float32 (a
+    feature is at most sqrt(2) in magnitude; float32 keeps 7 digits)."""
+    state.Z = np.zeros((len(state.kept_rows), n_seeds), dtype=np.float32)
 
-    ``features`` has one column per seed of :func:`plan_steps` (in that
-    order). The party also sets up the watch over its steps' losses, and
-    the lead its patience counter.
+
+def keep_chunk(state, features, rows):
+    """Appendix C, one chunk of rows: keep ``phi`` of its kept rows."""
+    slots = state.slot[rows]
+    mine = slots >= 0
+    state.Z[slots[mine]] = features[mine]
+
+
+def keep_features(state, seeds, hyper):
+    """After the chunks of appendix C: the party's store and monitors.
+
+    ``state.Z`` has one column per seed of :func:`plan_steps` (in that
+    order) and one row per kept row. The party also sets up the watch over
+    its steps' losses, and the lead its patience counter.
     """
-    state.Z = np.ascontiguousarray(features)
     state.rng = np.random.RandomState(state.rng_seed)  # the replayed stream
     state.store = PooledCoefficientStore(len(seeds), seeds)
     state.hyper = hyper  # public hyper-parameters: loss, learning rate
@@ -210,8 +240,12 @@ def sample_step(state):
 
 
 def local_scores(state, rows):
-    """Algorithm 2: ``f^l`` at training rows, from the kept features."""
-    return state.Z[rows] @ state.store.dense_coef
+    """Algorithm 2: ``f^l`` at training rows, from the kept features
+    (``None``: at every kept row)."""
+    coef = state.store.dense_coef
+    if rows is None:
+        return state.Z @ coef.astype(np.float32) if len(coef) else np.zeros(len(state.Z))
+    return state.Z[state.slot[rows]] @ coef
 
 
 def prepare_update(state, f_rows, sample):
@@ -227,7 +261,7 @@ def prepare_update(state, f_rows, sample):
     with np.errstate(all="ignore"):  # a diverging f is reported, not warned
         d = f_rows[:B] - f_rows[B:]
         slope = state.hyper["loss"].derivative(d)
-        block = state.Z[np.ix_(rows, seeds)]
+        block = state.Z[np.ix_(state.slot[rows], seeds)].astype(float)
         diff = block[:B] - block[B:]
         alpha = -state.hyper["learning_rate"] * (slope @ diff) / (B * len(seeds))
         loss = float(np.mean(state.hyper["loss"](d)))
@@ -311,5 +345,10 @@ def training_threshold(state, f_all):
 
     The pairwise loss only sees differences of scores, so ``f`` has no
     natural zero; this threshold balances the two classes' means.
+    ``f_all`` is ``f`` at the kept rows (every row, or with one active
+    party the rows training can draw and the held-out ones: a uniform
+    draw within each class, so the class means are estimated without
+    bias).
     """
-    return 0.5 * (f_all[state.y > 0].mean() + f_all[state.y < 0].mean())
+    y = state.y[state.kept_rows]
+    return 0.5 * (f_all[y > 0].mean() + f_all[y < 0].mean())
