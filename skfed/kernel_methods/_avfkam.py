@@ -30,14 +30,6 @@ from ._vertical_features import (
 
 __all__ = ["AVFKAMRanker"]
 
-#: values (rows x seeds) of one chunk of the preprocessing's masked sums
-_CHUNK_VALUES = 2**21
-
-
-def _preprocess_chunk(n_seeds):
-    """Rows per chunk of the preprocessing (about 2 million values)."""
-    return max(256, _CHUNK_VALUES // max(1, int(n_seeds)))
-
 
 @fill_doc
 class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
@@ -219,6 +211,15 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
        2); compute the new coefficients (eq. 5-6); decay its own and tell
        the others to decay theirs, without waiting.
 
+    Traffic and memory: preprocessing sends ``2 q - 3`` ring elements of
+    4 bytes per row and seed (36 kB per row for 3 parties and 3,000
+    seeds), by chunks of rows; a training step sends nothing with one
+    active party (``4 B + 1`` numbers to each other active party
+    otherwise), whatever ``n``. Features are kept in float32, and with one
+    active party only for the rows its replay will draw and the held-out
+    rows (at most 2,000), so memory follows ``max_iter * 2 B``, not ``n``;
+    ``threshold_`` is then over those rows (see the user guide).
+
     Choices where the paper is silent are listed in the user guide (only
     active parties hold coefficients; blocks of pairs and seeds, ``1``/``1``
     being the paper's loop; one coefficient per pool seed; a shared
@@ -396,7 +397,7 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelPrivacyMixin, FederatedMixin,
                 fed[p].call(protocol.start_features, Local(len(ids))).result()
                 # The masked sums span every row, in chunks of rows (public
                 # ranges) so that no party holds n x pool values at once.
-                chunk = _preprocess_chunk(len(ids))
+                chunk = protocol.preprocess_chunk(len(ids))
                 for start in range(0, X.shape[0], chunk):
                     rows = np.arange(start, min(start + chunk, X.shape[0]))
                     phi = masked_features(fed, names, p, rows, ids, basis_seed,

@@ -21,7 +21,7 @@ from ..losses import get_loss
 from ..partition import VerticalPartition
 from . import _avfkam_protocol as protocol
 from ._convergence import (
-    MAX_VALIDATION_ROWS,
+    AVFKAM_MAX_VALIDATION_ROWS,
     auto_learning_rate,
     check_every,
     divergence_error,
@@ -123,7 +123,7 @@ class _AVFKAMFitMixin:
             train, held_out = train_test_split(
                 rows, test_size=min(int(np.ceil(self.validation_fraction
                                                 * len(rows))),
-                                    MAX_VALIDATION_ROWS),
+                                    AVFKAM_MAX_VALIDATION_ROWS),
                 stratify=y_signed,
                 random_state=np.random.RandomState(split_seed(self.random_state)))
         except ValueError as exc:

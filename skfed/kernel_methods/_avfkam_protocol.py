@@ -122,6 +122,15 @@ class PooledCoefficientStore(CoefficientStore):
         return out
 
 
+#: values (rows x seeds) of one chunk of the preprocessing's masked sums
+CHUNK_VALUES = 2**21
+
+
+def preprocess_chunk(n_seeds):
+    """Rows per chunk of the preprocessing (about 2 million values)."""
+    return max(256, CHUNK_VALUES // max(1, int(n_seeds)))
+
+
 # --------------------------------------------------------------------------
 # Party functions (run on the party's own thread).
 

@@ -39,6 +39,7 @@ __all__ = [
     "resolve_early_stopping",
     "validation_split",
     "MAX_VALIDATION_ROWS",
+    "AVFKAM_MAX_VALIDATION_ROWS",
     "AUTO_EPOCHS",
     "AUTO_MIN_STEPS",
     "split_seed",
@@ -60,8 +61,16 @@ MAX_CHECKS = 100
 #: held-out rows of FDSKL's early stopping, at most: every check scores them
 #: through the protocol, so their number bounds what a check costs (with
 #: the validation fraction alone it grew with the table: 12,800 rows at
-#: 128,000, scored at every check)
-MAX_VALIDATION_ROWS = 2_000
+#: 128,000, scored at every check). The checks are spaced so that the
+#: training rows between two of them are at least a tenth of the table, so
+#: checks add at most ``10 * 1,000 / n_train`` to the traffic: 16% at
+#: 64,000 rows, 2% at 512,000
+MAX_VALIDATION_ROWS = 1_000
+
+#: held-out rows of AVFKAM, at most (its checks send no pairs: the lead
+#: scores them from the features kept since the preprocessing, so the bound
+#: is on memory; an AUC needs a few hundred rows of the rare class)
+AVFKAM_MAX_VALIDATION_ROWS = 2_000
 
 #: ``max_iter="auto"`` of FDSKL: this many passes over the training rows
 #: (epochs, as :class:`~sklearn.linear_model.SGDClassifier` counts them)...

@@ -13,7 +13,6 @@ from sklearn.datasets import make_classification
 from skfed.cluster import _dspgd
 from skfed.federation import record_messages
 from skfed.kernel_methods import AVFKAMRanker, FDSKLClassifier
-from skfed.kernel_methods import _avfkam as avfkam_module
 from skfed.kernel_methods import _avfkam_protocol as avfkam_protocol
 from skfed.kernel_methods import _fdskl_base
 from skfed.partition import VerticalPartition
@@ -128,7 +127,7 @@ def test_avfkam_keeps_float32_features_of_the_rows_it_draws_only():
 
 
 def test_avfkam_preprocessing_runs_in_chunks_of_rows(monkeypatch):
-    monkeypatch.setattr(avfkam_module, "_CHUNK_VALUES", 4000)
+    monkeypatch.setattr(avfkam_protocol, "CHUNK_VALUES", 4000)
     X, y = make_classification(900, 6, weights=[0.8], random_state=0)
     with record_messages() as rec:
         est = AVFKAMRanker(partition=2, n_random_features=40, batch_size=4,
@@ -136,7 +135,7 @@ def test_avfkam_preprocessing_runs_in_chunks_of_rows(monkeypatch):
                            random_state=0).fit(X, y)
     n_ids = 40  # 20 steps x 8 seeds draw (nearly) all of them
     sums = [m for m in rec.messages if m.phase == "preprocess/T1"]
-    chunk = avfkam_module._preprocess_chunk(n_ids)
+    chunk = avfkam_protocol.preprocess_chunk(n_ids)
     assert len(sums) >= -(-900 // chunk)
     # no message of the preprocessing carries more than a chunk of rows
     assert max(np.size(m.payload[0]) for m in sums) <= chunk * n_ids
