@@ -182,3 +182,21 @@ def test_kernel_kmeans_out_of_sample_moment_by_blocks():
     A = _dspgd.RandomFourierBasis(_dspgd.oos_seed(state.users_key),
                                   gamma=0.3).transform(state.X, np.arange(width))
     np.testing.assert_allclose(total, state.H.T @ A, rtol=1e-10, atol=1e-8)
+
+
+def test_pool_sums_replay_and_the_contract_holds():
+    # The privacy replay rebuilds every masked sum of a pool fit from the
+    # public history (the seeds come back, one broadcast per step).
+    from skfed.kernel_methods._privacy import masked_sum_instances
+    from skfed.privacy import check_messages
+
+    X, y = _binary_data(n=80)
+    with record_messages() as rec:
+        est = FDSKLClassifier(partition=3, n_components=10,
+                              n_components_per_iter=4, max_iter=8,
+                              batch_size=8, random_state=0).fit(X, y)
+    sums = masked_sum_instances(est, rec.messages, len(X))
+    t1 = [m for m in rec.messages if m.phase == "step/features/T1"]
+    assert len(sums) * 2 == len(t1) > 0
+    assert max(int(s.features.max()) for s in sums if len(s.features)) == 9
+    assert list(check_messages(est, rec.messages, X, y)) == []
