@@ -110,19 +110,13 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
         epochs = -(-AUTO_EPOCHS * int(n_train) // int(batch_size))
         return max(self._auto_min_steps, epochs)
 
-    def _pool_size(self):
-        """``n_components`` checked against the features of one step."""
-        if self.n_components is None:
-            return None
-        if self.n_components < self.n_components_per_iter:
-            raise ValueError(
-                f"n_components={self.n_components} is smaller than "
-                f"n_components_per_iter={self.n_components_per_iter}: one "
-                "step's features must be distinct. Raise n_components or "
-                "lower n_components_per_iter.")
-        return int(self.n_components)
+    def _features_per_step(self):
+        """``n_components_per_iter``, capped at the pool (``n_components``):
+        a step's features are distinct."""
+        m = int(self.n_components_per_iter)
+        return m if self.n_components is None else min(m, int(self.n_components))
 
-    def _learning_rate(self, batch_size, n_train, max_iter):
+    def _learning_rate(self, batch_size, n_train, max_iter, m):
         """The step size: the given one, or ``"auto"`` resolved."""
         if self.learning_rate != "auto":
             return float(self.learning_rate)
@@ -131,7 +125,7 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
         # noise spreads over the training rows, for at most max_iter steps.
         return auto_learning_rate(
             get_loss(self._loss_name()), batch_size=batch_size,
-            features_per_step=self.n_components_per_iter, alpha=self.alpha,
+            features_per_step=m, alpha=self.alpha,
             kappa=1.0, phi_sq_max=2.0, n_effective=n_train,
             n_steps=max_iter)
 
@@ -152,9 +146,10 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
         n_validation = len(val_rows)
         n_train = X.shape[0] - n_validation
         batch_size = min(self.batch_size, n_train)
-        pool = self._pool_size()
+        pool = self.n_components
+        m = self._features_per_step()
         max_iter = self._max_iter = self._resolve_max_iter(batch_size, n_train)
-        learning_rate = self._learning_rate(batch_size, n_train, max_iter)
+        learning_rate = self._learning_rate(batch_size, n_train, max_iter, m)
         # With early stopping, the patience window spans an epoch at least.
         every = (check_every(max_iter, n_train, batch_size,
                              self.n_iter_no_change)
@@ -171,7 +166,6 @@ class _BaseFDSKL(KernelPrivacyMixin, FederatedMixin, BaseEstimator):
         # party's sampling stream, then the private offset seeds.
         seeds = party_seeds(self.random_state, 2 + q)
         basis_seed, sampling_seed, offset_seeds = seeds[0], seeds[1], seeds[2:]
-        m = self.n_components_per_iter
         # A saved row costs its owner n_outputs floats (its partial sum of
         # Algorithm 2) and every party one counter per owner (the public
         # bookkeeping of which features the row already has).

@@ -71,7 +71,7 @@ _SHARED_DOC = """
         step costs at most ``batch_size * D`` pairs whatever the number of
         rows or steps before it (the saved partial sums of ``cache_size``
         are then not used: every pool coefficient changes between two
-        visits of a row). Must be at least ``n_components_per_iter``.
+        visits of a row). ``n_components_per_iter`` is capped at it.
 
     early_stopping : "auto" or bool, default="auto"
         Hold out ``validation_fraction`` of the rows (at most 1,000: every

@@ -100,11 +100,17 @@ def test_max_iter_auto_counts_epochs_with_a_floor():
     assert fitted.n_iter_ == 500
 
 
-def test_pool_smaller_than_a_step_is_refused():
+def test_a_step_uses_at_most_the_pool():
+    # n_components_per_iter is capped at the pool: every step updates the
+    # whole pool of 4 features, as with n_components_per_iter=4
     X, y = _binary_data()
-    with pytest.raises(ValueError, match="n_components=4 is smaller than"):
-        FDSKLClassifier(partition=2, n_components=4,
-                        n_components_per_iter=8).fit(X, y)
+    params = dict(partition=2, n_components=4, max_iter=6, batch_size=16,
+                  random_state=0)
+    capped = FDSKLClassifier(n_components_per_iter=8, **params).fit(X, y)
+    exact = FDSKLClassifier(n_components_per_iter=4, **params).fit(X, y)
+    assert capped.n_components_ == 4
+    np.testing.assert_array_equal(capped.decision_function(X),
+                                  exact.decision_function(X))
 
 
 # ---------------------------------------------------------------- AVFKAM
