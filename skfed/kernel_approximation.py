@@ -251,6 +251,10 @@ def variance_from_moments(total, total_sq, count):
 
 
 
+#: values per block of :meth:`RandomFourierBasis.transform_chunks`
+CHUNK_VALUES = 2**21
+
+
 class RandomFourierBasis:
     """A seeded, infinite family of random Fourier features.
 
@@ -302,3 +306,36 @@ class RandomFourierBasis:
             columns = np.arange(X.shape[1])
         return np.sqrt(2.0) * np.cos(
             self.projection(X, columns, feature_ids) + self.offsets(feature_ids))
+
+    def transform_chunks(self, X, feature_ids, chunk_rows=None, out=None,
+                         scale=1.0):
+        """:meth:`transform` (times ``scale``) by blocks of rows, in place.
+
+        Yields ``(rows, block)`` per block of at most ``chunk_rows`` rows
+        (default: about 2 million values), ``block`` a view of ``out`` when
+        given (an ``(n_samples, n_features)`` array, filled in place), else
+        a buffer reused by the next block: the memory beyond ``out`` is one
+        block, whatever the number of rows.
+        """
+        feature_ids = np.asarray(feature_ids)
+        W = self.directions(np.arange(X.shape[1]), feature_ids)
+        b = self.offsets(feature_ids)
+        n, width = X.shape[0], len(feature_ids)
+        if chunk_rows is None:
+            chunk_rows = max(1, CHUNK_VALUES // max(1, width))
+        buffer = None
+        for start in range(0, n, chunk_rows):
+            rows = slice(start, min(start + chunk_rows, n))
+            if out is not None:
+                block = out[rows]
+                block[...] = X[rows] @ W
+            else:
+                size = rows.stop - rows.start
+                if buffer is None or len(buffer) < size:
+                    buffer = np.empty((min(chunk_rows, n), width))
+                block = buffer[:size]
+                np.matmul(X[rows], W, out=block)
+            block += b
+            np.cos(block, out=block)
+            block *= np.sqrt(2.0) * scale
+            yield rows, block

@@ -75,17 +75,32 @@ def choose_lambda(theta, n_lambda):
     return max(float(theta[min(n_lambda, len(theta)) - 1]), floor)
 
 
-def random_features(X, seed, gamma, n_features):
-    """``A = sqrt(2) cos(X omega + b)``; ``A A^T / D`` estimates the RBF kernel."""
+def random_features(X, seed, gamma, n_features, out=None, scale=1.0):
+    """``A = sqrt(2) cos(X omega + b)``; ``A A^T / D`` estimates the RBF kernel.
+
+    Filled in place into ``out`` (times ``scale``) when given, by blocks of
+    rows: no temporary of the full ``n x D`` size.
+    """
+    if out is None:
+        out = np.empty((X.shape[0], n_features))
+    for _ in feature_blocks(X, seed, gamma, n_features, out=out, scale=scale):
+        pass
+    return out
+
+
+def feature_blocks(X, seed, gamma, n_features, out=None, scale=1.0):
+    """:func:`random_features` by blocks of rows: yields ``(rows, block)``
+    (a reused buffer unless ``out`` is given), checked finite."""
     basis = RandomFourierBasis(seed, kernel="rbf", gamma=gamma)
     with np.errstate(invalid="ignore", over="ignore"):
-        A = basis.transform(X, np.arange(n_features))
-    if not np.all(np.isfinite(A)):
-        raise ValueError(
-            f"The random features are not finite: gamma={gamma!r} is too large "
-            "for float64 (the directions omega ~ N(0, 2 gamma I) overflow). "
-            "Use a smaller gamma, or scale X.")
-    return A
+        for rows, block in basis.transform_chunks(
+                X, np.arange(n_features), out=out, scale=scale):
+            if not np.all(np.isfinite(block)):
+                raise ValueError(
+                    f"The random features are not finite: gamma={gamma!r} is "
+                    "too large for float64 (the directions omega ~ N(0, 2 "
+                    "gamma I) overflow). Use a smaller gamma, or scale X.")
+            yield rows, block
 
 
 def feature_seed(users_key, t):
@@ -161,11 +176,16 @@ def user_form_w(state, t, eta):
     The seed of iteration ``t`` derives from the users' key, so the server
     does not know ``omega_t``.
     """
-    A = random_features(state.X, feature_seed(state.users_key, t), state.gamma,
-                        state.n_random_features)
-    state.W = np.hstack([np.sqrt(eta / state.n_random_features) * A,
-                         np.sqrt(1.0 - eta) * state.B])
-    return state.W.shape[1]
+    D, r = state.n_random_features, state.B.shape[1]
+    # One n x (D + r) array, the features written into it block by block:
+    # the user's peak memory is W (and U, B), not several copies of A.
+    state.W = None
+    W = np.empty((state.X.shape[0], D + r))
+    random_features(state.X, feature_seed(state.users_key, t), state.gamma, D,
+                    out=W[:, :D], scale=np.sqrt(eta / D))
+    np.multiply(state.B, np.sqrt(1.0 - eta), out=W[:, D:])
+    state.W = W
+    return W.shape[1]
 
 
 def user_gram_product(state, c):
@@ -284,9 +304,11 @@ def user_oos_moment(state, n_features):
     ``P = Lambda^{-1} H^T A' / D'`` sends a new row's features ``a'(x)`` to
     ``Lambda^{-1} H^T k_x``, the Nystrom extension of the embedding.
     """
-    A = random_features(state.X, oos_seed(state.users_key), state.gamma,
-                        n_features)
-    return state.H.T @ A
+    total = np.zeros((state.H.shape[1], n_features))
+    for rows, A in feature_blocks(state.X, oos_seed(state.users_key),
+                                  state.gamma, n_features):
+        total += state.H[rows].T @ A
+    return total
 
 
 def server_oos_map(state, total, eigenvalues, n_features):

@@ -248,6 +248,12 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
       the ``X`` passed to ``predict`` are dealt to the users evenly.
     - ``score`` is the negative k-means objective of the embedded rows,
       like :meth:`sklearn.cluster.KMeans.score`.
+    - Memory: a user holds its ``W_t[m]`` (``n_m x (D + r_t)`` floats,
+      the random features written into it by blocks of rows, never a
+      second copy), ``U`` and ``B`` (``n_m`` times a few ``k``); the
+      out-of-sample features ``A'`` and those of ``predict`` go by blocks
+      of about 2 million values. ``gamma`` comes from the moments, never
+      from pairs of rows.
 
     What the server learns with CEM: each user's row count, one local
     k-means cost per user and its group means of ``H`` (each over at least

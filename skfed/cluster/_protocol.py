@@ -176,10 +176,13 @@ def _user_labels(state):
 def user_embed_and_assign(state, embedding_map, centers):
     """Prediction on a user: embed its new rows; squared distances to every
     published center (the nearest is the row's cluster)."""
-    A = dspgd.random_features(state.X, dspgd.oos_seed(state.users_key),
-                              state.gamma, embedding_map.shape[1])
-    E = A @ embedding_map.T
-    return ((E[:, None, :] - centers[None]) ** 2).sum(axis=-1)
+    dist = np.empty((state.X.shape[0], len(centers)))
+    # By blocks of rows: the new rows' features never exist all at once.
+    for rows, A in dspgd.feature_blocks(state.X, dspgd.oos_seed(state.users_key),
+                                        state.gamma, embedding_map.shape[1]):
+        E = A @ embedding_map.T
+        dist[rows] = ((E[:, None, :] - centers[None]) ** 2).sum(axis=-1)
+    return dist
 
 
 def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,

@@ -223,6 +223,15 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
        2); compute the new coefficients (eq. 5-6); decay its own and tell
        the others to decay theirs, without waiting.
 
+    Traffic and memory: preprocessing sends ``2 q - 3`` ring elements of
+    4 bytes per row and seed (36 kB per row for 3 parties and 3,000
+    seeds), by chunks of rows; a training step sends nothing with one
+    active party (``4 B + 1`` numbers to each other active party
+    otherwise), whatever ``n``. Features are kept in float32, and with one
+    active party only for the rows its replay will draw and the held-out
+    rows (at most 2,000), so memory follows ``max_iter * 2 B``, not ``n``;
+    ``threshold_`` is then over those rows (see the user guide).
+
     Choices where the paper is silent are listed in the user guide (only
     active parties hold coefficients; blocks of pairs and seeds, ``1``/``1``
     being the paper's loop; one coefficient per pool seed; a shared
@@ -415,14 +424,24 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
             for rank, p in enumerate(active):
                 steps = (self.max_iter if self.asynchronous else
                          len(range(rank, self.max_iter, len(active))))
+                # One active party keeps the rows its replay draws; several
+                # read f^l at each other's rows, so they keep every row.
                 ids = fed[p].call(
                     protocol.plan_steps, Local(loop_seeds[names.index(p)]),
                     Local(batch_size), Local(self.features_per_step),
                     Local(protocol.sub_pool(D, rank, len(active))),
-                    Local(steps), Local(split)).result()
-                phi = masked_features(fed, names, p, None, ids, basis_seed,
-                                      phase="preprocess").result()
-                fed[p].call(protocol.keep_features, Local(phi), Local(ids),
+                    Local(steps), Local(split), Local(len(active) > 1)).result()
+                fed[p].call(protocol.start_features, Local(len(ids))).result()
+                # The masked sums span every row, in chunks of rows (public
+                # ranges) so that no party holds n x pool values at once.
+                chunk = protocol.preprocess_chunk(len(ids))
+                for start in range(0, X.shape[0], chunk):
+                    rows = np.arange(start, min(start + chunk, X.shape[0]))
+                    phi = masked_features(fed, names, p, rows, ids, basis_seed,
+                                          phase="preprocess").result()
+                    fed[p].call(protocol.keep_chunk, Local(phi),
+                                Local(rows)).result()
+                fed[p].call(protocol.keep_features, Local(ids),
                             Local(hyper)).result()
             # Training (Algorithm 1 in every active party's own thread).
             plan = training.TrainingPlan(

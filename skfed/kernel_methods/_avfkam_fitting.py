@@ -22,6 +22,7 @@ from ..losses import get_loss
 from ..partition import VerticalPartition
 from . import _avfkam_protocol as protocol
 from ._convergence import (
+    AVFKAM_MAX_VALIDATION_ROWS,
     auto_learning_rate,
     check_every,
     divergence_error,
@@ -150,7 +151,10 @@ class _AVFKAMFitMixin:
         rows = np.arange(len(y_signed))
         try:
             train, held_out = train_test_split(
-                rows, test_size=self.validation_fraction, stratify=y_signed,
+                rows, test_size=min(int(np.ceil(self.validation_fraction
+                                                * len(rows))),
+                                    AVFKAM_MAX_VALIDATION_ROWS),
+                stratify=y_signed,
                 random_state=np.random.RandomState(split_seed(self.random_state)))
         except ValueError as exc:
             raise ValueError(
@@ -193,8 +197,9 @@ class _AVFKAMFitMixin:
     def _training_calibration(self, fed, active, lead):
         # The active parties tree-sum their f^l at every training row to the
         # lead, who holds the labels and fits the calibration (Platt).
-        every_row = slice(None)
-        parts = {p: fed[p].call(protocol.local_scores, Local(every_row))
+        # (The kept rows: every row with several active parties, so that
+        # the sums line up.)
+        parts = {p: fed[p].call(protocol.local_scores, Local(None))
                  for p in active}
         total = tree_sum(fed, balanced_tree(active), parts, phase="threshold")
         total = total.result() if hasattr(total, "result") else total

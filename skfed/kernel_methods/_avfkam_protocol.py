@@ -122,6 +122,15 @@ class PooledCoefficientStore(CoefficientStore):
         return out
 
 
+#: values (rows x seeds) of one chunk of the preprocessing's masked sums
+CHUNK_VALUES = 2**21
+
+
+def preprocess_chunk(n_seeds):
+    """Rows per chunk of the preprocessing (about 2 million values)."""
+    return max(256, CHUNK_VALUES // max(1, int(n_seeds)))
+
+
 # --------------------------------------------------------------------------
 # Party functions (run on the party's own thread).
 
@@ -177,7 +186,7 @@ def _draw(state, rng, n_seeds):
 
 
 def plan_steps(state, rng_seed, batch_size, features_per_step, seeds,
-               max_steps, split=None):
+               max_steps, split=None, keep_all_rows=True):
     """Appendix C: replay this party's sampling to learn its seeds.
 
     The samples of training come from this party's own generator and do not
@@ -186,6 +195,13 @@ def plan_steps(state, rng_seed, batch_size, features_per_step, seeds,
     (pool ids, sorted): the only ones whose features it asks for.
     ``split`` is ``(training rows, held-out rows)`` when early stopping is
     on (the active parties' own choice; passive parties never see it).
+
+    The replay also tells which rows training can draw: with
+    ``keep_all_rows=False`` (one active party) the party keeps the features
+    of those rows and of the held-out rows only (:attr:`state.slot`), so
+    its memory follows the steps, not the table. The masked sums still span
+    every row (the passive parties must not learn which rows are drawn: a
+    rare class is drawn more often).
     """
     state.positives, state.negatives = _training_rows(state, split)
     state.p_positives = _row_probabilities(state, state.positives)
@@ -196,23 +212,46 @@ def plan_steps(state, rng_seed, batch_size, features_per_step, seeds,
     state.rng_seed = rng_seed
     replay = np.random.RandomState(rng_seed)
     used = np.zeros(len(seeds), dtype=bool)
+    n_rows = len(state.y)
+    kept = np.ones(n_rows, dtype=bool) if keep_all_rows else np.zeros(n_rows, dtype=bool)
     for _ in range(max_steps):
-        used[_draw(state, replay, len(seeds))[1]] = True
-        if used.all():
-            break
+        rows, drawn = _draw(state, replay, len(seeds))
+        used[drawn] = True
+        if keep_all_rows:
+            if used.all():
+                break
+        else:
+            kept[rows] = True
+    if state.validation_rows is not None:
+        kept[state.validation_rows] = True
     # column of each seed of the party's pool in its features (-1: unused)
     state.column = np.where(used, np.cumsum(used) - 1, -1)
+    # slot of each row in the kept features (-1: not kept)
+    state.slot = np.where(kept, np.cumsum(kept) - 1, -1)
+    state.kept_rows = np.flatnonzero(kept)
     return np.asarray(seeds, dtype=np.int64)[used]
 
 
-def keep_features(state, features, seeds, hyper):
-    """Appendix C: an active party keeps ``phi`` of every row for its seeds.
+def start_features(state, n_seeds):
+    """Appendix C: room for ``phi`` of the kept rows, in float32 (a
+    feature is at most sqrt(2) in magnitude; float32 keeps 7 digits)."""
+    state.Z = np.zeros((len(state.kept_rows), n_seeds), dtype=np.float32)
 
-    ``features`` has one column per seed of :func:`plan_steps` (in that
-    order). The party also sets up the watch over its steps' losses, and
-    the lead its patience counter.
+
+def keep_chunk(state, features, rows):
+    """Appendix C, one chunk of rows: keep ``phi`` of its kept rows."""
+    slots = state.slot[rows]
+    mine = slots >= 0
+    state.Z[slots[mine]] = features[mine]
+
+
+def keep_features(state, seeds, hyper):
+    """After the chunks of appendix C: the party's store and monitors.
+
+    ``state.Z`` has one column per seed of :func:`plan_steps` (in that
+    order) and one row per kept row. The party also sets up the watch over
+    its steps' losses, and the lead its patience counter.
     """
-    state.Z = np.ascontiguousarray(features)
     state.rng = np.random.RandomState(state.rng_seed)  # the replayed stream
     state.store = PooledCoefficientStore(len(seeds), seeds)
     state.hyper = hyper  # public hyper-parameters: loss, learning rate
@@ -235,8 +274,12 @@ def sample_step(state):
 
 
 def local_scores(state, rows):
-    """Algorithm 2: ``f^l`` at training rows, from the kept features."""
-    return state.Z[rows] @ state.store.dense_coef
+    """Algorithm 2: ``f^l`` at training rows, from the kept features
+    (``None``: at every kept row)."""
+    coef = state.store.dense_coef
+    if rows is None:
+        return state.Z @ coef.astype(np.float32) if len(coef) else np.zeros(len(state.Z))
+    return state.Z[state.slot[rows]] @ coef
 
 
 def prepare_update(state, f_rows, sample):
@@ -252,7 +295,7 @@ def prepare_update(state, f_rows, sample):
     with np.errstate(all="ignore"):  # a diverging f is reported, not warned
         d = f_rows[:B] - f_rows[B:]
         slope = state.hyper["loss"].derivative(d)
-        block = state.Z[np.ix_(rows, seeds)]
+        block = state.Z[np.ix_(state.slot[rows], seeds)].astype(float)
         diff = block[:B] - block[B:]
         alpha = -state.hyper["learning_rate"] * (slope @ diff) / (B * len(seeds))
         loss = float(np.mean(state.hyper["loss"](d)))
@@ -380,16 +423,20 @@ def training_calibration(state, f_all):
     The pairwise loss only sees differences of scores, so ``f`` has no
     natural zero or scale. The label holder fits Platt's sigmoid on the
     held-out rows of early stopping when it has both classes there (the
-    training rows otherwise). ``base`` is the constant probability when the
-    scores carry no ranking (``a = 0``), else NaN.
+    training rows otherwise). ``f_all`` is ``f`` at the kept rows (every
+    row, or with one active party the rows training can draw and the
+    held-out ones). ``base`` is the constant probability when the scores
+    carry no ranking (``a = 0``), else NaN.
     """
-    rows = np.arange(len(state.y))
+    kept = np.asarray(state.kept_rows)
+    positions = np.arange(len(kept))
     held_out = getattr(state, "validation_rows", None)
     w = getattr(state, "w", None)
     if held_out is not None and len(np.unique(state.y[held_out])) == 2 and (
             w is None or (w[held_out][state.y[held_out] > 0].sum() > 0
                           and w[held_out][state.y[held_out] < 0].sum() > 0)):
-        rows = np.asarray(held_out)
-    a, t, base = platt_scaling(f_all[rows], state.y[rows] > 0,
+        positions = state.slot[np.asarray(held_out)]  # held-out rows are kept
+    rows = kept[positions]
+    a, t, base = platt_scaling(f_all[positions], state.y[rows] > 0,
                                None if w is None else w[rows])
     return np.array([a, t, np.nan if base is None else base])

@@ -38,6 +38,10 @@ __all__ = [
     "check_decay",
     "resolve_early_stopping",
     "validation_split",
+    "MAX_VALIDATION_ROWS",
+    "AVFKAM_MAX_VALIDATION_ROWS",
+    "AUTO_EPOCHS",
+    "AUTO_MIN_STEPS",
     "split_seed",
     "check_every",
     "LossMonitor",
@@ -53,6 +57,27 @@ AUTO_EARLY_STOPPING_ROWS = 10_000
 
 #: at most this many checks (validation, snapshots, curves) per fit
 MAX_CHECKS = 100
+
+#: held-out rows of FDSKL's early stopping, at most: every check scores them
+#: through the protocol, so their number bounds what a check costs (with
+#: the validation fraction alone it grew with the table: 12,800 rows at
+#: 128,000, scored at every check). The checks are spaced so that the
+#: training rows between two of them are at least a tenth of the table, so
+#: checks add at most ``10 * 1,000 / n_train`` to the traffic: 16% at
+#: 64,000 rows, 2% at 512,000
+MAX_VALIDATION_ROWS = 1_000
+
+#: held-out rows of AVFKAM, at most (its checks send no pairs: the lead
+#: scores them from the features kept since the preprocessing, so the bound
+#: is on memory; an AUC needs a few hundred rows of the rare class)
+AVFKAM_MAX_VALIDATION_ROWS = 2_000
+
+#: ``max_iter="auto"`` of FDSKL: this many passes over the training rows
+#: (epochs, as :class:`~sklearn.linear_model.SGDClassifier` counts them)...
+AUTO_EPOCHS = 5
+
+#: ... and at least this many steps (the fixed default below ~25,000 rows)
+AUTO_MIN_STEPS = 500
 
 
 def auto_learning_rate(loss, *, batch_size, features_per_step, alpha, kappa,
@@ -169,8 +194,11 @@ def resolve_early_stopping(early_stopping, n_samples):
     return bool(early_stopping)
 
 
-def validation_split(n_samples, validation_fraction, seed):
+def validation_split(n_samples, validation_fraction, seed, max_rows=None):
     """``(train_rows, validation_rows)``: a seeded split of ``range(n)``.
+
+    ``ceil(validation_fraction * n_samples)`` rows are held out, at most
+    ``max_rows`` of them (``None``: no bound).
 
     The split depends on the seed and ``n`` only, never on the labels, so
     that the held-out row ids may be public (FDSKL broadcasts the row ids
@@ -178,6 +206,8 @@ def validation_split(n_samples, validation_fraction, seed):
     parties something about the labels).
     """
     n_val = int(math.ceil(validation_fraction * n_samples))
+    if max_rows is not None:
+        n_val = min(n_val, int(max_rows))
     if n_val < 1 or n_samples - n_val < 2:
         raise ValueError(
             f"validation_fraction={validation_fraction:g} of {n_samples} rows "

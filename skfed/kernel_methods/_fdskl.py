@@ -65,8 +65,8 @@ __SHARED__
         The class labels.
 
     n_iter_ : int
-        Number of steps applied: ``max_iter``, or where early stopping
-        stopped.
+        Number of steps applied: ``max_iter`` (``"auto"`` resolved), or
+        where early stopping stopped.
 
     learning_rate_ : float
         The step size used (``"auto"`` resolved).
@@ -80,7 +80,8 @@ __SHARED__
         before any step (empty without early stopping).
 
     n_components_ : int
-        Number of random features in the model.
+        Number of distinct random features in the model (at most
+        ``n_components`` when it is set).
 
     gamma_ : float
         The kernel coefficient used (``"scale"`` resolved).
@@ -138,9 +139,10 @@ __NOTES__
 
     def __init__(self, partition=None, *, loss="logistic", kernel="rbf",
                  gamma="scale", alpha=1e-4, learning_rate="auto", max_iter=500,
-                 batch_size=256, n_components_per_iter=32, early_stopping="auto",
-                 validation_fraction=0.1, n_iter_no_change=10, tol=1e-3,
-                 cache_size=200.0, class_weight=None, random_state=None,
+                 batch_size=256, n_components_per_iter=32, n_components=None,
+                 early_stopping="auto", validation_fraction=0.1,
+                 n_iter_no_change=10, tol=1e-3, cache_size=200.0,
+                 class_weight=None, random_state=None,
                  party_keys="auto", verbose=0):
         super().__init__(
             partition, loss=loss, kernel=kernel, gamma=gamma, alpha=alpha,
@@ -149,7 +151,7 @@ __NOTES__
             early_stopping=early_stopping, validation_fraction=validation_fraction,
             n_iter_no_change=n_iter_no_change, tol=tol, cache_size=cache_size,
             random_state=random_state, party_keys=party_keys,
-            verbose=verbose)
+            verbose=verbose, n_components=n_components)
         self.class_weight = class_weight
 
     def _loss_name(self):
@@ -280,8 +282,8 @@ __SHARED__
     Attributes
     ----------
     n_iter_ : int
-        Number of steps applied: ``max_iter``, or where early stopping
-        stopped.
+        Number of steps applied: ``max_iter`` (``"auto"`` resolved), or
+        where early stopping stopped.
 
     learning_rate_ : float
         The step size used (``"auto"`` resolved).
@@ -295,7 +297,8 @@ __SHARED__
         before any step (empty without early stopping).
 
     n_components_ : int
-        Number of random features in the model.
+        Number of distinct random features in the model (at most
+        ``n_components`` when it is set).
 
     gamma_ : float
         The kernel coefficient used (``"scale"`` resolved).
@@ -358,12 +361,14 @@ __SHARED__
         "loss": [StrOptions({"squared"})],
     }
 
+    _auto_min_steps = 800
+
     def __init__(self, partition=None, *, loss="squared", kernel="rbf",
                  gamma="scale", alpha=1e-4, learning_rate="auto", max_iter=800,
-                 batch_size=256, n_components_per_iter=32, early_stopping="auto",
-                 validation_fraction=0.1, n_iter_no_change=10, tol=1e-3,
-                 cache_size=200.0, random_state=None, party_keys="auto",
-                 verbose=0):
+                 batch_size=256, n_components_per_iter=32, n_components=None,
+                 early_stopping="auto", validation_fraction=0.1,
+                 n_iter_no_change=10, tol=1e-3, cache_size=200.0,
+                 random_state=None, party_keys="auto", verbose=0):
         super().__init__(
             partition, loss=loss, kernel=kernel, gamma=gamma, alpha=alpha,
             learning_rate=learning_rate, max_iter=max_iter, batch_size=batch_size,
@@ -371,7 +376,7 @@ __SHARED__
             early_stopping=early_stopping, validation_fraction=validation_fraction,
             n_iter_no_change=n_iter_no_change, tol=tol, cache_size=cache_size,
             random_state=random_state, party_keys=party_keys,
-            verbose=verbose)
+            verbose=verbose, n_components=n_components)
 
     def _loss_name(self):
         return self.loss

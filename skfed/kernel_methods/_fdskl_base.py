@@ -22,6 +22,9 @@ from .._party_data_fit import validate_data_or_party_data
 from ..losses import get_loss
 from ..partition import VerticalPartition
 from ._convergence import (
+    AUTO_EPOCHS,
+    AUTO_MIN_STEPS,
+    MAX_VALIDATION_ROWS,
     auto_learning_rate,
     check_decay,
     check_every,
@@ -53,6 +56,9 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
     # its held-out rows depend on the number of rows only: PartyData works
     _accepts_party_data = True
 
+    #: the fewest steps of ``max_iter="auto"``
+    _auto_min_steps = AUTO_MIN_STEPS
+
     _parameter_constraints = {
         "partition": [None, Interval(Integral, 1, None, closed="left"), list,
                       tuple, VerticalPartition],
@@ -61,9 +67,10 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
         "alpha": [Interval(Real, 0, None, closed="left")],
         "learning_rate": [StrOptions({"auto"}),
                           Interval(Real, 0, None, closed="neither")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "n_components_per_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [None, Interval(Integral, 1, None, closed="left")],
         "early_stopping": [StrOptions({"auto"}), "boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
@@ -77,7 +84,8 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
     def __init__(self, partition, *, loss, kernel, gamma, alpha, learning_rate,
                  max_iter, batch_size, n_components_per_iter, early_stopping,
                  validation_fraction, n_iter_no_change, tol, cache_size,
-                 random_state, verbose, party_keys="auto"):
+                 random_state, verbose, party_keys="auto",
+                 n_components=None):
         self.partition = partition
         self.loss = loss
         self.kernel = kernel
@@ -87,6 +95,7 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.n_components_per_iter = n_components_per_iter
+        self.n_components = n_components
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
@@ -96,7 +105,22 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
         self.party_keys = party_keys
         self.verbose = verbose
 
-    def _learning_rate(self, batch_size, n_train):
+    def _resolve_max_iter(self, batch_size, n_train):
+        """``max_iter``, or ``"auto"`` resolved: ``AUTO_EPOCHS`` passes over
+        the training rows, at least ``_auto_min_steps`` steps (the fixed
+        default)."""
+        if self.max_iter != "auto":
+            return int(self.max_iter)
+        epochs = -(-AUTO_EPOCHS * int(n_train) // int(batch_size))
+        return max(self._auto_min_steps, epochs)
+
+    def _features_per_step(self):
+        """``n_components_per_iter``, capped at the pool (``n_components``):
+        a step's features are distinct."""
+        m = int(self.n_components_per_iter)
+        return m if self.n_components is None else min(m, int(self.n_components))
+
+    def _learning_rate(self, batch_size, n_train, max_iter, m):
         """The step size: the given one, or ``"auto"`` resolved."""
         if self.learning_rate != "auto":
             return float(self.learning_rate)
@@ -105,9 +129,9 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
         # noise spreads over the training rows, for at most max_iter steps.
         return auto_learning_rate(
             get_loss(self._loss_name()), batch_size=batch_size,
-            features_per_step=self.n_components_per_iter, alpha=self.alpha,
+            features_per_step=m, alpha=self.alpha,
             kappa=1.0, phi_sq_max=2.0, n_effective=n_train,
-            n_steps=self.max_iter)
+            n_steps=max_iter)
 
     def _fit_federated(self, X, Y, sample_weight=None):
         """Run FDSKL on ``X`` with the encoded targets ``Y`` (n x outputs).
@@ -119,15 +143,21 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
         val_rows = np.empty(0, dtype=np.int64)
         if resolve_early_stopping(self.early_stopping, X.shape[0]):
             # Held-out rows: public ids, a seeded choice that ignores labels.
+            # At most MAX_VALIDATION_ROWS: each check costs a bounded sample.
             _, val_rows = validation_split(
-                X.shape[0], self.validation_fraction, split_seed(self.random_state))
+                X.shape[0], self.validation_fraction, split_seed(self.random_state),
+                max_rows=MAX_VALIDATION_ROWS)
         n_validation = len(val_rows)
-        batch_size = min(self.batch_size, X.shape[0] - n_validation)
-        learning_rate = self._learning_rate(batch_size, X.shape[0] - n_validation)
+        n_train = X.shape[0] - n_validation
+        batch_size = min(self.batch_size, n_train)
+        pool = self.n_components
+        m = self._features_per_step()
+        max_iter = self._max_iter = self._resolve_max_iter(batch_size, n_train)
+        learning_rate = self._learning_rate(batch_size, n_train, max_iter, m)
         # With early stopping, the patience window spans an epoch at least.
-        every = (check_every(self.max_iter, X.shape[0] - n_validation,
-                             batch_size, self.n_iter_no_change)
-                 if n_validation else check_every(self.max_iter))
+        every = (check_every(max_iter, n_train, batch_size,
+                             self.n_iter_no_change)
+                 if n_validation else check_every(max_iter))
         # Before any party starts: a decay factor <= 0 cannot converge.
         check_decay(learning_rate, self.alpha, auto=self.learning_rate == "auto")
         partition = self._resolve_partition(X)
@@ -140,16 +170,22 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
         # party's sampling stream, then the private offset seeds.
         seeds = party_seeds(self.random_state, 2 + q)
         basis_seed, sampling_seed, offset_seeds = seeds[0], seeds[1], seeds[2:]
-        m = self.n_components_per_iter
         # A saved row costs its owner n_outputs floats (its partial sum of
         # Algorithm 2) and every party one counter per owner (the public
         # bookkeeping of which features the row already has).
         row_bytes = 8 * (n_outputs + len(owners))
         n_cache_rows = int(min(n_samples, self.cache_size * 2**20 // row_bytes))
+        if pool is not None:
+            # A pool's coefficients change under every saved sum: each drawn
+            # row gets all of its (at most n_components) features afresh.
+            n_cache_rows = 0
+        # Feature ids: step t's are t m, ..., t m + m - 1 (modulo the pool).
+        self._n_feature_ids = (max_iter * m if pool is None
+                               else min(pool, max_iter * m))
         config = dict(
             names=names, owners=owners, n_samples=n_samples,
             n_cache_rows=n_cache_rows, n_outputs=n_outputs,
-            max_iter=self.max_iter, m=m, loss=self._loss_name(),
+            max_iter=max_iter, m=m, pool=pool, loss=self._loss_name(),
             sampling_seeds=[[sampling_seed, k] for k in range(len(owners))],
             validation_rows=val_rows, check_every=every,
             batch_size=batch_size, n_iter_no_change=self.n_iter_no_change,
@@ -170,8 +206,8 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
             fed.gather(fed[p].call(setup_party, config) for p in names)
             self.gamma_ = federated_gamma(fed, names, owners[0], self.gamma)
             result = train(
-                fed, names, owners, max_iter=self.max_iter,
-                batch_size=batch_size, m=m, learning_rate=learning_rate,
+                fed, names, owners, max_iter=max_iter,
+                batch_size=batch_size, m=m, pool=pool, learning_rate=learning_rate,
                 alpha=self.alpha, check_every=every,
                 verbose=self.verbose)
             # Each party keeps its own store; the estimator object is where
@@ -192,7 +228,7 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
         """Raise on a divergence, warn when the fit merely did not converge."""
         if result["status"] is not None:
             raise divergence_error(
-                self, result["status"], result["n_iter_seen"], self.max_iter,
+                self, result["status"], result["n_iter_seen"], self._max_iter,
                 result["state"], learning_rate, result["kept_step"],
                 "Lower learning_rate (or leave it to 'auto'), or standardise "
                 "the columns")
@@ -203,7 +239,7 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
                 "): the step is too large to settle. Lower learning_rate.")
         elif len(self.validation_score_) and not result["stopped_early"]:
             warn_not_converged(
-                self, f"max_iter={self.max_iter} steps ended before the "
+                self, f"max_iter={self._max_iter} steps ended before the "
                 f"held-out loss stopped improving for {self.n_iter_no_change} "
                 "checks. Increase max_iter (or learning_rate).")
 

@@ -251,9 +251,15 @@ def _owner_take_pairs(state, excluded, values):
     n_coef, raw = len(store), store.raw_coef
     if "fresh" not in step:
         _, width = step["requests"][me]
+        # The creator's features of this step, by position in its list
+        # (fresh ones past n_coef; a pool's returning ones before it).
+        new_pos = (step["new_pos"] if step.get("creator") == me
+                   else np.empty(0, dtype=np.int64))
         step["fresh"] = np.zeros((len(step["rows"]), state.n_outputs))
-        step["new_phi"] = np.zeros((len(step["rows"]), width - n_coef))
-    fresh, new_phi = step["fresh"], step["new_phi"]
+        step["new_phi"] = np.zeros((len(step["rows"]), len(new_pos)))
+        step["new_of"] = np.full(width, -1, dtype=np.int64)
+        step["new_of"][new_pos] = np.arange(len(new_pos))
+    fresh, new_phi, new_of = step["fresh"], step["new_phi"], step["new_of"]
     done = 0
     for idx, cols, need in _pairs(state, me, excluded):
         if need is None:
@@ -270,8 +276,10 @@ def _owner_take_pairs(state, excluded, values):
         split = int(np.searchsorted(cols, n_coef))
         if split:
             fresh[idx] += phi[:, :split] @ raw[cols[:split]]
-        if split < len(cols):
-            new_phi[np.ix_(idx, cols[split:] - n_coef)] = phi[:, split:]
+        new = new_of[cols]
+        taken = new >= 0
+        if taken.any():
+            new_phi[np.ix_(idx, new[taken])] = phi[:, taken]
 
 
 def _owner_save_features(state):
@@ -318,7 +326,7 @@ def _owner_add(state, new_ids, coef):
     rows = state.step["rows"]
     slots = state.cache_slot[rows]
     cached = slots >= 0
-    if cached.any():
+    if cached.any():  # (never with a pool: its rows are not saved)
         raw_new = state.store.raw_coef[-len(new_ids):]
         state.partial[slots[cached]] += state.step["new_phi"][cached] @ raw_new
 

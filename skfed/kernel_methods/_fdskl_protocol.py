@@ -101,6 +101,8 @@ class _History:
         self.excluded = np.empty(0, dtype=np.int64)
         self.upto = np.zeros(n_cache_rows, dtype=np.int64)
         self.groups = {}
+        #: position of each feature id in ``ids`` (-1: not created yet)
+        self.position = np.empty(0, dtype=np.int64)
 
 
 def setup_party(state, config):
@@ -113,7 +115,12 @@ def setup_party(state, config):
     state.history = {p: _History(state.n_cache_rows) for p in state.owners}
     # This party's rows of omega and its phases b^l, one column per feature
     # id, drawn from its private key.
+    # Feature ids run 0, 1, ... (step t's are t m, ..., t m + m - 1), modulo
+    # the pool size when there is a pool (``n_components``).
+    state.pool = config.get("pool")
     n_total = config["max_iter"] * config["m"]
+    if state.pool is not None:
+        n_total = min(n_total, state.pool)
     state.omega = np.empty((len(state.columns), n_total))
     state.offsets = np.empty(n_total)
     state.n_drawn = 0
@@ -184,25 +191,40 @@ def _party_receive_step(state, message):
     """
     creator, rows, new_ids = message
     n_batch = len(rows)
-    if len(state.validation_rows) and _is_check(state, new_ids):
+    step_index = state.n_steps = getattr(state, "n_steps", -1) + 1
+    if len(state.validation_rows) and step_index % state.check_every == 0:
         rows = np.concatenate([rows, state.validation_rows])
     state.step = dict(rows=rows, n_batch=n_batch, requests={})
-    new = slice(state.n_drawn, state.n_drawn + len(new_ids))
-    # From this party's private key: nobody else can draw its block.
-    state.omega[:, new] = party_directions(state, new_ids)
-    state.offsets[new] = party_phases(state, new_ids)
-    state.n_drawn += len(new_ids)
-    # The largest l1 norm of a direction: bounds |omega^T x| (ring encoding).
-    state.omega_l1 = max(getattr(state, "omega_l1", 0.0),
-                         float(np.abs(state.omega[:, new]).sum(axis=0).max()))
+    # Ids never drawn before (all of them, but for a pool that wrapped
+    # around): they are the next ones, in order.
+    fresh_ids = new_ids[new_ids >= state.n_drawn]
+    if len(fresh_ids):
+        new = slice(state.n_drawn, state.n_drawn + len(fresh_ids))
+        # From this party's private key: nobody else can draw its block.
+        state.omega[:, new] = party_directions(state, fresh_ids)
+        state.offsets[new] = party_phases(state, fresh_ids)
+        state.n_drawn += len(fresh_ids)
+        # The largest l1 norm of a direction: bounds |omega^T x| (ring
+        # encoding).
+        state.omega_l1 = max(getattr(state, "omega_l1", 0.0),
+                             float(np.abs(state.omega[:, new]).sum(axis=0).max()))
     slots = state.cache_slot[rows]
     cached = slots >= 0
     for owner in state.owners:
         hist = state.history[owner]
         if owner == creator:
-            hist.ids = np.concatenate([hist.ids, new_ids])
-            if len(state.names) > 1:
-                excluded = excluded_parties(state.basis_seed, new_ids, owner,
+            # The owner's list holds each feature once: a pool's ids come
+            # back, and their coefficients then grow in place.
+            if len(hist.position) < len(state.offsets):
+                hist.position = np.full(len(state.offsets), -1, dtype=np.int64)
+                hist.position[hist.ids] = np.arange(len(hist.ids))
+            added = new_ids[hist.position[new_ids] < 0]
+            hist.position[added] = len(hist.ids) + np.arange(len(added))
+            state.step["creator"] = creator
+            state.step["new_pos"] = hist.position[new_ids]
+            hist.ids = np.concatenate([hist.ids, added])
+            if len(state.names) > 1 and len(added):
+                excluded = excluded_parties(state.basis_seed, added, owner,
                                             state.names)
                 hist.excluded = np.concatenate(
                     [hist.excluded, [state.names.index(e) for e in excluded]])
@@ -214,11 +236,6 @@ def _party_receive_step(state, message):
         hist.upto[slots[cached]] = width
         state.step["requests"][owner] = (start, width)
         state.step.setdefault("blocks", {})[owner] = _row_blocks(start, width)
-
-
-def _is_check(state, new_ids):
-    # The check schedule is public: every check_every-th step, from step 0.
-    return (int(new_ids[0]) // state.m) % state.check_every == 0
 
 
 def _active_new_coefficients(state, f, learning_rate, n_new):
@@ -323,7 +340,7 @@ def _features_for(fed, names, owner, phase):
 
 
 def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
-          check_every=1, verbose=0):
+          check_every=1, pool=None, verbose=0):
     """Run Algorithm 1 for at most ``max_iter`` steps; the active parties take
     turns.
 
@@ -354,6 +371,8 @@ def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
             raise ValueError(f"Party {active!r} drew a minibatch of shape "
                              f"{np.shape(rows)}, expected ({batch_size},).")
         new_ids = np.arange(t * m, (t + 1) * m, dtype=np.int64)
+        if pool is not None:  # the seeds cycle over the pool
+            new_ids %= pool
         # Lines 3-4: the row indices and the feature seeds go down T0; every
         # party draws its own block of omega_j.
         fed.gather(tree_broadcast(fed, t0, (active, rows, new_ids),

@@ -129,7 +129,9 @@ def _fdskl_fit_sums(estimator, messages, n_rows):
     if q == 1 or facts is None or "cache_slot" not in facts:
         return []
     owners = list(facts["owners"])
-    n_total = estimator.max_iter * estimator.n_components_per_iter
+    n_total = getattr(estimator, "_n_feature_ids", None)
+    if n_total is None:
+        n_total = estimator.max_iter * estimator.n_components_per_iter
     state = PartyState(**facts, index=0, columns=np.zeros(1, dtype=np.int64),
                        X=np.arange(facts["n_samples"], dtype=float)[:, None],
                        key=b"\0" * 32)
@@ -140,8 +142,10 @@ def _fdskl_fit_sums(estimator, messages, n_rows):
     for msg in messages:
         if msg.phase == "step/indices":
             creator, rows, new_ids = msg.payload[0]
-            if int(new_ids[0]) not in seen:
-                seen.add(int(new_ids[0]))
+            # One broadcast per step (a pool's feature ids come back).
+            key = (msg.round, int(new_ids[0]))
+            if key not in seen:
+                seen.add(key)
                 steps.append((creator, np.asarray(rows), np.asarray(new_ids)))
     t1s = _chunks(messages, "step/features/T1", q - 1)
     t2s = _chunks(messages, "step/features/T2", q - 2)

@@ -149,9 +149,19 @@ class CoefficientStore:
         return len(self.feature_ids)
 
     def add(self, feature_ids, coef):
+        """Add ``coef`` to the features ``feature_ids``: new ids are
+        appended in order, known ones (a finite pool of features) grow in
+        place."""
         coef = np.asarray(coef, dtype=float).reshape(len(feature_ids), self.n_outputs)
-        self.feature_ids = np.concatenate([self.feature_ids,
-                                           np.asarray(feature_ids, dtype=np.int64)])
+        feature_ids = np.asarray(feature_ids, dtype=np.int64)
+        if len(self.feature_ids) and feature_ids.min() <= self.feature_ids.max():
+            order = np.argsort(self.feature_ids, kind="stable")
+            pos = np.searchsorted(self.feature_ids, feature_ids, sorter=order)
+            pos = np.minimum(pos, len(order) - 1)
+            known = self.feature_ids[order[pos]] == feature_ids
+            np.add.at(self._coef, order[pos[known]], coef[known] / self._scale)
+            feature_ids, coef = feature_ids[~known], coef[~known]
+        self.feature_ids = np.concatenate([self.feature_ids, feature_ids])
         self._coef = np.vstack([self._coef, coef / self._scale])
 
     def decay(self, factor):

@@ -53,7 +53,7 @@ def _features(X, ids, owner, names, basis, key_seeds, kernel, gamma):
 
 
 def _central_fdskl(X, Y, q, active, random_state, loss, lr, alpha, T, B, m,
-                   kernel, gamma, weight=None):
+                   kernel, gamma, weight=None, pool=None):
     # Row weights scale each row's loss derivative (mean 1 over the rows).
     w = np.ones(len(X)) if weight is None else weight / np.mean(weight)
     names = [party_name(k) for k in range(q)]
@@ -74,6 +74,8 @@ def _central_fdskl(X, Y, q, active, random_state, loss, lr, alpha, T, B, m,
         f = sum(_features(X[rows], ids, p, names, basis, offsets, kernel, gamma) @ c
                 for p, (ids, c) in model.items())
         new = np.arange(t * m, (t + 1) * m)
+        if pool is not None:  # the seeds cycle over the pool
+            new %= pool
         phi = _features(X[rows], new, owners[k], names, basis, offsets, kernel, gamma)
         coef = -lr / (B * m) * phi.T @ (L.derivative(Y[rows], f) * w[rows, None])
         for p, (ids, c) in model.items():
