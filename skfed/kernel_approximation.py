@@ -334,7 +334,10 @@ class RandomFourierBasis:
                 if buffer is None or len(buffer) < size:
                     buffer = np.empty((min(chunk_rows, n), width))
                 block = buffer[:size]
-                np.matmul(X[rows], W, out=block)
+                if hasattr(X, "tocsr"):  # sparse rows: their product is dense
+                    block[...] = X[rows] @ W
+                else:
+                    np.matmul(X[rows], W, out=block)
             block += b
             np.cos(block, out=block)
             block *= np.sqrt(2.0) * scale
