@@ -32,6 +32,13 @@ is ``n_outputs`` floats per row instead of one per (row, feature), so the
 byte budget (``cache_size``) covers every row of most tables; rows past
 ``n_cache_rows`` are recomputed every time, which is the paper's plain loop.
 
+A pool of features (``n_components``). Step ``t``'s feature ids are then
+taken modulo the pool size: an owner's list holds each feature once (its
+``_History.position``), a returning id's new coefficient is added to the
+old one, and no row is saved (a pool's coefficients change between two
+visits of a row), so every drawn row gets all of its owner's pool features:
+at most ``B n_components`` pairs a step, whatever ``n`` or ``t``.
+
 Local compute. Every step is a few matrix products over blocks of rows and
 features (:mod:`._fdskl_pairs`: the needed pairs, each party's share, the
 owner's saved partial sums); nothing loops over features or pairs in Python.
