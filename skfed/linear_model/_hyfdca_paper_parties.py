@@ -62,6 +62,14 @@ def _timed(state, fn, *args, **kwargs):
     return out
 
 
+def _sum(state, parts):
+    """Homomorphic sum of ``parts``; a single part is re-randomised (the
+    server never echoes a client's own ciphertext back)."""
+    if len(parts) == 1:
+        return _timed(state, parts[0].rerandomize)
+    return _timed(state, reduce, lambda x, y: x + y, parts)
+
+
 def _subgradient_dual(loss, margins):
     """``u`` of Algorithm 3 in label direction: ``-l'(m)`` at the margin
     (for the hinge, 1 below margin 1 and 0 above)."""
@@ -115,7 +123,7 @@ def server_add_duals(server, changes):
     for r, parts in by_group.items():
         if r in server.enc_duals:
             parts = [server.enc_duals[r]] + parts
-        server.enc_duals[r] = _timed(server, reduce, lambda x, y: x + y, parts)
+        server.enc_duals[r] = _sum(server, parts)
     return dict(server.enc_duals)
 
 
@@ -162,8 +170,7 @@ def server_store_inner_products(server, parts):
     by_group = {}
     for k, part in sorted(server.ip_store.items()):
         by_group.setdefault(server.row_group_of[k], []).append(part)
-    return {r: _timed(server, reduce, lambda x, y: x + y, group)
-            for r, group in by_group.items()}
+    return {r: _sum(server, group) for r, group in by_group.items()}
 
 
 def client_receive_own_inner_products(client, enc_xw):
