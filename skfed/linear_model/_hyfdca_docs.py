@@ -195,9 +195,12 @@ Readings where the paper is loose, chosen to keep its guarantees:
   whole, as the accelerated solver does; on a vertical split it is
   section 4.3's cyclic sets of clients (Assumption 4.10; ``ceil(1 /
   participation)`` sets, at least two, as equal as the count allows).
-- No objective is computed; a fit whose ``lambda/2 ||w||^2`` exceeds the
-  zero model's objective (so ``P(w) > P(0)``), or whose weights are not
-  finite, raises :class:`DivergenceError`.
+- No objective is computed; the server checks what it holds, ``w``: non-
+  finite weights, or a ``lambda/2 ||w||^2`` above the zero model's
+  objective (so ``P(w) > P(0)``) in the last half of the rounds, raise
+  :class:`DivergenceError` with a constant ``gamma_t``; with ``gamma_t =
+  1/t`` (which overshoots only in its first rounds) the latter warns
+  (ConvergenceWarning: raise ``max_iter``).
 """
 
 

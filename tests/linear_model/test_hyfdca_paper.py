@@ -134,6 +134,18 @@ def test_one_pass_per_round_diverges_with_a_clear_error():
         est.fit(X, y)
 
 
+def test_cyclic_vertical_unsettled_fit_warns():
+    """gamma_t = 1/t overshoots in its first rounds: a short fit warns
+    (raise max_iter) instead of calling it a divergence."""
+    X, y = _breast_cancer()
+    est = HyFDCAClassifier(VerticalPartition(4), solver="paper",
+                           participation=0.5, schedule="cyclic", max_iter=10,
+                           alpha=LAM, encryption=None, fit_intercept=False,
+                           random_state=0)
+    with pytest.warns(ConvergenceWarning, match="raise max_iter"):
+        est.fit(X, y)
+
+
 def test_vertical_partial_participation_needs_the_paper_solver():
     X, y = _breast_cancer()
     with pytest.raises(ValueError, match="solver='paper'"):
