@@ -88,7 +88,8 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         the row group shares); clients that hold whole rows (one column
         group) update them one after the other, each step seeing the
         previous ones, and may make several passes (``H`` above their number
-        of rows).
+        of rows). ``solver="paper"``: each client draws its own ``H`` rows
+        (at most one pass); the paper tunes ``H`` (one pass diverges).
 
     participation : float, default=1.0
         Fraction of the clients that take part in each round, in (0, 1]. A

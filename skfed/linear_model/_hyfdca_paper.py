@@ -96,8 +96,11 @@ def run_paper(est, X, Y, weights, partition):
     row_group_of = {k: partition.client_cell(k)[0] for k in range(K)}
     # One key pair shared by the clients (the server never holds one): the
     # duals are encrypted even when clients hold whole rows.
-    _, private_key = generate_keypair(est.key_size, warn=False,
-                                      plaintext=est.encryption is None)
+    # (encryption="ou", when the estimator accepts it, picks that scheme:
+    # the arrays of both schemes have the same interface)
+    _, private_key = generate_keypair(
+        est.key_size, warn=False, plaintext=est.encryption is None,
+        scheme="ou" if est.encryption == "ou" else "paillier")
     seeds = party_seeds(est.random_state, 1 + K)
     gamma, c_k, _ = paper_steps(est.step_size, partition,
                                 float(est.participation), n_samples)
