@@ -7,6 +7,7 @@ their encryption in :mod:`._hyfdca_encryption`), the exchanges in
 :mod:`._hyfdca_exchange`, the privacy contract in :mod:`._hyfdca_privacy`,
 the checks and the clients' blocks (dense or CSR) and weights in
 :mod:`._hyfdca_data`, and the class Notes in :mod:`._hyfdca_docs`.
+``solver="paper"`` (the published Algorithm 1) runs in :mod:`._hyfdca_paper`.
 """
 
 # Authors: The skfed developers
@@ -61,7 +62,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
     rows. A server without any data coordinates: it sums the clients'
     encrypted partial inner products and their securely aggregated weight
     contributions, and steers the step. The dual variables never leave the
-    clients. Horizontal and vertical splits are the special cases of one
+    clients (``solver="paper"``: the server holds them encrypted). Horizontal and vertical splits are the special cases of one
     column group and one row group.
 
     Parameters
