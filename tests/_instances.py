@@ -14,6 +14,17 @@ CHECK_PARAMS = {
     "SecureBoostClassifier": {"encryption": None, "n_estimators": 10, "random_state": 0}, "SecureBoostRegressor": {"encryption": None, "n_estimators": 10, "random_state": 0},
 }
 
+#: further instances of an estimator with another solver (name, params): the
+#: paper's Algorithm 1 of HyFDCA (issue 30), few rounds, plaintext. The
+#: checks' data are not standardised (blobs far from the origin, with an
+#: intercept): the paper's fixed gamma_t = 1 oscillates there even with two
+#: coordinates per round (DivergenceError), so a small fixed step.
+EXTRA_INSTANCES = [
+    ("HyFDCAClassifier", {"solver": "paper", "encryption": None,
+                          "local_iterations": 2, "step_size": 0.05,
+                          "max_iter": 100, "random_state": 0}),
+]
+
 # SecureBoost: integer weights equal repeated rows bit for bit
 # (tests/ensemble/test_weights.py), but the passive parties bin their own
 # columns over every row, since the weights never leave the label holder;

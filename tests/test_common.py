@@ -5,12 +5,15 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skfed.utils import all_estimators
 
-from ._instances import CHECK_PARAMS, EXPECTED_FAILED_CHECKS
+from ._instances import CHECK_PARAMS, EXPECTED_FAILED_CHECKS, EXTRA_INSTANCES
 
 
 def _instances():
-    for name, cls in all_estimators():
+    classes = dict(all_estimators())
+    for name, cls in classes.items():
         yield cls(**CHECK_PARAMS.get(name, {}))
+    for name, params in EXTRA_INSTANCES:
+        yield classes[name](**params)
 
 
 def _expected_failed(estimator):
@@ -19,7 +22,8 @@ def _expected_failed(estimator):
 
 def test_instance_settings_name_real_estimators():
     names = {name for name, _ in all_estimators()}
-    unknown = (set(CHECK_PARAMS) | set(EXPECTED_FAILED_CHECKS)) - names
+    unknown = (set(CHECK_PARAMS) | set(EXPECTED_FAILED_CHECKS)
+               | {name for name, _ in EXTRA_INSTANCES}) - names
     assert not unknown, f"settings for estimators that do not exist: {unknown}"
     for name, failures in EXPECTED_FAILED_CHECKS.items():
         for check, reason in failures.items():

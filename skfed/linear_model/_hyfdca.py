@@ -7,6 +7,7 @@ their encryption in :mod:`._hyfdca_encryption`), the exchanges in
 :mod:`._hyfdca_exchange`, the privacy contract in :mod:`._hyfdca_privacy`,
 the checks and the clients' blocks (dense or CSR) and weights in
 :mod:`._hyfdca_data`, and the class Notes in :mod:`._hyfdca_docs`.
+``solver="paper"`` (the published Algorithm 1) runs in :mod:`._hyfdca_paper`.
 """
 
 # Authors: The skfed developers
@@ -40,6 +41,7 @@ from ._hyfdca_docs import with_notes
 from ._hyfdca_data import (check_encodable, check_participation,
                            check_sample_party, client_blocks, row_weights)
 from ._hyfdca_exchange import SERVER, Participation, Protocol, client_name
+from ._hyfdca_paper import run_paper
 from ._hyfdca_privacy import HyFDCAPrivacyMixin
 
 __all__ = ["HyFDCAClassifier", "DivergenceError"]
@@ -60,7 +62,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
     rows. A server without any data coordinates: it sums the clients'
     encrypted partial inner products and their securely aggregated weight
     contributions, and steers the step. The dual variables never leave the
-    clients. Horizontal and vertical splits are the special cases of one
+    clients (``solver="paper"``: the server holds them encrypted). Horizontal and vertical splits are the special cases of one
     column group and one row group.
 
     Parameters
@@ -87,18 +89,26 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         the row group shares); clients that hold whole rows (one column
         group) update them one after the other, each step seeing the
         previous ones, and may make several passes (``H`` above their number
-        of rows).
+        of rows). ``solver="paper"``: each client draws its own ``H`` rows
+        (at most one pass); the paper tunes ``H`` (one pass diverges).
 
     participation : float, default=1.0
         Fraction of the clients that take part in each round, in (0, 1]. A
         row group's duals move only in rounds where all its clients take
-        part (otherwise the server's ``w`` would stop matching the duals); a
-        split with one row group (vertical) therefore needs every client.
+        part (otherwise the server's ``w`` would stop matching the duals).
+        On a split with one row group (vertical) ``participation < 1``
+        needs ``solver="paper"`` and ``schedule="cyclic"``: section 4.3's
+        cyclic sets of clients, ``ceil(1 / participation)`` of them.
 
     schedule : {"random", "cyclic"}, default="random"
         How participants are chosen when ``participation < 1``: a fresh
-        random subset of the clients each round (section 4.2), or fixed sets
-        of row groups that take turns (section 4.3's cyclic blocks).
+        random subset of the row groups each round (section 4.2 on a
+        horizontal split), or fixed sets of row groups that take turns (a
+        round-robin of row groups, not section 4.3). On a vertical split
+        (``solver="paper"``) only ``"cyclic"``: the clients' sets of
+        section 4.3 (Assumption 4.10, Theorem 4.11).
+
+    %(hyfdca_solver)s
 
     step_size : float or "auto", default="auto"
         ``gamma_t``, the length of the step along the clients' dual
@@ -120,7 +130,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         Value of the constant column.
 
     tol : float or None, default=1e-3
-        Stop when the duality gap ``P - D`` is at most ``tol * D``: then
+        Not used by ``solver="paper"``. Stop when the duality gap ``P - D`` is at most ``tol * D``: then
         ``(P(w) - P*) / P* <= tol`` for the published ``w``. With partial
         participation the server's gap estimate uses the absent row groups'
         last reports; when it falls below ``tol`` the server holds still
@@ -230,6 +240,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                              StrOptions({"auto"})],
         "participation": [Interval(numbers.Real, 0, 1, closed="right")],
         "schedule": [StrOptions({"random", "cyclic"})],
+        "solver": [StrOptions({"accelerated", "paper"})],
         "step_size": [Interval(numbers.Real, 0, 1, closed="right"),
                       StrOptions({"auto"})],
         "fit_intercept": ["boolean"],
@@ -245,7 +256,8 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
 
     def __init__(self, partition=None, *, loss="hinge", alpha=1e-2,
                  max_iter=1000, local_iterations="auto", participation=1.0,
-                 schedule="random", step_size="auto", fit_intercept=True,
+                 schedule="random", solver="accelerated", step_size="auto",
+                 fit_intercept=True,
                  intercept_scaling=1.0, tol=1e-3, encryption="paillier",
                  key_size=2048, packing=True, n_jobs=None, random_state=None,
                  verbose=0):
@@ -256,6 +268,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         self.local_iterations = local_iterations
         self.participation = participation
         self.schedule = schedule
+        self.solver = solver
         self.step_size = step_size
         self.fit_intercept = fit_intercept
         self.intercept_scaling = intercept_scaling
@@ -309,13 +322,17 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         check_encodable(X, alpha=self.alpha, fit_intercept=self.fit_intercept,
                         intercept_scaling=self.intercept_scaling,
                         encryption=self.encryption)
-        check_participation(self.participation, partition)
+        check_participation(self.participation, partition, self.solver,
+                            self.schedule)
         if len(self.classes_) == 2:
             Y = np.where(y_index == 1, 1.0, -1.0)[:, None]
         else:  # one-vs-rest: one +-1 column per class
             Y = np.where(y_index[:, None] == np.arange(len(self.classes_)),
                          1.0, -1.0)
-        w = self._run_protocol(X, Y, weights, partition)
+        if self.solver == "paper":
+            w = run_paper(self, X, Y, weights, partition)
+        else:
+            w = self._run_protocol(X, Y, weights, partition)
         n_features = X.shape[1]
         self.coef_ = np.ascontiguousarray(w[:n_features].T)
         if self.fit_intercept:

@@ -69,15 +69,32 @@ def check_sample_party(partition_spec, sample_party):
             "HybridPartition or HorizontalPartition to split rows.")
 
 
-def check_participation(participation, partition):
-    """Partial participation needs a row group that can sit a round out."""
-    if participation < 1 and partition.n_row_groups == 1:
+def check_participation(participation, partition, solver="accelerated",
+                        schedule="random"):
+    """Partial participation needs a row group that can sit a round out, or
+    (``solver="paper"``, a vertical split) section 4.3's cyclic sets."""
+    if participation >= 1 or partition.n_row_groups > 1:
+        return
+    if solver != "paper":
         raise ValueError(
-            f"participation={participation} needs at least two row "
-            "groups, but this partition has one (a vertical split: every "
-            "client holds part of every row, so no dual variable can move "
-            "while a client is away); use participation=1.0 or split the "
-            "rows too with a HybridPartition.")
+            f"participation={participation} on a split with one row group (a "
+            "vertical split: every client holds part of every row) needs "
+            "solver='paper', which runs section 4.3's cyclic participation "
+            "(clients in turn, with stale weights of the absent ones and "
+            "gamma_t = 1/t); the accelerated solver moves a row group's duals "
+            "only when all its clients take part. Use solver='paper' with "
+            "schedule='cyclic', participation=1.0, or split the rows too with "
+            "a HybridPartition.")
+    if schedule != "cyclic":
+        raise ValueError(
+            f"participation={participation} on a vertical split needs "
+            "schedule='cyclic' (section 4.3, Assumption 4.10: the clients take "
+            "part in fixed sets, in turn); random subsets are not covered on "
+            "a vertical split.")
+    if partition.n_clients < 2:
+        raise ValueError(
+            f"participation={participation} needs at least two clients to "
+            "take turns; this split has one.")
 
 
 def client_blocks(X, partition, fit_intercept, intercept_scaling):

@@ -11,12 +11,35 @@ by :func:`with_notes`.
 
 import textwrap
 
-__all__ = ["NOTES", "with_notes"]
+__all__ = ["NOTES", "SOLVER", "PAPER_NOTES", "with_notes"]
 
 _MARKER = "%(hyfdca_notes)s"
+_SOLVER_MARKER = "%(hyfdca_solver)s"
+
+SOLVER = """\
+solver : {"accelerated", "paper"}, default="accelerated"
+    ``"accelerated"``: skfed's round (below and in Notes): the duals stay on
+    the clients, the server chooses each step by an exact line search with
+    momentum, and stops at ``tol``; one pass over the rows per round
+    converges, with any participation of row groups. ``"paper"``:
+    Algorithm 1 of [1]_ as published: the server holds the **encrypted**
+    global duals and adds the clients' encrypted, averaged changes; each
+    client updates ``local_iterations`` (``H``) of its coordinates per
+    round with the theorems' fixed step; no objective is evaluated, so
+    ``tol`` is not used (``max_iter`` rounds run), ``objective_curve_``
+    and ``duality_gap_`` are NaN and the published ``w`` is the last one.
+    It diverges when ``H`` is too large for the data (one pass per round
+    usually is; the paper tunes ``H``, e.g. 13 on 569 rows): the fit then
+    stops with :class:`DivergenceError`. ``"paper"`` also runs section
+    4.3's cyclic participation on a vertical split (``participation < 1``,
+    ``schedule="cyclic"``), which ``"accelerated"`` refuses. Parameters
+    by solver: ``tol`` and ``packing`` only for ``"accelerated"``;
+    ``step_size``, ``local_iterations``, ``participation`` and
+    ``schedule`` mean the same for both except as stated under each."""
 
 NOTES = """\
-One round (Algorithm 1 with the practical local method, Algorithm 5):
+One round of ``solver="accelerated"`` (Algorithm 1 with the practical
+local method, Algorithm 5; ``solver="paper"`` is described after it):
 
 1. The server picks the participants; the row groups whose clients all
    take part move this round.
@@ -118,14 +141,79 @@ sparse products; no dense copy of ``X`` or of a block is made. The model
 equals the dense fit's up to floating-point reassociation.
 """
 
+PAPER_NOTES = """\
+``solver="paper"``: one round of Algorithm 1 as published. ``K^t`` are the
+round's clients, ``K-bar^t`` those of them absent the round before.
+
+1. The server sends the clients of ``K-bar^t`` ``enc(alpha_0)`` of their
+   rows; they decrypt and run PrimalAggregation (Algorithm 4).
+2. SecureInnerProduct (Algorithm 2) for ``K^t``: the server sends each
+   client the weights of its columns; each encrypts ``x_{k,i}^T w_k``;
+   the server adds, per row, the latest parts of **every** client holding
+   it (an absent client's last part: section 4.3's stale ``w``), and each
+   client decrypts the sums of its rows.
+3. LocalDualMethod (Algorithm 3, with Algorithm 5's exact 1-D maximiser):
+   each client draws ``H`` of its rows without replacement and moves each
+   towards ``u_i in -dl(x_i^T w)`` by at most ``c_k gamma_t |u_i -
+   alpha_i|``; it sends ``enc(gamma_t / |B_n| delta alpha)`` for **all**
+   its rows (zeros for the others), ``|B_n|`` the clients holding row
+   ``n``.
+4. The server adds them to ``enc(alpha_0)`` homomorphically and sends each
+   client of ``K^t`` the ciphertexts of its rows, which it decrypts; then
+   PrimalAggregation for ``K^t``. With cyclic vertical participation the
+   round ends with Algorithm 2 again (its parts are used while the client
+   is away); otherwise that second call is the next round's first.
+
+Steps (``step_size="auto"``), from the theorem that covers the setting:
+cyclic vertical participation, ``gamma_t = 1/t`` and ``c_k = 1`` (Theorem
+4.11); a horizontal split (all clients or random subsets), ``gamma_t = 1``
+and ``c_k = 1`` (Theorem 4.8); any other split, ``gamma_t = 1`` and ``c_k =
+N_k / N`` (Theorem 4.4; no theorem covers random row groups of a hybrid
+split, the same steps are used). A float ``step_size`` is a constant
+``gamma_t``. The theorems also need ``H <= N`` (``H`` above a client's
+rows means all of them).
+
+Readings where the paper is loose, chosen to keep its guarantees:
+
+- PrimalAggregation's ``w_hat_k`` would reach the server in plaintext per
+  client; a client holding part of a row group's rows would give the
+  server ``sum_{i in I_k} alpha_i x_{k,i}`` alone. Each client instead
+  sends the change of its ``w_hat_k / (lambda N)`` since its last upload,
+  summed over its column group by secure aggregation (a column group
+  with one client this round, e.g. a vertical split, is a one-term sum:
+  that part is the weights of its own columns, which the server publishes
+  anyway). The server's ``w`` is the same.
+- Algorithm 5 omits ``||x_i||^2`` (unit-norm rows); it is kept here, the
+  squared norms summed once like Algorithm 2. ``alpha`` is kept in label
+  direction and per unit weight (``y_i alpha_i / s_i``), encrypted with
+  absolute precision ``2**-44``: encrypted and plaintext fits agree to
+  about ``1e-9``.
+- The server never holds a key: it initialises ``enc(alpha_0)`` with the
+  first round's sum (``alpha^0 = 0``). Each client draws its own
+  coordinates (from ``random_state``), as Algorithm 3 says.
+- Partial participation on a hybrid or horizontal split moves row groups
+  whole, as the accelerated solver does; on a vertical split it is
+  section 4.3's cyclic sets of clients (Assumption 4.10; ``ceil(1 /
+  participation)`` sets, at least two, as equal as the count allows).
+- No objective is computed; the server checks what it holds, ``w``: non-
+  finite weights, or a ``lambda/2 ||w||^2`` above the zero model's
+  objective (so ``P(w) > P(0)``) in the last half of the rounds, raise
+  :class:`DivergenceError` with a constant ``gamma_t``; with ``gamma_t =
+  1/t`` (which overshoots only in its first rounds) the latter warns
+  (ConvergenceWarning: raise ``max_iter``).
+"""
+
 
 def with_notes(cls):
-    """Put :data:`NOTES` in place of the marker line of ``cls.__doc__``."""
+    """Put :data:`NOTES` (with :data:`PAPER_NOTES`) and :data:`SOLVER` in
+    place of their marker lines of ``cls.__doc__``."""
+    texts = {_MARKER: NOTES.rstrip("\n") + "\n\n" + PAPER_NOTES.rstrip("\n"),
+             _SOLVER_MARKER: SOLVER.rstrip("\n")}
     lines = []
     for line in cls.__doc__.splitlines():
-        if line.strip() == _MARKER:
+        if line.strip() in texts:
             indent = line[: len(line) - len(line.lstrip())]
-            lines.append(textwrap.indent(NOTES.rstrip("\n"), indent))
+            lines.append(textwrap.indent(texts[line.strip()], indent))
         else:
             lines.append(line)
     cls.__doc__ = "\n".join(lines)

@@ -36,8 +36,10 @@ class Participation:
     subset of ``round(participation * R)`` of the ``R`` row groups each
     round (section 4.2's random subsets; with one column group, of the
     clients). ``"cyclic"``: the row groups are split into
-    ``ceil(1 / participation)`` fixed sets that take turns (section 4.3's
-    cyclic blocks, along the rows).
+    ``ceil(1 / participation)`` fixed sets that take turns. This cycles
+    *row groups*; it is not section 4.3, whose cyclic sets are the clients
+    of a vertical split (:class:`._hyfdca_paper.ColumnCycle`,
+    ``solver="paper"``).
     """
 
     def __init__(self, partition, participation, schedule, seed):

@@ -71,7 +71,45 @@ _WEIGHTS = f"(features + 1) * {_TASKS}"
 _REPORT_SHARE = f"2 * (2 + len(est._grid())) * {_TASKS}"
 
 
-def hyfdca_contract(min_rows=1):
+def paper_rules():
+    """The phases only ``solver="paper"`` sends (Algorithm 1 as published):
+    the duals, which the server holds and adds only as ciphertexts under the
+    clients' key, and Algorithm 4's ``w_hat_k`` changes, summed securely per
+    column group. It also uses ``setup/scale``, ``squared norms``, ``primal
+    weights`` and ``inner products`` (every client decrypting its rows'
+    sums) as declared for the accelerated solver."""
+    rules = [
+        Rule("duals", "client", "server",
+             (Ciphertext("client", "gamma_t / |B_n| * delta alpha for every "
+                         "row of the client (zeros where not updated)",
+                         max_size=f"rows * {_TASKS}"),),
+             note="Algorithm 1: the server only ever holds enc(alpha_0); in "
+                  "the clear it could pair alpha with w and solve W = A alpha "
+                  "for the data"),
+        Rule("duals", "server", "client",
+             (Ciphertext("client", "enc(alpha_0) of the client's rows (the "
+                         "homomorphic sum)", max_size=f"rows * {_TASKS}"),),
+             note="the client decrypts its own rows' duals"),
+        Rule("primal aggregation/request", "server", "client",
+             (Public("nothing (the request carries no argument)",
+                     max_size=1),)),
+        *secure_sum_rules("primal aggregation", "client", "server",
+                          _WEIGHTS),
+        Rule("primal aggregation/alone/request", "server", "client",
+             (Public("nothing (the request carries no argument)",
+                     max_size=1),)),
+        Rule("primal aggregation/alone/upload", "client", "server",
+             (Inherent("the change of the client's w_hat_k / (lambda N), "
+                       "alone: its column group has one client this round "
+                       "(a vertical split: the weights of its own columns, "
+                       "published as the model)", dtype="u",
+                       max_size=_WEIGHTS),),
+             note="no one to sum with"),
+    ]
+    return rules
+
+
+def hyfdca_contract(min_rows=1, solver="accelerated"):
     """The HyFDCA contract (fit; prediction sends nothing).
 
     Parameters
@@ -79,6 +117,9 @@ def hyfdca_contract(min_rows=1):
     min_rows : int, default=1
         Rows of the smallest row group: a report the server sees alone (one
         row group taking part) is a sum over at least that many rows.
+    solver : {"accelerated", "paper"}, default="accelerated"
+        ``"paper"`` adds :func:`paper_rules` (an accelerated fit sending
+        duals would be flagged).
     """
     rules = [
         Rule("setup/scale", "client", "server",
@@ -187,6 +228,8 @@ def hyfdca_contract(min_rows=1):
                       dtype="u", max_size=_WEIGHTS),),
             note="no one to sum with: a vertical split, or one row group "
                  "taking part"))
+    if solver == "paper":
+        rules += paper_rules()
     return Contract("hyfdca", rules)
 
 
@@ -212,7 +255,8 @@ class HyFDCAPrivacyMixin:
         partition = self.partition_
         sizes = [len(partition.client_rows(k))
                  for k in range(partition.n_clients)]
-        return hyfdca_contract(min(sizes) if sizes else 1)
+        return hyfdca_contract(min(sizes) if sizes else 1,
+                               getattr(self, "solver", "accelerated"))
 
     def _privacy_attacks(self):
         from ._hyfdca_attacks import row_reconstruction

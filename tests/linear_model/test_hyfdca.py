@@ -383,10 +383,11 @@ def test_only_row_groups_with_every_client_present_move(schedule):
         assert rounds[:4] == [{0, 1}, {2, 3}, {0, 1}, {2, 3}]
 
 
-def test_partial_participation_needs_two_row_groups():
+def test_partial_participation_on_a_vertical_split_needs_the_paper_solver():
     X, y = _small()
     with pytest.raises(ValueError,
-                       match="participation=0.5 needs at least two row groups"):
+                       match="participation=0.5 on a split with one row group.*"
+                             "needs solver='paper'"):
         HyFDCAClassifier(VerticalPartition(2), participation=0.5,
                          encryption=None).fit(X, y)
 

@@ -1,0 +1,260 @@
+"""HyFDCA ``solver="paper"``: Algorithm 1 of Overman, Blum and Klabjan.
+
+:func:`algorithm_1` reads as the paper's box; :func:`run_paper` sets the
+parties up (the same clients' blocks, key pair and setup exchanges as the
+accelerated solver) and :class:`ColumnCycle` is section 4.3's cyclic
+participation of the clients of a vertical split. The party functions are
+in :mod:`._hyfdca_paper_parties` (new) and :mod:`._hyfdca_protocol`
+(squared norms, Algorithm 2's parts). The reading of the paper, where it is
+ambiguous, is in the estimator's Notes (:mod:`._hyfdca_docs`).
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import time
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from .._progress import Progress
+from ..base import party_seeds
+from ..crypto import generate_keypair
+from ..exceptions import DivergenceError
+from ..federation import Local, protocol_rounds
+from . import _hyfdca_paper_parties as PP
+from . import _hyfdca_protocol as P
+from ._hyfdca_data import client_blocks
+from ._hyfdca_dual import ZERO_MODEL_LOSS
+from ._hyfdca_encryption import crypto_seconds, weight_change_encoder
+from ._hyfdca_exchange import SERVER, Participation, Protocol, client_name
+
+__all__ = ["run_paper", "algorithm_1", "ColumnCycle", "paper_steps"]
+
+
+class ColumnCycle:
+    """Section 4.3 (Assumption 4.10): the clients of a vertical split are
+    split into ``C = ceil(1 / participation)`` fixed sets (at least 2, at
+    most the number of clients; as equal as the count allows) that take
+    part in turn, ``B_1, ..., B_C, B_1, ...``."""
+
+    all = False
+
+    def __init__(self, n_clients, participation):
+        n_sets = min(n_clients, max(2, int(np.ceil(1.0 / participation - 1e-9))))
+        self.sets = [list(map(int, s)) for s in
+                     np.array_split(np.arange(n_clients), n_sets)]
+
+    def __call__(self, t):
+        return self.sets[(t - 1) % len(self.sets)]
+
+
+def paper_steps(step_size, partition, participation, n_samples):
+    """``(gamma(t), c_k(rows), rule)`` of the theorem that covers the
+    setting (section 4): ``gamma_t = 1/t`` and ``c_k = 1`` for cyclic
+    vertical participation (Theorem 4.11); ``gamma_t = 1`` and ``c_k = 1``
+    for a horizontal split (Theorem 4.8, all or random subsets of
+    clients); ``gamma_t = 1`` and ``c_k = N_k / N`` otherwise (Theorem
+    4.4). A float ``step_size`` replaces ``gamma_t``."""
+    cyclic_vertical = partition.n_row_groups == 1 and participation < 1
+    if cyclic_vertical:
+        rule = "Theorem 4.11"
+    elif partition.n_column_groups == 1:
+        rule = "Theorem 4.8"
+    else:
+        rule = "Theorem 4.4"
+    if step_size != "auto":
+        def gamma(t):
+            return float(step_size)
+    elif cyclic_vertical:
+        def gamma(t):
+            return 1.0 / t
+    else:
+        def gamma(t):
+            return 1.0
+
+    def c_k(n_rows):
+        return 1.0 if rule != "Theorem 4.4" else n_rows / n_samples
+    return gamma, c_k, rule
+
+
+def run_paper(est, X, Y, weights, partition):
+    """Set the parties up and run :func:`algorithm_1`; returns ``w``."""
+    if est.loss == "squared_hinge":
+        raise ValueError(
+            "solver='paper' needs an L-Lipschitz loss (the paper's "
+            "Assumption 4.1: its theorems bound the steps with L, and the "
+            "duals stay in [0, 1]); the squared hinge is not. Use "
+            "loss='hinge' (the paper's) or 'logistic', or "
+            "solver='accelerated'.")
+    n_samples, n_features = X.shape
+    K, C = partition.n_clients, partition.n_column_groups
+    lam = float(est.alpha)
+    blocks, rows, columns = client_blocks(X, partition, est.fit_intercept,
+                                          est.intercept_scaling)
+    row_group_of = {k: partition.client_cell(k)[0] for k in range(K)}
+    # One key pair shared by the clients (the server never holds one): the
+    # duals are encrypted even when clients hold whole rows.
+    # (encryption="ou", when the estimator accepts it, picks that scheme:
+    # the arrays of both schemes have the same interface)
+    _, private_key = generate_keypair(
+        est.key_size, warn=False, plaintext=est.encryption is None,
+        scheme="ou" if est.encryption == "ou" else "paillier")
+    seeds = party_seeds(est.random_state, 1 + K)
+    gamma, c_k, _ = paper_steps(est.step_size, partition,
+                                float(est.participation), n_samples)
+    states = {SERVER: P.server_state(
+        rows, columns, row_group_of, n_features + int(est.fit_intercept),
+        Y.shape[1], loss=est.loss, lam=lam, n_samples=n_samples,
+        step_size=est.step_size, tol=None, grid=np.zeros(1))}
+    states[SERVER].update(enc_duals={}, ip_store={})
+    for k in range(K):
+        # Each client draws its own coordinates (Algorithm 3).
+        state = P.client_state(
+            blocks[k], Y[rows[k]],
+            None if weights is None else weights[rows[k]], private_key,
+            loss=est.loss, lam=lam, n_samples=n_samples, whole_rows=C == 1,
+            local_iterations=est.local_iterations, seed=seeds[1 + k],
+            n_jobs=est.n_jobs, n_slots=1, n_holders=C,
+            row_group=row_group_of[k])
+        states[client_name(k)] = PP.paper_client_state(
+            state, c_k=c_k(len(rows[k])))
+    if partition.n_row_groups == 1 and est.participation < 1:
+        participants = ColumnCycle(K, float(est.participation))
+    else:
+        participants = Participation(partition, float(est.participation),
+                                     est.schedule, seeds[0])
+    largest_rows = max(len(r) for r in rows.values())
+    total = {"N": n_samples}
+
+    def ring_encoder(scale, n_terms):
+        return weight_change_encoder(est.loss, lam, total["N"], largest_rows,
+                                     scale, n_terms,
+                                     weighted=weights is not None)
+
+    start = time.perf_counter()
+    with est._federation(states) as fed:
+        protocol = Protocol(fed, partition, columns, Y.shape[1], ring_encoder)
+        if weights is not None:
+            total["N"] = protocol.total_weight(range(K))
+        w, n_iter = algorithm_1(est, fed, protocol, partition, participants,
+                                gamma)
+        seconds = fed.gather(fed[name].call(crypto_seconds)
+                             for name in fed.party_names)
+    est.fit_time_ = time.perf_counter() - start
+    est.crypto_time_ = float(sum(seconds))
+    est.n_iter_ = n_iter
+    # The paper's loop evaluates no objective: nothing to report.
+    est.duality_gap_ = float("nan")
+    est.objective_curve_ = np.full((n_iter, 2), np.nan)
+    return w
+
+
+def algorithm_1(est, fed, protocol, partition, participants, gamma):
+    """Algorithm 1 (HyFDCA), round by round as in the box."""
+    server = fed[SERVER]
+    everyone = list(range(partition.n_clients))
+    cyclic_vertical = isinstance(participants, ColumnCycle)
+    scale = protocol.agree_scale(everyone)
+    protocol.squared_norms(everyone)
+    previous = set()
+    progress = Progress("HyFDCA (paper)", est.max_iter, est.verbose, fed=fed)
+    t, regs = 0, []
+    for t in protocol_rounds(range(1, est.max_iter + 1)):
+        clients = participants(t)  # K^t
+        arrivals = [k for k in clients if k not in previous]  # K-bar^t
+        # Send enc(alpha_0^t) to the arrivals; PrimalAggregation(K-bar^t).
+        if arrivals and t > 1:
+            send_duals(protocol, arrivals)
+            primal_aggregation(protocol, arrivals, scale)
+        # SecureInnerProduct(K^t).
+        secure_inner_product(protocol, clients)
+        # LocalDualMethod on every client of K^t; enc(gamma/|B_n| d alpha).
+        g = gamma(t)
+        protocol._to_server("duals", protocol._local(
+            clients, PP.client_local_dual_method, g))
+        # The server adds them to enc(alpha_0), sends enc(alpha_0^t) to K^t,
+        # which decrypt; PrimalAggregation(K^t).
+        send_duals(protocol, clients, add=True)
+        finite = primal_aggregation(protocol, clients, scale)
+        # The second SecureInnerProduct: only where an absent client's part
+        # is used later (cyclic vertical); otherwise it is the next round's
+        # first (omitted in the paper's experiments too).
+        if cyclic_vertical:
+            secure_inner_product(protocol, clients)
+        previous = set(clients)
+        regs.append(float(np.max(server.call(PP.server_weight_norm).result())))
+        progress.report(t, f"gamma_t {g:.3g} ({len(clients)} clients)",
+                        last=t == est.max_iter or not finite)
+        if not finite:
+            raise _divergence(est, t, "non-finite weights")
+    # A w whose regulariser alone exceeds the zero model's objective is
+    # worse than w = 0. Any such w in the second half of the rounds: the
+    # fixed step overshoots and oscillates (issue 30: relative loss 644 with
+    # one pass per round); early rounds may overshoot and recover.
+    late = max(regs[len(regs) // 2:], default=0.0)
+    if late > ZERO_MODEL_LOSS[est.loss]:
+        what = (f"lambda/2 ||w||^2 reached {late:.3g} in the last half of "
+                "the rounds, above the zero model's objective "
+                f"{ZERO_MODEL_LOSS[est.loss]:.3g}")
+        if not isinstance(participants, ColumnCycle) or est.step_size != "auto":
+            raise _divergence(est, t, what)
+        # gamma_t = 1/t shrinks: its first rounds overshoot, then it settles
+        # (Theorem 4.11); an unfinished fit, not a divergence.
+        warnings.warn(
+            f"HyFDCA (solver='paper', cyclic vertical participation) is not "
+            f"settled after {t} rounds: {what}. gamma_t = 1/t overshoots in "
+            "its first rounds; raise max_iter.", ConvergenceWarning)
+    w = server.call(P.server_model, False).result()
+    return w, t
+
+
+def send_duals(protocol, clients, add=False):
+    """Server -> each client of ``clients``: ``enc(alpha_0)`` of its rows
+    (after adding the round's changes when ``add``); the client decrypts."""
+    phase = "duals"
+    fn = PP.server_add_duals if add else (lambda s, _: dict(s.enc_duals))
+    enc = protocol.server.call(P.server_run, fn, phase).result()
+    # (a row group that never moved has alpha_0 = 0: nothing to send)
+    protocol._from_server(phase, PP.client_receive_duals,
+                          {k: (enc[protocol.row_group[k]],) for k in clients
+                           if protocol.row_group[k] in enc})
+
+
+def primal_aggregation(protocol, clients, scale):
+    """Algorithm 4: the clients' changes of ``w_hat_k``, summed securely per
+    column group; the server updates ``w`` and sends each participant the
+    weights of its columns (with Algorithm 2's next round)."""
+    total = protocol._summed_weights(clients, PP.client_primal_part, None,
+                                     "primal aggregation", scale)
+    return protocol.server.call(PP.server_add_weights, Local(total)).result()
+
+
+def secure_inner_product(protocol, clients):
+    """Algorithm 2 for ``clients``: the server sends them the weights of
+    their columns; each encrypts its parts; the server sums every client's
+    latest parts per row and each client decrypts its rows' sums (one row
+    group on one client: computed locally)."""
+    protocol.send_weights(clients)
+    if protocol.whole_rows:
+        protocol._local(clients, P.client_local_inner_products)
+        return
+    phase = "inner products"
+    protocol._to_server(phase, protocol._local(
+        clients, P.client_partial_inner_products))
+    sums = protocol.server.call(P.server_run, PP.server_store_inner_products,
+                                phase).result()
+    protocol._from_server(phase, PP.client_receive_own_inner_products,
+                          {k: (sums[protocol.row_group[k]],) for k in clients})
+
+
+def _divergence(est, t, what):
+    return DivergenceError(
+        f"HyFDCA (solver='paper') diverged at round {t}: {what}. The paper's "
+        f"fixed step (gamma_t, step_size={est.step_size!r}) with "
+        f"local_iterations={est.local_iterations!r} coordinates per client "
+        "and round overshoots; lower local_iterations (the paper tunes H; "
+        "e.g. 13 on 569 rows), pass a smaller float step_size, or use "
+        "solver='accelerated' (a line search that cannot diverge).",
+        round=t)

@@ -1,0 +1,227 @@
+"""HyFDCAClassifier(solver="paper"): Algorithm 1 as published.
+
+Convergence to liblinear's optimum at the paper's setting (issue 30's
+acceptance), section 4.3's cyclic vertical participation, encryption that
+does not change the model, the theorems' steps, divergence, and the privacy
+contract of the new phases (with a planted leak of one dual in the clear).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import LinearSVC
+
+from skfed.crypto import EncryptedArray
+from skfed.exceptions import DivergenceError
+from skfed.federation import record_messages
+from skfed.linear_model import HyFDCAClassifier
+from skfed.linear_model import _hyfdca_paper_parties as PP
+from skfed.linear_model._hyfdca_paper import ColumnCycle, paper_steps
+from skfed.partition import (HorizontalPartition, HybridPartition,
+                             VerticalPartition)
+from skfed.privacy import check_messages
+
+LAM = 1e-2
+
+
+def _breast_cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def _relative_gap(X, y, coef):
+    """(P(w) - P*) / P* of the hinge objective, P* from liblinear."""
+    signs = np.where(y == 1, 1.0, -1.0)
+    svc = LinearSVC(loss="hinge", C=1.0 / (LAM * len(y)), fit_intercept=False,
+                    tol=1e-10, max_iter=1_000_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        svc.fit(X, signs)
+
+    def primal(w):
+        return 0.5 * LAM * w @ w + np.maximum(0, 1 - signs * (X @ w)).mean()
+    star = primal(svc.coef_.ravel())
+    return (primal(np.ravel(coef)) - star) / star
+
+
+PAPER = dict(solver="paper", local_iterations=13, alpha=LAM, max_iter=200,
+             encryption=None, fit_intercept=False, random_state=0)
+
+
+# -- acceptance (issue 30) ------------------------------------------------------
+
+@pytest.mark.parametrize("partition", [None, HybridPartition(3, 2)],
+                         ids=["default-2x2", "hybrid-3x2"])
+def test_paper_solver_reaches_liblinear(partition):
+    X, y = _breast_cancer()
+    est = HyFDCAClassifier(partition, **PAPER).fit(X, y)
+    assert _relative_gap(X, y, est.coef_) <= 5e-2
+    assert est.n_iter_ == 200
+    assert np.all(np.isnan(est.objective_curve_))  # the paper reports none
+
+
+def test_cyclic_vertical_participation_reaches_liblinear():
+    """Section 4.3: two sets of clients in turn, gamma_t = 1/t, one pass."""
+    X, y = _breast_cancer()
+    est = HyFDCAClassifier(
+        VerticalPartition(4), solver="paper", participation=0.5,
+        schedule="cyclic", alpha=LAM, max_iter=1000, encryption=None,
+        fit_intercept=False, random_state=0).fit(X, y)
+    assert _relative_gap(X, y, est.coef_) <= 1e-2
+
+
+# -- the paper's steps and sets -------------------------------------------------
+
+def test_theorem_steps():
+    X = np.zeros((12, 4))
+    vertical = HybridPartition(1, 2).resolve(X)
+    gamma, c_k, rule = paper_steps("auto", vertical, 0.5, 12)
+    assert rule == "Theorem 4.11"
+    assert [gamma(t) for t in (1, 2, 4)] == [1.0, 0.5, 0.25]
+    assert c_k(12) == 1.0
+    gamma, c_k, rule = paper_steps("auto", HybridPartition(2, 2).resolve(X),
+                                   1.0, 12)
+    assert (rule, gamma(7), c_k(6)) == ("Theorem 4.4", 1.0, 0.5)
+    gamma, c_k, rule = paper_steps(0.3, HybridPartition(3, 1).resolve(X),
+                                   0.5, 12)
+    assert (rule, gamma(9), c_k(4)) == ("Theorem 4.8", 0.3, 1.0)
+
+
+def test_column_cycle_sets_take_turns():
+    cycle = ColumnCycle(5, 0.4)  # ceil(1/0.4) = 3 sets
+    assert cycle.sets == [[0, 1], [2, 3], [4]]
+    assert [cycle(t) for t in (1, 2, 3, 4)] == [[0, 1], [2, 3], [4], [0, 1]]
+    assert ColumnCycle(4, 0.9).sets == [[0, 1], [2, 3]]  # at least two sets
+
+
+def test_absent_clients_weights_are_stale():
+    """With sets [0] and [1] in turn, a round changes only the weights of
+    the columns of the clients present (the others keep their stale
+    values), and the first round leaves the absent client's weights at 0."""
+    X, y = _breast_cancer()
+    kw = dict(solver="paper", participation=0.5, schedule="cyclic",
+              encryption=None, fit_intercept=False, random_state=0)
+    one = HyFDCAClassifier(VerticalPartition(2), max_iter=1,
+                           local_iterations=13, **kw).fit(X, y)
+    cols = one.partition_.client_columns(1)
+    assert np.all(one.coef_[0, cols] == 0)
+    assert np.any(one.coef_[0] != 0)
+
+
+# -- encryption, divergence, errors ------------------------------------------------
+
+def test_encrypted_fit_equals_plaintext_fit():
+    X, y = _breast_cancer()
+    kw = dict(PAPER, max_iter=4)
+    plain = HyFDCAClassifier(**kw).fit(X, y)
+    enc = HyFDCAClassifier(**dict(kw, encryption="paillier", key_size=512))
+    enc.fit(X, y)
+    np.testing.assert_allclose(enc.coef_, plain.coef_, rtol=0, atol=1e-8)
+    assert enc.crypto_time_ > 0
+
+
+def test_one_pass_per_round_diverges_with_a_clear_error():
+    """Issue 30: the literal loop with one pass per round overshoots."""
+    X, y = _breast_cancer()
+    est = HyFDCAClassifier(solver="paper", alpha=LAM, max_iter=40,
+                           encryption=None, fit_intercept=False,
+                           random_state=0)
+    with pytest.raises(DivergenceError, match="local_iterations"):
+        est.fit(X, y)
+
+
+def test_cyclic_vertical_unsettled_fit_warns():
+    """gamma_t = 1/t overshoots in its first rounds: a short fit warns
+    (raise max_iter) instead of calling it a divergence."""
+    X, y = _breast_cancer()
+    est = HyFDCAClassifier(VerticalPartition(4), solver="paper",
+                           participation=0.5, schedule="cyclic", max_iter=10,
+                           alpha=LAM, encryption=None, fit_intercept=False,
+                           random_state=0)
+    with pytest.warns(ConvergenceWarning, match="raise max_iter"):
+        est.fit(X, y)
+
+
+def test_vertical_partial_participation_needs_the_paper_solver():
+    X, y = _breast_cancer()
+    with pytest.raises(ValueError, match="solver='paper'"):
+        HyFDCAClassifier(VerticalPartition(2), participation=0.5,
+                         encryption=None).fit(X, y)
+    with pytest.raises(ValueError, match="schedule='cyclic'"):
+        HyFDCAClassifier(VerticalPartition(2), participation=0.5,
+                         solver="paper", encryption=None).fit(X, y)
+
+
+def test_losses_and_multiclass():
+    X, y = make_classification(240, 8, n_informative=5, n_classes=3,
+                               random_state=0)
+    X = StandardScaler().fit_transform(X)
+    with pytest.raises(ValueError, match="Assumption 4.1"):
+        HyFDCAClassifier(solver="paper", loss="squared_hinge",
+                         encryption=None).fit(X, y)
+    for loss in ("hinge", "logistic"):
+        est = HyFDCAClassifier(solver="paper", loss=loss, local_iterations=20,
+                               max_iter=100, encryption=None, random_state=0)
+        assert est.fit(X, y).score(X, y) > 0.55  # chance: 1/3
+        assert est.coef_.shape == (3, 8)
+
+
+# -- privacy contract ------------------------------------------------------------
+
+XS, YS = make_classification(120, 8, n_informative=5, random_state=0)
+XS = StandardScaler().fit_transform(XS)
+SMALL = dict(solver="paper", local_iterations=6, max_iter=3, key_size=512,
+             random_state=0)
+
+
+@pytest.mark.parametrize("partition, extra", [
+    (HybridPartition(2, 2), {}),
+    (VerticalPartition(2), dict(participation=0.5, schedule="cyclic")),
+    (HorizontalPartition(3), {})],
+    ids=["hybrid-2x2", "vertical-cyclic", "horizontal-3"])
+def test_paper_messages_satisfy_the_contract(partition, extra):
+    est = HyFDCAClassifier(partition, **SMALL, **extra)
+    with record_messages() as rec:
+        est.fit(XS, YS)
+    assert check_messages(est, rec.messages, XS, YS) == []
+    duals = [m for m in rec.messages if m.phase == "duals"]
+    assert duals and all(isinstance(m.payload[0], EncryptedArray)
+                         for m in duals)
+    # The server only ever sees ciphertexts of the duals, and nothing of
+    # the accelerated round (no reports, no steps).
+    phases = {m.phase for m in rec.messages}
+    assert not phases & {"step", "objective report", "direction"}
+
+
+def test_accelerated_contract_refuses_the_duals_phase():
+    est = HyFDCAClassifier(HybridPartition(2, 2), **SMALL)
+    with record_messages() as rec:
+        est.fit(XS, YS)
+    est.set_params(solver="accelerated")
+    assert any(v.phase == "duals"
+               for v in check_messages(est, rec.messages, XS, YS))
+
+
+def test_planted_leak_one_dual_in_the_clear_is_flagged(monkeypatch):
+    """A client that sends one of its duals in the clear beside its
+    ciphertexts is caught by check_messages."""
+    send, add = PP.client_local_dual_method, PP.server_add_duals
+
+    def leaky_send(client, gamma):
+        return send(client, gamma), np.array([client.A[0, 0] + 0.5])
+
+    def strip(server, changes):
+        return add(server, {k: v[0] for k, v in changes.items()})
+
+    monkeypatch.setattr(PP, "client_local_dual_method", leaky_send)
+    monkeypatch.setattr(PP, "server_add_duals", strip)
+    est = HyFDCAClassifier(HybridPartition(2, 2), **SMALL)
+    with record_messages() as rec:
+        est.fit(XS, YS)
+    found = [v for v in check_messages(est, rec.messages, XS, YS)
+             if v.phase == "duals"]
+    assert found, "a dual in the clear must be flagged"
