@@ -127,13 +127,14 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         until every row group has reported on the same ``w`` and stops only
         if the exact gap confirms it. ``None`` runs ``max_iter`` rounds.
 
-    %(encryption)s
+    %(encryption_schemes)s
 
     %(key_size)s
 
     packing : bool, default=True
-        With encryption, pack several values into each Paillier plaintext
-        (43 bits per value with two column groups: 47 values at 2048 bits).
+        With encryption, pack several values into each plaintext (43 bits
+        per value with two column groups: 47 values per 2048-bit Paillier
+        plaintext, 15 per 2048-bit OU plaintext).
         ``False`` encrypts every value alone. Either way the fixed-point
         scale comes from the data (see Notes).
 
@@ -235,7 +236,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(numbers.Real, 0, None, closed="neither")],
         "tol": [None, Interval(numbers.Real, 0, None, closed="left")],
-        "encryption": [None, StrOptions({"paillier"})],
+        "encryption": [None, StrOptions({"paillier", "ou"})],
         "key_size": [Interval(numbers.Integral, 128, None, closed="left")],
         "packing": ["boolean"],
         "n_jobs": [None, numbers.Integral],
@@ -346,11 +347,13 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         # Whole rows need no encryption at all: no key then.
         private_key, n_slots = None, 1
         if not whole_rows:
+            scheme = self.encryption or "paillier"
             _, private_key = generate_keypair(  # fit warned of a small key
-                self.key_size, plaintext=self.encryption is None, warn=False)
+                self.key_size, plaintext=self.encryption is None,
+                scheme=scheme, warn=False)
             if self.packing:
                 n_slots = PackedEncoder.max_slots(self.key_size, C,
-                                                  PRECISION_BITS)
+                                                  PRECISION_BITS, scheme)
         seeds = party_seeds(self.random_state, 1 + R + K)
         group_seeds, client_seeds = seeds[1:1 + R], seeds[1 + R:]
         grid = self._grid()

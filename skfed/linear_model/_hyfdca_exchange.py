@@ -220,22 +220,29 @@ class Protocol:
     def secure_inner_product(self, clients):
         """Algorithm 2 (or a local product when clients hold whole rows).
 
-        The server returns each row group's encrypted sums to one of its
-        clients only (the first taking part), which decrypts them and sends
-        the inner products to its row-group partners (``"inner
-        products/shared"``): every client of a row group learns them, as
-        when each decrypted them, but the row group pays one decryption
-        instead of one per client (three quarters of an encrypted fit's
-        CPU went to decryptions)."""
+        One client per row group (the first taking part) decrypts: the
+        server returns to it the encrypted sums of its partners' parts, it
+        decrypts them, adds its own part (which it therefore never
+        encrypts) and sends the inner products to its row-group partners
+        (``"inner products/shared"``). Every client of a row group learns
+        them, as when each decrypted them in the paper, and the decryptor
+        learns its partners' total, which it could subtract from the full
+        sum anyway; the row group pays one decryption instead of one per
+        client (three quarters of an encrypted fit's CPU went to
+        decryptions) and one encryption fewer."""
         if self.whole_rows:
             self._local(clients, P.client_local_inner_products)
             return
         phase = "inner products"
-        self._to_server(phase, self._local(clients,
+        decryptors = self._reporters(clients)
+        senders = [k for k in clients if k not in decryptors.values()]
+        own = [self.fed[client_name(k)].call(P.client_own_inner_products)
+               for k in decryptors.values()]
+        self._to_server(phase, self._local(senders,
                                            P.client_partial_inner_products))
+        self.fed.gather(own)
         sums = self.server.call(P.server_run, P.server_sum_over_row_groups,
                                 phase).result()
-        decryptors = self._reporters(clients)
         self._from_server(phase, P.client_receive_inner_products,
                           {k: (sums[r],) for r, k in decryptors.items()})
         shared = {r: self.fed[client_name(k)].call(
@@ -245,7 +252,7 @@ class Protocol:
                 P.client_set_inner_products, shared[self.row_group[j]].result(),
                 sender=client_name(decryptors[self.row_group[j]]),
                 phase=f"{phase}/shared")
-            for j in clients if j not in decryptors.values())
+            for j in senders)
 
     def local_dual_method(self, clients, beta, scale):
         """Each participant's dual direction; its weights summed securely."""

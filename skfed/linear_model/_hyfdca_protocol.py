@@ -75,7 +75,8 @@ def client_state(X, Y, weights, private_key, *, loss, lam, n_samples,
         "rng": np.random.RandomState(seed), "n_jobs": n_jobs,
         "n_slots": n_slots, "n_holders": n_holders,
         "A": zeros, "A_prev": zeros.copy(), "point": zeros.copy(),
-        "margins": zeros.copy(), "xw": None, "direction": zeros.copy(),
+        "margins": zeros.copy(), "xw": None, "xw_own": None,
+        "direction": zeros.copy(),
         "w": np.zeros((X.shape[1], n_tasks)), "sqnorm": None,
         "scale_exponent": None, "crypto_seconds": 0.0,
         # the reporter's sums at its last report (see _hyfdca_reports)
@@ -248,10 +249,17 @@ def client_partial_inner_products(client):
                     client.ip_exponent)
 
 
+def client_own_inner_products(client):
+    """The row group's decrypting client keeps its part ``x_{k,i}^T w_k``
+    in plaintext (it adds it to its partners' decrypted sum)."""
+    client.xw_own = np.asarray(client.X @ client.w, dtype=np.float64)
+
+
 def client_receive_inner_products(client, enc_xw):
-    """The row group's decrypting client: enc(x_i^T w) -> its margins."""
+    """The row group's decrypting client: enc(partners' parts) -> plus its
+    own part -> its margins."""
     client_set_inner_products(
-        client, _decrypt(client, enc_xw, client.margins.shape))
+        client, _decrypt(client, enc_xw, client.margins.shape) + client.xw_own)
 
 
 def client_inner_products(client):
