@@ -40,6 +40,7 @@ from ._hyfdca_docs import with_notes
 from ._hyfdca_data import (check_encodable, check_participation,
                            check_sample_party, client_blocks, row_weights)
 from ._hyfdca_exchange import SERVER, Participation, Protocol, client_name
+from ._hyfdca_reports import round_summary
 from ._hyfdca_privacy import HyFDCAPrivacyMixin
 
 __all__ = ["HyFDCAClassifier", "DivergenceError"]
@@ -412,7 +413,10 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         scale = protocol.agree_scale(everyone)
         protocol.squared_norms(everyone)
         curve, converged, gap, t = [], False, float("inf"), 0
-        progress = Progress("HyFDCA", self.max_iter, self.verbose, fed=fed)
+        # Encrypted rounds are slow: the first line tells the wait (a bound).
+        progress = Progress("HyFDCA", self.max_iter, self.verbose, fed=fed,
+                            estimate=self.encryption is not None and C > 1
+                            and ("at most" if self.tol is not None else True))
         for t in protocol_rounds(range(1, self.max_iter + 1)):
             # Server: who takes part; a row group moves with all its clients.
             clients = participants(t)
@@ -442,12 +446,8 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                               Local(partial)).result()
             curve.append((out["primal"], out["dual"]))
             gap = out["gap"]
-            shown = (f"relative gap {gap:.3g}" if np.isfinite(gap) else
-                     "relative gap n/a (dual 0 before this step)")
-            progress.report(
-                t, f"primal {out['primal']:.6g}, dual {out['dual']:.6g}, "
-                f"{shown} ({len(clients)} clients)",
-                last=bool(out["stop"] or out["diverged"]))
+            progress.report(t, round_summary(out, len(clients)),
+                            last=bool(out["stop"] or out["diverged"]))
             if out["diverged"]:
                 raise self._divergence(server, t, out)
             if out["stop"]:
