@@ -17,10 +17,12 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
-from skfed.crypto import EncryptedArray
+from skfed.crypto import (EncryptedArray, OUPublicKey, PackedEncoder,
+                          PaillierPublicKey)
 from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier
 from skfed.linear_model._hyfdca import DivergenceError
+from skfed.linear_model._hyfdca_encryption import PRECISION_BITS
 from skfed.linear_model._hyfdca_dual import (conjugate_values, dual_step,
                                              loss_values)
 from skfed.partition import (HorizontalPartition, HybridPartition,
@@ -236,9 +238,10 @@ def test_a_small_fixed_step_with_few_coordinates_still_works():
 
 # -- encoding and encryption ------------------------------------------------------
 
+@pytest.mark.parametrize("encryption", ["paillier", "ou"])
 @pytest.mark.parametrize("packing", [True, False])
 @pytest.mark.parametrize("factor", [1.0, 1e8])
-def test_encryption_does_not_change_the_result(packing, factor):
+def test_encryption_does_not_change_the_result(packing, factor, encryption):
     # The fixed-point scale comes from the data: features multiplied by 1e8
     # are encoded as well as standardised ones.
     X, y = load_iris(return_X_y=True)
@@ -246,12 +249,39 @@ def test_encryption_does_not_change_the_result(packing, factor):
     params = dict(partition=HybridPartition(2, 2, split="random", random_state=0),
                   max_iter=8, tol=None, key_size=512, random_state=0)
     plain = HyFDCAClassifier(encryption=None, packing=packing, **params).fit(X, y)
-    secure = HyFDCAClassifier(packing=packing, **params).fit(X, y)
+    secure = HyFDCAClassifier(packing=packing, encryption=encryption,
+                              **params).fit(X, y)
     scale = np.max(np.abs(plain.coef_))
     np.testing.assert_allclose(secure.coef_, plain.coef_, atol=1e-8 * scale)
     np.testing.assert_allclose(secure.objective_curve_, plain.objective_curve_,
                                rtol=1e-8)
     assert secure.crypto_time_ > 0
+
+
+@pytest.mark.parametrize("encryption, scheme", [("paillier", PaillierPublicKey),
+                                                ("ou", OUPublicKey)])
+def test_packing_fills_each_scheme_s_plaintext_without_overflow(encryption,
+                                                                 scheme):
+    # OU's plaintexts are a third of Paillier's (key_size // 3 - 3 bits):
+    # fewer slots, and a packed sum over a row group's clients still fits.
+    X, y = _small()
+    with record_messages() as rec:
+        clf = HyFDCAClassifier(max_iter=2, tol=None, key_size=512,
+                               encryption=encryption, random_state=0).fit(X, y)
+    part = clf.partition_
+    n_slots = PackedEncoder.max_slots(512, part.n_column_groups, PRECISION_BITS,
+                                      encryption)
+    assert n_slots == {"paillier": 11, "ou": 3}[encryption]
+    sent = [m for m in rec.messages if m.phase == "inner products"]
+    assert sent and all(isinstance(m.payload[0].public_key, scheme)
+                        for m in sent)
+    for m in sent:
+        (payload,) = m.payload
+        rows = len(part.client_rows(int((m.receiver if m.sender == "server"
+                                         else m.sender)[len("client"):])))
+        assert payload.size == -(-rows // n_slots)
+        assert payload.encoder.n_slots == n_slots
+        assert payload.encoder.n_bits < int(payload.public_key.max_int).bit_length()
 
 
 def test_data_that_cannot_be_encoded_fails_before_any_party_starts():
