@@ -27,7 +27,7 @@ from sklearn.utils.validation import validate_data
 
 from .._docstrings import fill_doc
 from ..base import FederatedMixin, check_labels_not_single_class, party_seeds
-from ..crypto import PackedEncoder, generate_keypair
+from ..crypto import generate_keypair
 from ..exceptions import DivergenceError
 from .._progress import Progress
 from ..federation import Local, protocol_rounds
@@ -35,7 +35,7 @@ from ..partition import (HorizontalPartition, HybridPartition,
                          VerticalPartition)
 from . import _hyfdca_protocol as P
 from ._hyfdca_dual import LINE_SEARCH_GRID
-from ._hyfdca_encryption import PRECISION_BITS, crypto_seconds, weight_change_encoder
+from ._hyfdca_encryption import crypto_seconds, weight_change_encoder
 from ._hyfdca_docs import with_notes
 from ._hyfdca_data import (check_encodable, check_participation,
                            check_sample_party, client_blocks, row_weights)
@@ -346,15 +346,11 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         row_group_of = {k: partition.client_cell(k)[0] for k in range(K)}
         # Keys: one pair shared by the clients; the server never holds one.
         # Whole rows need no encryption at all: no key then.
-        private_key, n_slots = None, 1
+        private_key = None
         if not whole_rows:
-            scheme = self.encryption or "paillier"
             _, private_key = generate_keypair(  # fit warned of a small key
                 self.key_size, plaintext=self.encryption is None,
-                scheme=scheme, warn=False)
-            if self.packing:
-                n_slots = PackedEncoder.max_slots(self.key_size, C,
-                                                  PRECISION_BITS, scheme)
+                scheme=self.encryption or "paillier", warn=False)
         seeds = party_seeds(self.random_state, 1 + R + K)
         group_seeds, client_seeds = seeds[1:1 + R], seeds[1 + R:]
         grid = self._grid()
@@ -372,7 +368,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                 None if weights is None else weights[rows[k]], private_key,
                 loss=self.loss, lam=lam, n_samples=n_samples, whole_rows=whole_rows,
                 local_iterations=self.local_iterations, seed=seed,
-                n_jobs=self.n_jobs, n_slots=n_slots, n_holders=C,
+                n_jobs=self.n_jobs, packing=self.packing, n_holders=C,
                 row_group=row_group_of[k])
         participants = Participation(partition, float(self.participation),
                                      self.schedule, seeds[0])

@@ -28,8 +28,8 @@ What remains, declared below rather than hidden:
 - The clients learn, for their rows, the full inner products ``x_i^T w``
   and squared norms (hence their partners' parts, by subtraction), as in
   the paper. One client per row group decrypts its partners' summed
-  parts of the inner products, adds its own (which it never encrypts) and
-  sends the inner products to its partners (one decryption per row
+  parts, adds its own (which it never encrypts) and sends the inner
+  products and squared norms to its partners (one decryption per row
   group, not per client).
 - With ``sample_weight``: every client learns the total weight of all rows
   (the objective divides by it) and the server the binary order of
@@ -114,9 +114,16 @@ def hyfdca_contract(min_rows=1):
              (Ciphertext("client", "||x_{k,i}||^2 of the client's rows",
                          max_size="rows"),)),
         Rule("squared norms", "server", "client",
-             (Ciphertext("client", "||x_i||^2 summed over the row's clients",
-                         max_size="rows"),),
-             note="a sum of the row group's parts: fresh ciphertexts"),
+             (Ciphertext("client", "||x_{k,i}||^2 summed over the row's "
+                         "other clients", max_size="rows"),),
+             note="to one client per row group, which decrypts and adds "
+                  "its own part (it never encrypts it)"),
+        Rule("squared norms/shared", "client", "client",
+             (Inherent("||x_i||^2 of the row group's rows, decrypted by one "
+                       "of its clients for its partners, who learn them in "
+                       "the paper too (each decrypts them there)", dtype="f",
+                       exempt=("columns",), max_size="rows"),),
+             note="between clients of one row group only, once at setup"),
         Rule("inner products", "client", "server",
              (Ciphertext("client", "x_{k,i}^T w_k of the client's rows",
                          max_size=f"rows * {_TASKS}"),),

@@ -22,7 +22,8 @@ from skfed.crypto import (EncryptedArray, OUPublicKey, PackedEncoder,
 from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier
 from skfed.linear_model._hyfdca import DivergenceError
-from skfed.linear_model._hyfdca_encryption import PRECISION_BITS
+from skfed.linear_model._hyfdca_encryption import (PRECISION_BITS,
+                                                   slots_per_plaintext)
 from skfed.linear_model._hyfdca_dual import (conjugate_values, dual_step,
                                              loss_values)
 from skfed.partition import (HorizontalPartition, HybridPartition,
@@ -269,12 +270,15 @@ def test_packing_fills_each_scheme_s_plaintext_without_overflow(encryption,
         clf = HyFDCAClassifier(max_iter=2, tol=None, key_size=512,
                                encryption=encryption, random_state=0).fit(X, y)
     part = clf.partition_
-    n_slots = PackedEncoder.max_slots(512, part.n_column_groups, PRECISION_BITS,
-                                      encryption)
-    assert n_slots == {"paillier": 11, "ou": 3}[encryption]
     sent = [m for m in rec.messages if m.phase == "inner products"]
     assert sent and all(isinstance(m.payload[0].public_key, scheme)
                         for m in sent)
+    # The server adds the parts of the decryptor's partners: one here.
+    n_slots = slots_per_plaintext(sent[0].payload[0].public_key,
+                                  part.n_column_groups - 1)
+    assert n_slots == {"paillier": 12, "ou": 3}[encryption]
+    assert n_slots == PackedEncoder.max_slots(512, 1, PRECISION_BITS,
+                                              encryption)
     for m in sent:
         (payload,) = m.payload
         rows = len(part.client_rows(int((m.receiver if m.sender == "server"
@@ -318,6 +322,15 @@ def test_messages_of_an_encrypted_round():
         assert m.payload[0].dtype.kind == "f"
     assert len(by_phase["inner products/shared"]) == (
         part.n_clients - part.n_row_groups) * rounds
+    # The decryptor never encrypts its own part: only its partners send.
+    uploaded = [m for m in by_phase["inner products"] if m.receiver == "server"]
+    assert len(uploaded) == (part.n_clients - part.n_row_groups) * rounds
+    decryptors = {m.receiver for m in returned}
+    assert not decryptors & {m.sender for m in uploaded}
+    # The squared norms (setup) take the same route, once.
+    assert len(by_phase["squared norms"]) == part.n_clients
+    assert len(by_phase["squared norms/shared"]) == (
+        part.n_clients - part.n_row_groups)
     # The server receives one masked upload per client per secure sum; no
     # column group is ever alone in a 2x2 grid with everyone taking part.
     uploads = by_phase["direction/upload"]
