@@ -133,9 +133,9 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
     %(key_size)s
 
     packing : bool, default=True
-        With encryption, pack several values into each plaintext (43 bits
-        per value with two column groups: 47 values per 2048-bit Paillier
-        plaintext, 15 per 2048-bit OU plaintext).
+        With encryption, pack several values into each plaintext (42 bits
+        per value with two column groups: 48 values per 2048-bit Paillier
+        plaintext, 16 per 2048-bit OU plaintext).
         ``False`` encrypts every value alone. Either way the fixed-point
         scale comes from the data (see Notes).
 

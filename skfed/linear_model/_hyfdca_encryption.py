@@ -1,6 +1,7 @@
-"""HyFDCA's encryption helpers: the clients' Paillier layout and timing.
+"""HyFDCA's encryption helpers: the clients' packed layout and timing.
 
-The clients share one key pair; every value they encrypt has a public
+The clients share one key pair (Paillier or Okamoto-Uchiyama: the layout
+reads the key's ``plaintext_bits``); every value they encrypt has a public
 bound ``2**exponent`` (agreed at setup and per round, see
 :mod:`._hyfdca_protocol`), so the fixed-point encoding keeps
 :data:`PRECISION_BITS` significant bits below it, packing several values
