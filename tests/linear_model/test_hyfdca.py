@@ -239,19 +239,22 @@ def test_a_small_fixed_step_with_few_coordinates_still_works():
 
 # -- encoding and encryption ------------------------------------------------------
 
-@pytest.mark.parametrize("encryption", ["paillier", "ou"])
+# OU at 1024 bits packs 8 slots (336 bits): the key owner's CRT path.
+@pytest.mark.parametrize("encryption, key_size", [
+    ("paillier", 512), ("ou", 512), ("ou", 1024)])
 @pytest.mark.parametrize("packing", [True, False])
 @pytest.mark.parametrize("factor", [1.0, 1e8])
-def test_encryption_does_not_change_the_result(packing, factor, encryption):
+def test_encryption_does_not_change_the_result(packing, factor, encryption,
+                                               key_size):
     # The fixed-point scale comes from the data: features multiplied by 1e8
     # are encoded as well as standardised ones.
     X, y = load_iris(return_X_y=True)
     X, y = factor * StandardScaler().fit_transform(X)[:60], y[:60]
     params = dict(partition=HybridPartition(2, 2, split="random", random_state=0),
-                  max_iter=8, tol=None, key_size=512, random_state=0)
+                  max_iter=8, tol=None, random_state=0)
     plain = HyFDCAClassifier(encryption=None, packing=packing, **params).fit(X, y)
     secure = HyFDCAClassifier(packing=packing, encryption=encryption,
-                              **params).fit(X, y)
+                              key_size=key_size, **params).fit(X, y)
     scale = np.max(np.abs(plain.coef_))
     np.testing.assert_allclose(secure.coef_, plain.coef_, atol=1e-8 * scale)
     np.testing.assert_allclose(secure.objective_curve_, plain.objective_curve_,
