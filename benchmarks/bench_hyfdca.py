@@ -34,6 +34,12 @@ can reconstruct, and the comparison with FedAvg at equal outer rounds.
    to liblinear's optimum of the same weighted objective (``C = 1 /
    (alpha S)``, ``S`` the total weight), prediction agreement, and the fit
    on integer weights against the fit on repeated rows.
+7. ``--schemes``: HyFDCA with defaults on a standardised 2,000 x 20
+   ``make_classification`` table with ``encryption=None``, ``"paillier"``
+   and ``"ou"`` (2048-bit keys): rounds, process CPU (with reaped forked
+   workers) and wall, CPU seconds and counts of raw encryptions and
+   decryptions, the CPU ratio to the plaintext fit, and the largest
+   coefficient difference from it.
 
 Run::
 
@@ -41,6 +47,7 @@ Run::
     python benchmarks/bench_hyfdca.py --quick      # breast cancer only, 1024-bit timing
     python benchmarks/bench_hyfdca.py --acceptance # only the convergence table
     python benchmarks/bench_hyfdca.py --sparse --weights
+    python benchmarks/bench_hyfdca.py --schemes    # Paillier/OU CPU vs plaintext
     python benchmarks/bench_hyfdca.py --sparse --sparse-rows 100000  # issue's size
 """
 
@@ -164,6 +171,85 @@ def timing(names, key_size):
               f"per round {comm.total_messages / clf.n_iter_:.0f} messages, "
               f"{comm.total_bytes / clf.n_iter_ / 1e3:.0f} kB")
         print(comm.table())
+
+
+def _cpu_seconds():
+    """CPU of this process and of its reaped children (forked workers)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class _CryptoCPU:
+    """Thread CPU seconds in the keys' raw encryption and decryption (the
+    benchmark's own instrumentation: it wraps the private keys' methods)."""
+
+    def __init__(self):
+        import functools
+        import threading
+
+        from skfed.crypto import OUPrivateKey, PaillierPrivateKey
+
+        self.seconds = {"encrypt": 0.0, "decrypt": 0.0}
+        self.calls = {"encrypt": 0, "decrypt": 0}
+        self._lock = threading.Lock()
+        self._saved = []
+        for cls in (PaillierPrivateKey, OUPrivateKey):
+            for name, kind in (("raw_encrypt", "encrypt"),
+                               ("raw_decrypt", "decrypt")):
+                original = getattr(cls, name)
+
+                def timed(*args, _f=original, _k=kind, **kwargs):
+                    start = time.thread_time()
+                    try:
+                        return _f(*args, **kwargs)
+                    finally:
+                        with self._lock:
+                            self.seconds[_k] += time.thread_time() - start
+                            self.calls[_k] += len(np.ravel(args[1]))
+
+                setattr(cls, name, functools.wraps(original)(timed))
+                self._saved.append((cls, name, original))
+
+    def close(self):
+        for cls, name, original in self._saved:
+            setattr(cls, name, original)
+
+
+def schemes_table(n_rows=2000, n_features=20, repeats=3):
+    """HyFDCA with defaults (2x2 grid, 2048-bit keys, tol=1e-3) on a
+    standardised make_classification table: process CPU (time.process_time
+    plus reaped children) and wall of encryption=None, "paillier" and "ou",
+    rounds, the CPU in raw encryption and decryption, and the ratio to the
+    plaintext CPU (its best of ``repeats`` fits, the encrypted fits once)."""
+    X, y = make_classification(n_samples=n_rows, n_features=n_features,
+                               random_state=0)
+    X = StandardScaler().fit_transform(X)
+    print(f"\n== Encryption schemes: HyFDCA defaults, {n_rows} x {n_features}, "
+          "2x2 grid, 2048-bit keys (CPU: process + reaped children)")
+    print(f"load before: {open('/proc/loadavg').read().split()[:3]}")
+    print(f"{'encryption':>10} {'rounds':>6} {'CPU s':>7} {'wall s':>7} "
+          f"{'enc CPU':>8} {'#enc':>6} {'dec CPU':>8} {'#dec':>6} "
+          f"{'x plain':>8} {'max|dcoef|':>10}")
+    plain, base = None, None
+    for encryption in (None, "paillier", "ou"):
+        runs = []
+        for _ in range(repeats if encryption is None else 1):
+            probe = _CryptoCPU()
+            cpu, wall = _cpu_seconds(), time.perf_counter()
+            clf = HyFDCAClassifier(encryption=encryption,
+                                   random_state=0).fit(X, y)
+            runs.append((_cpu_seconds() - cpu, time.perf_counter() - wall,
+                         clf, probe))
+            probe.close()
+        cpu, wall, clf, probe = min(runs, key=lambda r: r[0])
+        if encryption is None:
+            plain, base = clf, cpu
+        print(f"{str(encryption):>10} {clf.n_iter_:>6} {cpu:>7.2f} "
+              f"{wall:>7.2f} {probe.seconds['encrypt']:>8.2f} "
+              f"{probe.calls['encrypt']:>6} {probe.seconds['decrypt']:>8.2f} "
+              f"{probe.calls['decrypt']:>6} {cpu / base:>8.1f} "
+              f"{np.max(np.abs(clf.coef_ - plain.coef_)):>10.1e}", flush=True)
+    print(f"load after: {open('/proc/loadavg').read().split()[:3]}")
 
 
 def privacy_audit():
@@ -380,13 +466,17 @@ def main():
     parser.add_argument("--fedavg", action="store_true")
     parser.add_argument("--sparse", action="store_true")
     parser.add_argument("--weights", action="store_true")
+    parser.add_argument("--schemes", action="store_true",
+                        help="CPU of encryption=None/'paillier'/'ou' at "
+                             "2,000 x 20 with defaults, ratios to plaintext")
     parser.add_argument("--sparse-rows", type=int, default=20_000,
                         help="training rows of the rcv1-like table")
     args = parser.parse_args()
     start = time.perf_counter()
     names = ["breast_cancer"] if args.quick else list(DATASETS)
     everything = not (args.acceptance or args.timing or args.audit
-                      or args.fedavg or args.sparse or args.weights)
+                      or args.fedavg or args.sparse or args.weights
+                      or args.schemes)
     if args.acceptance or everything:
         acceptance(names)
     if args.timing or everything:
@@ -401,6 +491,8 @@ def main():
         sparse_input(args.sparse_rows)
     if args.weights or everything:
         weights()
+    if args.schemes or everything:
+        schemes_table()
     print(f"\nTotal benchmark time {time.perf_counter() - start:.0f} s")
 
 

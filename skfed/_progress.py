@@ -12,6 +12,9 @@ Encrypted fits (``estimate=True``) append to the first round's line how
 long the remaining rounds will take at that pace (:func:`remaining_time`):
 
     [Name] round 1/N: ..., 4.10 s, 1.2 MB sent; about 7 min for the other 99 rounds
+
+or, for fits that usually stop before ``N`` (``estimate="at most"``,
+HyFDCA's tolerance), ``; at most 7 min for the other 99 rounds``.
 """
 
 # Authors: The skfed developers
@@ -80,10 +83,11 @@ class Progress:
         Whose message log gives the bytes sent so far.
     unit : str, default="round"
         What one line counts ("round", "step", "iteration").
-    estimate : bool, default=False
+    estimate : bool or "at most", default=False
         Append to the first line the time the other rounds will take at
         the first round's pace (for encrypted fits, whose rounds are slow
-        enough for a user to wonder).
+        enough for a user to wonder). ``"at most"``: worded as the upper
+        bound it is, for fits that stop when a tolerance is met.
     """
 
     def __init__(self, name, total, verbose, fed=None, unit="round",
@@ -94,7 +98,7 @@ class Progress:
         self.fed = fed
         self.unit = unit
         self.every = max(1, -(-self.total // MAX_LINES))
-        self.estimate = bool(estimate)
+        self.estimate = estimate if estimate == "at most" else bool(estimate)
         self.start = time.perf_counter()
 
     def due(self, i, last=False):
@@ -114,7 +118,9 @@ class Progress:
             f", {human_bytes(self.fed.log.summary().total_bytes)} sent")
         wait = ""
         if self.estimate and i == 1 and not last and self.total > 1:
-            wait = (f"; about {format_duration(remaining_time(seconds, 1, self.total))}"
+            words = "at most" if self.estimate == "at most" else "about"
+            wait = (f"; {words} "
+                    f"{format_duration(remaining_time(seconds, 1, self.total))}"
                     f" for the other {self.total - 1} {self.unit}s")
         print(f"[{self.name}] {self.unit} {i}/{self.total}: {objective}, "
               f"{seconds:.2f} s{sent}{wait}", flush=True)

@@ -12,7 +12,8 @@ from ._instances import CHECK_PARAMS
 
 LINE = re.compile(r"^\[\w+\] (round|step|iteration) (\d+)/(\d+): .+, "
                   r"\d+\.\d\d s, \d+(\.\d)? (B|kB|MB|GB) sent"
-                  r"(; about \d+(\.\d)? (s|min|h) for the other \d+ \w+s)?$")
+                  r"(; (about|at most) \d+(\.\d)? (s|min|h) for the other \d+ "
+                  r"\w+s)?$")
 
 # Enough rounds for the every-k-th rule to matter where it is cheap.
 LONG = {"FDSKLClassifier": {"max_iter": 200, "early_stopping": False},
@@ -119,3 +120,51 @@ def test_verbose_lines_read_as_a_user_expects(capsys):
     assert re.search(r"round 1/2: train loss 0\.\d+", out), out
     assert "-loss" not in out and "e+300" not in out
     assert re.search(r"round 1/3: primal .*relative gap (n/a|\d)", out), out
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_encrypted_hyfdca_prints_at_most_the_wait(capsys, monkeypatch):
+    """HyFDCA's first encrypted round bounds the rest (tol may stop it
+    earlier); plaintext fits and whole-row clients (nothing encrypted) do
+    not print an estimate."""
+    import types
+
+    from skfed import _progress
+    from skfed.linear_model import HyFDCAClassifier
+
+    clock = iter([100.0, 102.0] + [110.0] * 10)
+    monkeypatch.setattr(_progress, "time",
+                        types.SimpleNamespace(perf_counter=lambda: next(clock)))
+    X, y = make_classification(n_samples=60, n_features=4, random_state=0)
+    for encryption in ("paillier", "ou"):
+        HyFDCAClassifier([[0, 1], [2, 3]], encryption=encryption,
+                         key_size=512, max_iter=4, tol=None, verbose=1,
+                         random_state=0).fit(X, y)
+        clock = iter([100.0, 102.0] + [110.0] * 10)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 8 and all(LINE.match(line) for line in out)
+    assert out[0].endswith(" sent; about 6 s for the other 3 rounds"), out[0]
+    assert out[4].endswith(" sent; about 6 s for the other 3 rounds")
+    assert "about" not in "".join(out[1:4] + out[5:])
+    clock = iter([100.0, 102.0] + [110.0] * 10)
+    HyFDCAClassifier([[0, 1], [2, 3]], key_size=512, max_iter=4, tol=1e-9,
+                     verbose=1, random_state=0).fit(X, y)
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith(" sent; at most 6 s for the other 3 rounds"), first
+    monkeypatch.undo()
+    for params in ({"encryption": None}, {"partition": [[0, 1, 2, 3]]}):
+        HyFDCAClassifier(**{"partition": [[0, 1], [2, 3]], **params},
+                         key_size=512, max_iter=3, verbose=1).fit(X, y)
+        assert "about" not in capsys.readouterr().out
+
+
+def test_hyfdca_round_line_says_what_it_does_not_know_yet():
+    from skfed.linear_model._hyfdca_reports import round_summary
+
+    out = {"primal": float("inf"), "dual": 1e-12, "gap": 1e300}
+    text = round_summary(out, 2)
+    assert "inf" not in text and "e+300" not in text
+    assert text.startswith("primal n/a") and "relative gap n/a" in text
+    out = {"primal": 0.5, "dual": 0.25, "gap": 1.0}
+    assert round_summary(out, 4) == (
+        "primal 0.5, dual 0.25, relative gap 1 (4 clients)")

@@ -48,7 +48,9 @@ Security and speed
     (``private_key.encrypt``: obfuscators modulo ``p**2`` and ``q**2``) and
     can have the next encryption's obfuscators computed while it waits
     (``private_key.precompute_obfuscators(count)``: a lowest-priority forked
-    worker; each obfuscator is fresh and used once). ``group_sum`` with one
+    worker; each obfuscator is fresh and used once). The OU key owner
+    encrypts long (packed) plaintexts modulo ``p**2`` and ``q``
+    (:mod:`skfed.crypto._ou_crt`, the same ciphertexts). ``group_sum`` with one
     id column per feature shares row products between features (a joint
     histogram per group of features, then one product per cell).
 

@@ -23,23 +23,31 @@ homomorphic scheme, OU is malleable: ``c * G**k`` is a valid encryption of
 
 The key owner encrypts like anyone else (same tables, same ciphertext
 distribution), but can have the next round's obfuscators computed while it
-waits (:class:`~skfed.crypto._precompute.PrecomputingKeyMixin`) and forks
-workers for large batches (see :meth:`OUPrivateKey.raw_encrypt` for the CRT
-variant that was measured and dropped).
+waits (:class:`~skfed.crypto._precompute.PrecomputingKeyMixin`), forks
+workers for large batches, and encrypts long (packed) plaintexts modulo
+``p**2`` and ``q`` (:mod:`skfed.crypto._ou_crt`: the same ciphertexts,
+cheaper).
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import threading
+
 import gmpy2
 import numpy as np
 
+from ._ou import RANDOM_BITS
+from ._ou_crt import CRT_MIN_BITS, OUCRTEncryptor
 from ._parallel import fork_map, parallel_map
 from ._precompute import PrecomputingKeyMixin
 from ._raw import object_array
 from ._scheme import decrypt_array, encrypt_array, encrypt_packed_array
 
 __all__ = ["OUPrivateKey", "ou_subgroup_bits"]
+
+RANDOM_BYTES = RANDOM_BITS // 8
+_CRT_LOCK = threading.Lock()
 
 # Key-owner encryption forks worker processes only from this many values per
 # process (an OU encryption costs ~50 us at 2048 bits; a fork ~25 ms).
@@ -88,6 +96,7 @@ class OUPrivateKey(PrecomputingKeyMixin):
     def __getstate__(self):
         state = dict(self.__dict__)
         state.pop("_pool", None)  # precomputed obfuscators never travel
+        state.pop("_crt_encryptor", None)  # tables are rebuilt where needed
         return state
 
     @property
@@ -165,25 +174,52 @@ class OUPrivateKey(PrecomputingKeyMixin):
         ``n_jobs > 1`` forks worker processes, as Paillier's key owner does
         (each product is too short for threads to pay).
 
+        A batch whose longest plaintext has :data:`~._ou_crt.CRT_MIN_BITS`
+        bits or more (packed plaintexts) is encrypted modulo ``p**2`` and
+        ``q`` (:class:`~._ou_crt.OUCRTEncryptor`: the same ciphertexts,
+        about 1.8x cheaper for 672-bit plaintexts at 2048 bits).
+
         Notes
         -----
         Computing ``G**m`` and ``H**r`` modulo ``p**2`` and ``q`` with CRT
-        (the key owner's Paillier trick) was measured and not kept: the
-        products are 1.9x and 4.5x cheaper, but Python's per-product cost
-        stays, and on one core it gave 1.04x at 2048 bits and 0.80x at
-        1024 bits (``benchmarks/bench_crypto.py --schemes``). The key
-        owner's speed-ups are decryption (exponent ``t`` modulo ``p**2``)
-        and obfuscators computed while it waits.
+        and the full exponents (the key owner's Paillier trick) gave 1.04x
+        at 2048 bits and 0.80x at 1024 bits (the products are cheaper but
+        as many, and Python's per-product cost stays,
+        ``benchmarks/bench_crypto.py --schemes``). What pays is the key's
+        structure: modulo ``p**2`` both exponents reduce to ``2 kappa``
+        bits (:mod:`._ou_crt`), which matters for long plaintexts only.
         """
         plaintexts = np.asarray(plaintexts, dtype=object)
-        public_key = self.public_key.build_tables()  # inherited by forked workers
-        source = self._pool_source()
         flat = plaintexts.ravel().tolist()
         ready = self._take_precomputed(len(flat), precomputed)
-        head = public_key._encrypt_chunk(flat[:len(ready)], ready)
-        rest = fork_map(lambda chunk: public_key._encrypt_chunk(chunk, source(len(chunk))),
-                        flat[len(ready):], n_jobs, self._min_items_per_process())
+        longest = max((abs(int(m)).bit_length() for m in flat[len(ready):]),
+                      default=0)
+        if longest >= CRT_MIN_BITS:
+            crt = self._crt().build()  # tables inherited by forked workers
+            encrypt_chunk = crt.encrypt
+        else:
+            public_key = self.public_key.build_tables()
+            source = self._pool_source()
+
+            def encrypt_chunk(chunk):
+                return public_key._encrypt_chunk(chunk, source(len(chunk)))
+
+        head = self.public_key._encrypt_chunk(flat[:len(ready)], ready)
+        rest = fork_map(encrypt_chunk, flat[len(ready):], n_jobs,
+                        self._min_items_per_process())
         return object_array(head + rest, plaintexts.shape)
+
+    def _crt(self):
+        """The key owner's CRT encryptor (tables built on first use)."""
+        crt = self.__dict__.get("_crt_encryptor")
+        if crt is None:
+            with _CRT_LOCK:
+                crt = self.__dict__.get("_crt_encryptor")
+                if crt is None:
+                    crt = OUCRTEncryptor(self.public_key, self.p, self.q,
+                                         self.t, RANDOM_BYTES)
+                    self._crt_encryptor = crt
+        return crt
 
     def encrypt(self, values, *, precision=None, n_jobs=None):
         """Encrypt like :meth:`OUPublicKey.encrypt`, as the key owner (faster)."""

@@ -28,7 +28,7 @@ from sklearn.utils.validation import validate_data
 
 from .._docstrings import fill_doc
 from ..base import FederatedMixin, check_labels_not_single_class, party_seeds
-from ..crypto import PackedEncoder, generate_keypair
+from ..crypto import generate_keypair
 from ..exceptions import DivergenceError
 from .._progress import Progress
 from ..federation import Local, protocol_rounds
@@ -36,12 +36,13 @@ from ..partition import (HorizontalPartition, HybridPartition,
                          VerticalPartition)
 from . import _hyfdca_protocol as P
 from ._hyfdca_dual import LINE_SEARCH_GRID
-from ._hyfdca_encryption import PRECISION_BITS, crypto_seconds, weight_change_encoder
+from ._hyfdca_encryption import crypto_seconds, weight_change_encoder
 from ._hyfdca_docs import with_notes
 from ._hyfdca_data import (check_encodable, check_participation,
                            check_sample_party, client_blocks, row_weights)
 from ._hyfdca_exchange import SERVER, Participation, Protocol, client_name
 from ._hyfdca_paper import run_paper
+from ._hyfdca_reports import round_summary
 from ._hyfdca_privacy import HyFDCAPrivacyMixin
 
 __all__ = ["HyFDCAClassifier", "DivergenceError"]
@@ -137,13 +138,14 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         until every row group has reported on the same ``w`` and stops only
         if the exact gap confirms it. ``None`` runs ``max_iter`` rounds.
 
-    %(encryption)s
+    %(encryption_schemes)s
 
     %(key_size)s
 
     packing : bool, default=True
-        With encryption, pack several values into each Paillier plaintext
-        (43 bits per value with two column groups: 47 values at 2048 bits).
+        With encryption, pack several values into each plaintext (42 bits
+        per value with two column groups: 48 values per 2048-bit Paillier
+        plaintext, 16 per 2048-bit OU plaintext).
         ``False`` encrypts every value alone. Either way the fixed-point
         scale comes from the data (see Notes).
 
@@ -246,7 +248,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         "fit_intercept": ["boolean"],
         "intercept_scaling": [Interval(numbers.Real, 0, None, closed="neither")],
         "tol": [None, Interval(numbers.Real, 0, None, closed="left")],
-        "encryption": [None, StrOptions({"paillier"})],
+        "encryption": [None, StrOptions({"paillier", "ou"})],
         "key_size": [Interval(numbers.Integral, 128, None, closed="left")],
         "packing": ["boolean"],
         "n_jobs": [None, numbers.Integral],
@@ -361,13 +363,11 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         row_group_of = {k: partition.client_cell(k)[0] for k in range(K)}
         # Keys: one pair shared by the clients; the server never holds one.
         # Whole rows need no encryption at all: no key then.
-        private_key, n_slots = None, 1
+        private_key = None
         if not whole_rows:
             _, private_key = generate_keypair(  # fit warned of a small key
-                self.key_size, plaintext=self.encryption is None, warn=False)
-            if self.packing:
-                n_slots = PackedEncoder.max_slots(self.key_size, C,
-                                                  PRECISION_BITS)
+                self.key_size, plaintext=self.encryption is None,
+                scheme=self.encryption or "paillier", warn=False)
         seeds = party_seeds(self.random_state, 1 + R + K)
         group_seeds, client_seeds = seeds[1:1 + R], seeds[1 + R:]
         grid = self._grid()
@@ -385,7 +385,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                 None if weights is None else weights[rows[k]], private_key,
                 loss=self.loss, lam=lam, n_samples=n_samples, whole_rows=whole_rows,
                 local_iterations=self.local_iterations, seed=seed,
-                n_jobs=self.n_jobs, n_slots=n_slots, n_holders=C,
+                n_jobs=self.n_jobs, packing=self.packing, n_holders=C,
                 row_group=row_group_of[k])
         participants = Participation(partition, float(self.participation),
                                      self.schedule, seeds[0])
@@ -426,7 +426,10 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         scale = protocol.agree_scale(everyone)
         protocol.squared_norms(everyone)
         curve, converged, gap, t = [], False, float("inf"), 0
-        progress = Progress("HyFDCA", self.max_iter, self.verbose, fed=fed)
+        # Encrypted rounds are slow: the first line tells the wait (a bound).
+        progress = Progress("HyFDCA", self.max_iter, self.verbose, fed=fed,
+                            estimate=self.encryption is not None and C > 1
+                            and ("at most" if self.tol is not None else True))
         for t in protocol_rounds(range(1, self.max_iter + 1)):
             # Server: who takes part; a row group moves with all its clients.
             clients = participants(t)
@@ -456,12 +459,8 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                               Local(partial)).result()
             curve.append((out["primal"], out["dual"]))
             gap = out["gap"]
-            shown = (f"relative gap {gap:.3g}" if np.isfinite(gap) else
-                     "relative gap n/a (dual 0 before this step)")
-            progress.report(
-                t, f"primal {out['primal']:.6g}, dual {out['dual']:.6g}, "
-                f"{shown} ({len(clients)} clients)",
-                last=bool(out["stop"] or out["diverged"]))
+            progress.report(t, round_summary(out, len(clients)),
+                            last=bool(out["stop"] or out["diverged"]))
             if out["diverged"]:
                 raise self._divergence(server, t, out)
             if out["stop"]:

@@ -87,9 +87,13 @@ Choices where the paper is silent or loose, and where skfed departs:
   significant bits. Encrypted and plaintext fits agree to ~1e-10.
 - Multiclass problems are solved one-vs-rest, all classes in the same
   messages.
-- The clients share one Paillier key pair generated from the operating
-  system's randomness (never ``random_state``); the server never holds a
-  key. Horizontal splits need no encryption at all (every exchange is a
+- The clients share one Paillier (or, with ``encryption="ou"``,
+  Okamoto-Uchiyama) key pair generated from the operating system's
+  randomness (never ``random_state``); the server never holds a key. One
+  client per row group decrypts the sums of its partners' encrypted parts
+  and adds its own, never encrypted (the paper has every client encrypt
+  and decrypt; the values and what each party learns are the same).
+  Horizontal splits need no encryption at all (every exchange is a
   secure sum).
 
 What each party learns (see the user guide for the measured audit): the

@@ -1,6 +1,7 @@
-"""HyFDCA's encryption helpers: the clients' Paillier layout and timing.
+"""HyFDCA's encryption helpers: the clients' packed layout and timing.
 
-The clients share one key pair; every value they encrypt has a public
+The clients share one key pair (Paillier or Okamoto-Uchiyama: the layout
+reads the key's ``plaintext_bits``); every value they encrypt has a public
 bound ``2**exponent`` (agreed at setup and per round, see
 :mod:`._hyfdca_protocol`), so the fixed-point encoding keeps
 :data:`PRECISION_BITS` significant bits below it, packing several values
@@ -22,30 +23,46 @@ import numpy as np
 from ..crypto import PackedEncoder
 from ..federation.secure_sum import RingEncoder
 
-__all__ = ["PRECISION_BITS", "crypto_seconds", "weight_change_encoder"]
+__all__ = ["PRECISION_BITS", "crypto_seconds", "slots_per_plaintext",
+           "weight_change_encoder"]
 
 #: significant bits of every fixed-point encryption below its bound: the
 #: bound (a power of two) comes from the data, so the precision is relative.
 PRECISION_BITS = 40
 
 
-def _encoding(state, exponent):
-    """The fixed-point layout for values of magnitude at most ``2**exponent``."""
-    if state.n_slots >= 2:
-        return PackedEncoder([2.0 ** exponent] * state.n_slots,
-                             max_summands=state.n_holders,
-                             precision_bits=PRECISION_BITS)
+def slots_per_plaintext(public_key, summands):
+    """Values of :data:`PRECISION_BITS` bits packed per plaintext of
+    ``public_key`` (Paillier, OU or the plaintext stand-in) such that a sum
+    of ``summands`` packed plaintexts never carries from slot to slot (the
+    :class:`~skfed.crypto.PackedEncoder` layout: ``PRECISION_BITS + 1 +
+    summands.bit_length()`` bits per slot). A 2048-bit key: Paillier 48
+    slots for one summand, 47 for two; OU 16 and 15."""
+    slot_bits = PRECISION_BITS + 1 + int(summands).bit_length()
+    return int(public_key.plaintext_bits) // slot_bits
+
+
+def _encoding(state, exponent, summands):
+    """The fixed-point layout for values of magnitude at most
+    ``2**exponent`` of which the server adds up to ``summands``."""
+    if state.packing:
+        n_slots = slots_per_plaintext(state.private_key.public_key, summands)
+        if n_slots >= 2:
+            return PackedEncoder([2.0 ** exponent] * n_slots,
+                                 max_summands=summands,
+                                 precision_bits=PRECISION_BITS)
     return None
 
 
-def _encrypt(state, values, exponent):
-    """Encrypt ``values`` (bounded by ``2**exponent``): ``n_slots`` values
-    per ciphertext in row-major order when packing, else one by one with the
-    shared absolute precision ``2**(exponent - PRECISION_BITS)``."""
+def _encrypt(state, values, exponent, summands):
+    """Encrypt ``values`` (bounded by ``2**exponent``; the server adds at
+    most ``summands`` such arrays): as many values per ciphertext as fit in
+    row-major order when packing, else one by one with the shared absolute
+    precision ``2**(exponent - PRECISION_BITS)``."""
     start = time.perf_counter()
     values = np.asarray(values, dtype=np.float64)
     key = state.private_key  # the clients own the key pair (CRT encryption)
-    encoder = _encoding(state, exponent)
+    encoder = _encoding(state, exponent, summands)
     if encoder is None:
         out = key.encrypt(values, precision=2.0 ** (exponent - PRECISION_BITS),
                           n_jobs=state.n_jobs)

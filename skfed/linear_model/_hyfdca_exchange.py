@@ -123,15 +123,39 @@ class Protocol:
                                           phase=phase)
             for k, message in messages.items())
 
-    def _row_sums(self, clients, partial_fn, receive_fn, phase):
-        """Encrypted per-row parts, added by the server over each row group,
-        then returned to the clients of that row group (Algorithm 2's shape).
+    def _decrypted_row_sums(self, clients, phase, own_fn, partial_fn,
+                            receive_fn, share_fn, set_fn):
+        """Per-row sums over each row group's clients (Algorithm 2's shape).
+
+        One client per row group (the first taking part) decrypts: its
+        partners send their encrypted parts (``partial_fn``) to the server,
+        which adds them per row group and returns the sum to the decryptor
+        only; the decryptor adds its own part (``own_fn``, never encrypted)
+        and sends the result to its partners (``"<phase>/shared"``). Every
+        client of a row group learns the sums, as when each decrypted them
+        in the paper, and the decryptor its partners' total, which it could
+        subtract from the full sum anyway; the row group pays one
+        decryption instead of one per client and one encryption fewer
+        (three quarters of an encrypted fit's CPU went to decryptions).
         """
-        self._to_server(phase, self._local(clients, partial_fn))
+        decryptors = self._reporters(clients)
+        senders = [k for k in clients if k not in decryptors.values()]
+        own = [self.fed[client_name(k)].call(own_fn)
+               for k in decryptors.values()]
+        self._to_server(phase, self._local(senders, partial_fn))
+        self.fed.gather(own)
         sums = self.server.call(P.server_run, P.server_sum_over_row_groups,
                                 phase).result()
         self._from_server(phase, receive_fn,
-                          {k: (sums[self.row_group[k]],) for k in clients})
+                          {k: (sums[r],) for r, k in decryptors.items()})
+        shared = {r: self.fed[client_name(k)].call(share_fn)
+                  for r, k in decryptors.items()}
+        self.fed.gather(
+            self.fed[client_name(j)].call(
+                set_fn, shared[self.row_group[j]].result(),
+                sender=client_name(decryptors[self.row_group[j]]),
+                phase=f"{phase}/shared")
+            for j in senders)
 
     def _summed_weights(self, clients, fn, argument, phase, scale):
         """Secure aggregation of the clients' parts of a change of ``w``:
@@ -199,8 +223,10 @@ class Protocol:
         if self.whole_rows:
             self._local(clients, P.client_local_sqnorms)
         else:
-            self._row_sums(clients, P.client_partial_sqnorms,
-                           P.client_receive_sqnorms, "squared norms")
+            self._decrypted_row_sums(
+                clients, "squared norms", P.client_own_sqnorms,
+                P.client_partial_sqnorms, P.client_receive_sqnorms,
+                P.client_sqnorms, P.client_set_sqnorms)
 
     def point_weights(self, clients, mu, scale):
         """The round's point (momentum): the clients' parts of the change of
@@ -220,34 +246,16 @@ class Protocol:
         self._from_server("primal weights", P.client_receive_weights, weights)
 
     def secure_inner_product(self, clients):
-        """Algorithm 2 (or a local product when clients hold whole rows).
-
-        The server returns each row group's encrypted sums to one of its
-        clients only (the first taking part), which decrypts them and sends
-        the inner products to its row-group partners (``"inner
-        products/shared"``): every client of a row group learns them, as
-        when each decrypted them, but the row group pays one decryption
-        instead of one per client (three quarters of an encrypted fit's
-        CPU went to decryptions)."""
+        """Algorithm 2 (or a local product when clients hold whole rows),
+        decrypted by one client per row group (:meth:`_decrypted_row_sums`).
+        """
         if self.whole_rows:
             self._local(clients, P.client_local_inner_products)
             return
-        phase = "inner products"
-        self._to_server(phase, self._local(clients,
-                                           P.client_partial_inner_products))
-        sums = self.server.call(P.server_run, P.server_sum_over_row_groups,
-                                phase).result()
-        decryptors = self._reporters(clients)
-        self._from_server(phase, P.client_receive_inner_products,
-                          {k: (sums[r],) for r, k in decryptors.items()})
-        shared = {r: self.fed[client_name(k)].call(
-            P.client_inner_products) for r, k in decryptors.items()}
-        self.fed.gather(
-            self.fed[client_name(j)].call(
-                P.client_set_inner_products, shared[self.row_group[j]].result(),
-                sender=client_name(decryptors[self.row_group[j]]),
-                phase=f"{phase}/shared")
-            for j in clients if j not in decryptors.values())
+        self._decrypted_row_sums(
+            clients, "inner products", P.client_own_inner_products,
+            P.client_partial_inner_products, P.client_receive_inner_products,
+            P.client_inner_products, P.client_set_inner_products)
 
     def local_dual_method(self, clients, beta, scale):
         """Each participant's dual direction; its weights summed securely."""

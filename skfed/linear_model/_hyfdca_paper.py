@@ -116,7 +116,7 @@ def run_paper(est, X, Y, weights, partition):
             None if weights is None else weights[rows[k]], private_key,
             loss=est.loss, lam=lam, n_samples=n_samples, whole_rows=C == 1,
             local_iterations=est.local_iterations, seed=seeds[1 + k],
-            n_jobs=est.n_jobs, n_slots=1, n_holders=C,
+            n_jobs=est.n_jobs, packing=False, n_holders=C,
             row_group=row_group_of[k])
         states[client_name(k)] = PP.paper_client_state(
             state, c_k=c_k(len(rows[k])))

@@ -27,9 +27,10 @@ What remains, declared below rather than hidden:
   measures what the report series gives away.
 - The clients learn, for their rows, the full inner products ``x_i^T w``
   and squared norms (hence their partners' parts, by subtraction), as in
-  the paper. One client per row group decrypts the inner products and
-  sends them to its partners (one decryption per row group, not per
-  client).
+  the paper. One client per row group decrypts its partners' summed
+  parts, adds its own (which it never encrypts) and sends the inner
+  products and squared norms to its partners (one decryption per row
+  group, not per client).
 - With ``sample_weight``: every client learns the total weight of all rows
   (the objective divides by it) and the server the binary order of
   magnitude of each row group's total weight. A row's weight stays with the
@@ -154,18 +155,26 @@ def hyfdca_contract(min_rows=1, solver="accelerated"):
              (Ciphertext("client", "||x_{k,i}||^2 of the client's rows",
                          max_size="rows"),)),
         Rule("squared norms", "server", "client",
-             (Ciphertext("client", "||x_i||^2 summed over the row's clients",
-                         max_size="rows"),),
-             note="a sum of the row group's parts: fresh ciphertexts"),
+             (Ciphertext("client", "||x_{k,i}||^2 summed over the row's "
+                         "other clients", max_size="rows"),),
+             note="to one client per row group, which decrypts and adds "
+                  "its own part (it never encrypts it)"),
+        Rule("squared norms/shared", "client", "client",
+             (Inherent("||x_i||^2 of the row group's rows, decrypted by one "
+                       "of its clients for its partners, who learn them in "
+                       "the paper too (each decrypts them there)", dtype="f",
+                       exempt=("columns",), max_size="rows"),),
+             note="between clients of one row group only, once at setup"),
         Rule("inner products", "client", "server",
              (Ciphertext("client", "x_{k,i}^T w_k of the client's rows",
                          max_size=f"rows * {_TASKS}"),),
              note="Algorithm 2: encrypted, or the server could solve "
                   "B = W x_i for the row"),
         Rule("inner products", "server", "client",
-             (Ciphertext("client", "x_i^T w summed over the row's clients",
-                         max_size=f"rows * {_TASKS}"),),
-             note="to one client per row group, which decrypts"),
+             (Ciphertext("client", "x_{k,i}^T w_k summed over the row's "
+                         "other clients", max_size=f"rows * {_TASKS}"),),
+             note="to one client per row group, which decrypts and adds "
+                  "its own part (it never encrypts it)"),
         Rule("inner products/shared", "client", "client",
              (Inherent("x_i^T w of the row group's rows, decrypted by one "
                        "of its clients for its partners, who learn them "

@@ -49,7 +49,7 @@ __all__ = ["client_state", "server_state"]
 # -- setup -------------------------------------------------------------------
 
 def client_state(X, Y, weights, private_key, *, loss, lam, n_samples,
-                 whole_rows, local_iterations, seed, n_jobs, n_slots, n_holders,
+                 whole_rows, local_iterations, seed, n_jobs, packing, n_holders,
                  row_group):
     """Private state of one client (a dict the Federation turns into a state).
 
@@ -73,9 +73,10 @@ def client_state(X, Y, weights, private_key, *, loss, lam, n_samples,
         "row_group": int(row_group),
         "H": n_rows if local_iterations == "auto" else int(local_iterations),
         "rng": np.random.RandomState(seed), "n_jobs": n_jobs,
-        "n_slots": n_slots, "n_holders": n_holders,
+        "packing": packing, "n_holders": n_holders,
         "A": zeros, "A_prev": zeros.copy(), "point": zeros.copy(),
-        "margins": zeros.copy(), "xw": None, "direction": zeros.copy(),
+        "margins": zeros.copy(), "xw": None, "xw_own": None,
+        "direction": zeros.copy(),
         "w": np.zeros((X.shape[1], n_tasks)), "sqnorm": None,
         "scale_exponent": None, "crypto_seconds": 0.0,
         # the reporter's sums at its last report (see _hyfdca_reports)
@@ -171,10 +172,17 @@ def client_receive_total_weight(client, total):
 
 
 # -- squared norms of the rows (setup, the pattern of SecureInnerProduct) ------
+# One client per row group decrypts (see Protocol.squared_norms): its
+# partners encrypt their parts, it keeps its own in plaintext.
 
 def client_partial_sqnorms(client):
     """enc(||x_{k,i}||^2) for the client's rows (to the server)."""
-    return _encrypt(client, row_sqnorms(client.X), 2 * client.scale_exponent)
+    return _encrypt(client, row_sqnorms(client.X), 2 * client.scale_exponent,
+                    client.n_holders - 1)
+
+
+def client_own_sqnorms(client):
+    client.sqnorm = row_sqnorms(client.X)
 
 
 def client_local_sqnorms(client):
@@ -192,7 +200,18 @@ def server_sum_over_row_groups(server, parts):
 
 
 def client_receive_sqnorms(client, enc_sqnorm):
-    client.sqnorm = _decrypt(client, enc_sqnorm, (client.X.shape[0],))
+    """The decrypting client: its partners' summed parts plus its own."""
+    client.sqnorm = client.sqnorm + _decrypt(client, enc_sqnorm,
+                                             (client.X.shape[0],))
+
+
+def client_sqnorms(client):
+    """||x_i||^2 of the client's rows (to its row-group partners)."""
+    return client.sqnorm.copy()
+
+
+def client_set_sqnorms(client, sqnorm):
+    client.sqnorm = np.asarray(sqnorm, dtype=np.float64)
 
 
 # -- the round's point: duals plus momentum, and its weights ------------------
@@ -245,13 +264,20 @@ def client_receive_weights(client, w_k, exponent):
 def client_partial_inner_products(client):
     """ip_{k,i} = enc(x_{k,i}^T w_k) for the client's rows."""
     return _encrypt(client, np.asarray(client.X @ client.w),
-                    client.ip_exponent)
+                    client.ip_exponent, client.n_holders - 1)
+
+
+def client_own_inner_products(client):
+    """The row group's decrypting client keeps its part ``x_{k,i}^T w_k``
+    in plaintext (it adds it to its partners' decrypted sum)."""
+    client.xw_own = np.asarray(client.X @ client.w, dtype=np.float64)
 
 
 def client_receive_inner_products(client, enc_xw):
-    """The row group's decrypting client: enc(x_i^T w) -> its margins."""
+    """The row group's decrypting client: enc(partners' parts) -> plus its
+    own part -> its margins."""
     client_set_inner_products(
-        client, _decrypt(client, enc_xw, client.margins.shape))
+        client, _decrypt(client, enc_xw, client.margins.shape) + client.xw_own)
 
 
 def client_inner_products(client):

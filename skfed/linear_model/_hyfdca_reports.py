@@ -34,7 +34,7 @@ import numpy as np
 from ._hyfdca_dual import _conj_at, conjugate_values, loss_values
 
 __all__ = ["client_report", "client_after_step", "report_bound",
-           "server_fold_report"]
+           "round_summary", "server_fold_report"]
 
 #: headroom of the public bound over the per-row bounds (it also covers the
 #: momentum point, a convex extrapolation of the duals)
@@ -137,3 +137,20 @@ def server_fold_report(server, total, frac_bits, groups):
     for r in groups:
         server.loss_version[r] = server.point_version
     return total[1:1 + n_grid], float(np.sum(total[-1]))
+
+
+def round_summary(out, n_clients):
+    """The server's round line for ``verbose``: what it holds, in words.
+
+    Before every row group has reported on one ``w`` (partial
+    participation's first rounds) the primal value is not known yet; while
+    the dual is still near 0 the relative gap ``(P - D) / D`` is not
+    meaningful (it was printed as ``1e+300`` once): both say so instead of
+    printing a number.
+    """
+    primal = (f"primal {out['primal']:.6g}" if np.isfinite(out["primal"])
+              else "primal n/a (not every row group has reported yet)")
+    gap = out["gap"]
+    shown = (f"relative gap {gap:.3g}" if np.isfinite(gap) and gap <= 1e6
+             else "relative gap n/a (dual still ~0 before this step)")
+    return f"{primal}, dual {out['dual']:.6g}, {shown} ({n_clients} clients)"

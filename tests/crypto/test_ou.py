@@ -262,3 +262,68 @@ def test_plaintext_mode_checks_ou_capacity():
     assert public_key != generate_keypair(768, plaintext=True)[0]
     with pytest.raises(ValueError, match="do not fit"):
         public_key.encrypt_packed(np.zeros((1, 5)), PackedEncoder([1.0] * 5, 100))
+
+
+# -- the key owner's CRT path for long (packed) plaintexts ---------------------
+
+@pytest.fixture(scope="module")
+def ou1024():
+    # p of 341 bits: plaintexts up to ~2**338, above CRT_MIN_BITS.
+    return generate_keypair(key_size=1024, scheme="ou")
+
+
+def test_crt_encryption_is_the_public_ciphertext(ou1024):
+    """Modulo p**2 and q with reduced exponents: the same G**m H**r mod n."""
+    from skfed.crypto._ou_crt import CRT_MIN_BITS
+
+    public_key, private_key = ou1024
+    assert public_key.max_int.bit_length() > CRT_MIN_BITS
+    m = [0, 1, -1, public_key.max_int, -public_key.max_int] + [
+        secrets.randbits(300) - (1 << 299) for _ in range(20)]
+    raw = secrets.token_bytes(len(m) * 32)
+    obfuscators = public_key._h_table.powers_from_bytes(raw, 32)
+    assert private_key._crt().encrypt_from_bytes(m, raw) == (
+        public_key._encrypt_chunk(m, obfuscators))
+
+
+def _long(values):
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def test_long_plaintexts_take_the_crt_path(ou1024, monkeypatch):
+    public_key, private_key = ou1024
+    crt = private_key._crt()
+    calls = []
+    original = crt.encrypt
+    monkeypatch.setattr(crt, "encrypt",
+                        lambda chunk: calls.append(len(chunk)) or original(chunk))
+    m = _long([(1 << 299) + k for k in range(20)]
+              + [-(1 << 299) - k for k in range(20)])
+    c = private_key.raw_encrypt(m)
+    assert calls == [40]
+    p = int(private_key.p)
+    assert [int(r) for r in private_key.raw_decrypt(c)] == [int(v) % p for v in m]
+    _assert_fresh(c)
+    # Short plaintexts keep the public tables (as fast there).
+    private_key.raw_encrypt(np.arange(-5, 5, dtype=object))
+    assert calls == [40]
+    # Packed arrays round-trip through it.
+    encoder = PackedEncoder([1.0] * 6, max_summands=2, precision_bits=48)
+    values = np.linspace(-1, 1, 24).reshape(4, 6)
+    packed = private_key.encrypt_packed(values, encoder)
+    assert calls == [40, 4]
+    np.testing.assert_allclose(private_key.decrypt(packed + packed), 2 * values,
+                               atol=1e-12)
+    assert "_crt_encryptor" not in pickle.loads(pickle.dumps(private_key)).__dict__
+
+
+def test_crt_path_randomness_is_fresh_and_planted_reuse_caught(ou1024,
+                                                               monkeypatch):
+    _, private_key = ou1024
+    m = _long([1 << 299] * 200)
+    _assert_fresh(private_key.raw_encrypt(m), private_key.raw_encrypt(m))
+    monkeypatch.setattr(secrets, "token_bytes", lambda k: b"\x07" * k)
+    with pytest.raises(AssertionError, match="repeats"):
+        _assert_fresh(private_key.raw_encrypt(m))

@@ -17,10 +17,13 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
-from skfed.crypto import EncryptedArray
+from skfed.crypto import (EncryptedArray, OUPublicKey, PackedEncoder,
+                          PaillierPublicKey)
 from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier
 from skfed.linear_model._hyfdca import DivergenceError
+from skfed.linear_model._hyfdca_encryption import (PRECISION_BITS,
+                                                   slots_per_plaintext)
 from skfed.linear_model._hyfdca_dual import (conjugate_values, dual_step,
                                              loss_values)
 from skfed.partition import (HorizontalPartition, HybridPartition,
@@ -236,22 +239,56 @@ def test_a_small_fixed_step_with_few_coordinates_still_works():
 
 # -- encoding and encryption ------------------------------------------------------
 
+# OU at 1024 bits packs 8 slots (336 bits): the key owner's CRT path.
+@pytest.mark.parametrize("encryption, key_size", [
+    ("paillier", 512), ("ou", 512), ("ou", 1024)])
 @pytest.mark.parametrize("packing", [True, False])
 @pytest.mark.parametrize("factor", [1.0, 1e8])
-def test_encryption_does_not_change_the_result(packing, factor):
+def test_encryption_does_not_change_the_result(packing, factor, encryption,
+                                               key_size):
     # The fixed-point scale comes from the data: features multiplied by 1e8
     # are encoded as well as standardised ones.
     X, y = load_iris(return_X_y=True)
     X, y = factor * StandardScaler().fit_transform(X)[:60], y[:60]
     params = dict(partition=HybridPartition(2, 2, split="random", random_state=0),
-                  max_iter=8, tol=None, key_size=512, random_state=0)
+                  max_iter=8, tol=None, random_state=0)
     plain = HyFDCAClassifier(encryption=None, packing=packing, **params).fit(X, y)
-    secure = HyFDCAClassifier(packing=packing, **params).fit(X, y)
+    secure = HyFDCAClassifier(packing=packing, encryption=encryption,
+                              key_size=key_size, **params).fit(X, y)
     scale = np.max(np.abs(plain.coef_))
     np.testing.assert_allclose(secure.coef_, plain.coef_, atol=1e-8 * scale)
     np.testing.assert_allclose(secure.objective_curve_, plain.objective_curve_,
                                rtol=1e-8)
     assert secure.crypto_time_ > 0
+
+
+@pytest.mark.parametrize("encryption, scheme", [("paillier", PaillierPublicKey),
+                                                ("ou", OUPublicKey)])
+def test_packing_fills_each_scheme_s_plaintext_without_overflow(encryption,
+                                                                 scheme):
+    # OU's plaintexts are a third of Paillier's (key_size // 3 - 3 bits):
+    # fewer slots, and a packed sum over a row group's clients still fits.
+    X, y = _small()
+    with record_messages() as rec:
+        clf = HyFDCAClassifier(max_iter=2, tol=None, key_size=512,
+                               encryption=encryption, random_state=0).fit(X, y)
+    part = clf.partition_
+    sent = [m for m in rec.messages if m.phase == "inner products"]
+    assert sent and all(isinstance(m.payload[0].public_key, scheme)
+                        for m in sent)
+    # The server adds the parts of the decryptor's partners: one here.
+    n_slots = slots_per_plaintext(sent[0].payload[0].public_key,
+                                  part.n_column_groups - 1)
+    assert n_slots == {"paillier": 12, "ou": 3}[encryption]
+    assert n_slots == PackedEncoder.max_slots(512, 1, PRECISION_BITS,
+                                              encryption)
+    for m in sent:
+        (payload,) = m.payload
+        rows = len(part.client_rows(int((m.receiver if m.sender == "server"
+                                         else m.sender)[len("client"):])))
+        assert payload.size == -(-rows // n_slots)
+        assert payload.encoder.n_slots == n_slots
+        assert payload.encoder.n_bits < int(payload.public_key.max_int).bit_length()
 
 
 def test_data_that_cannot_be_encoded_fails_before_any_party_starts():
@@ -288,6 +325,15 @@ def test_messages_of_an_encrypted_round():
         assert m.payload[0].dtype.kind == "f"
     assert len(by_phase["inner products/shared"]) == (
         part.n_clients - part.n_row_groups) * rounds
+    # The decryptor never encrypts its own part: only its partners send.
+    uploaded = [m for m in by_phase["inner products"] if m.receiver == "server"]
+    assert len(uploaded) == (part.n_clients - part.n_row_groups) * rounds
+    decryptors = {m.receiver for m in returned}
+    assert not decryptors & {m.sender for m in uploaded}
+    # The squared norms (setup) take the same route, once.
+    assert len(by_phase["squared norms"]) == part.n_clients
+    assert len(by_phase["squared norms/shared"]) == (
+        part.n_clients - part.n_row_groups)
     # The server receives one masked upload per client per secure sum; no
     # column group is ever alone in a 2x2 grid with everyone taking part.
     uploads = by_phase["direction/upload"]

@@ -63,6 +63,16 @@ def test_clean_default_fit_satisfies_the_contract(partition):
     assert check_messages(fitted, messages, X, Y) == []
 
 
+def test_clean_ou_fit_satisfies_the_contract():
+    # Okamoto-Uchiyama ciphertexts are declared like Paillier's.
+    fitted, messages = _fit_recorded(HyFDCAClassifier(
+        HybridPartition(2, 2), encryption="ou", max_iter=5, tol=None, **SMALL))
+    sent = [m for m in messages if m.phase == "inner products"]
+    assert sent and all(type(m.payload[0].public_key).__name__ == "OUPublicKey"
+                        for m in sent)
+    assert check_messages(fitted, messages, X, Y) == []
+
+
 def test_clean_partial_participation_satisfies_the_contract():
     fitted, messages = _fit_recorded(HyFDCAClassifier(
         HybridPartition(2, 2), participation=0.5, max_iter=40, tol=None,
@@ -86,7 +96,8 @@ def test_clean_fits_hide_rows_when_two_clients_contribute():
 
 # -- planted leaks ----------------------------------------------------------------
 
-def test_duals_in_plaintext_beside_the_inner_products(monkeypatch):
+@pytest.mark.parametrize("encryption", ["paillier", "ou"])
+def test_duals_in_plaintext_beside_the_inner_products(monkeypatch, encryption):
     # A client sends its dual variables in plaintext in the slot declared
     # as ciphertexts (the paper encrypts them, skfed never sends them).
     original = _hyfdca_protocol.client_partial_inner_products
@@ -103,7 +114,8 @@ def test_duals_in_plaintext_beside_the_inner_products(monkeypatch):
     monkeypatch.setattr(_hyfdca_protocol, "server_sum_over_row_groups",
                         server_ignores_it)
     fitted, messages = _fit_recorded(HyFDCAClassifier(
-        HybridPartition(2, 2), max_iter=3, tol=None, **SMALL))
+        HybridPartition(2, 2), encryption=encryption, max_iter=3, tol=None,
+        **SMALL))
     found = _found(check_messages(fitted, messages, X, Y), "inner products")
     assert "float64 array" in found and "where a ciphertext is declared" in found
 
