@@ -13,7 +13,6 @@ the checks and the clients' blocks (dense or CSR) and weights in
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import copy
 import numbers
 import time
 import warnings
@@ -40,7 +39,8 @@ from ._hyfdca_encryption import crypto_seconds, weight_change_encoder
 from ._hyfdca_docs import with_notes
 from ._hyfdca_data import (check_encodable, check_participation,
                            check_sample_party, client_blocks, row_weights)
-from ._hyfdca_exchange import SERVER, Participation, Protocol, client_name
+from ._hyfdca_exchange import (SERVER, Participation, Protocol, client_name,
+                               divergence_error)
 from ._hyfdca_paper import run_paper
 from ._hyfdca_reports import round_summary
 from ._hyfdca_privacy import HyFDCAPrivacyMixin
@@ -462,7 +462,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
             progress.report(t, round_summary(out, len(clients)),
                             last=bool(out["stop"] or out["diverged"]))
             if out["diverged"]:
-                raise self._divergence(server, t, out)
+                raise divergence_error(self, server, t, out)
             if out["stop"]:
                 converged = True
                 break
@@ -489,26 +489,6 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                 "larger alpha converge in fewer rounds.", ConvergenceWarning)
         w = server.call(P.server_model, True).result()
         return w, curve, t, gap
-
-    def _divergence(self, server, t, out):
-        """The error a diverging fixed step raises, with the last good model."""
-        kept = copy.copy(self)
-        try:
-            w = server.call(P.server_model, True).result()
-            n = self.n_features_in_
-            kept.coef_ = np.ascontiguousarray(w[:n].T)
-            kept.intercept_ = (self.intercept_scaling * w[n] if self.fit_intercept
-                               else np.zeros(w.shape[1]))
-        except Exception:  # pragma: no cover - the error below matters more
-            kept = None
-        return DivergenceError(
-            f"HyFDCA diverged at round {t}: the dual objective fell to "
-            f"{out.get('fallen_to', float('nan')):.3g} (the zero model's is 0) "
-            "with the fixed "
-            f"step_size={self.step_size}; use step_size='auto' (a line search "
-            "that never lets it fall) or a smaller step_size. The last good "
-            "model is kept in this error's `estimator` attribute.",
-            estimator=kept, round=t)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

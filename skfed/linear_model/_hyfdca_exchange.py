@@ -12,14 +12,18 @@ estimator's ``_algorithm_1`` calls these in the order of Algorithm 1.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import copy
+
 import numpy as np
 
+from ..exceptions import DivergenceError
 from ..federation import Local
 from ..federation.secure_sum import RingEncoder, secure_sum
 from . import _hyfdca_protocol as P
 from ._hyfdca_reports import client_report, report_bound
 
-__all__ = ["SERVER", "client_name", "Participation", "Protocol"]
+__all__ = ["SERVER", "client_name", "Participation", "Protocol",
+           "divergence_error"]
 
 SERVER = "server"
 
@@ -301,3 +305,24 @@ class Protocol:
         taken) per task; they move their duals."""
         self._from_server("step", P.client_apply_step,
                           {k: (gammas, accept) for k in clients})
+
+
+def divergence_error(est, server, t, out):
+    """The error a diverging fixed step raises, with the last good model."""
+    kept = copy.copy(est)
+    try:
+        w = server.call(P.server_model, True).result()
+        n = est.n_features_in_
+        kept.coef_ = np.ascontiguousarray(w[:n].T)
+        kept.intercept_ = (est.intercept_scaling * w[n] if est.fit_intercept
+                           else np.zeros(w.shape[1]))
+    except Exception:  # pragma: no cover - the error below matters more
+        kept = None
+    return DivergenceError(
+        f"HyFDCA diverged at round {t}: the dual objective fell to "
+        f"{out.get('fallen_to', float('nan')):.3g} (the zero model's is 0) "
+        "with the fixed "
+        f"step_size={est.step_size}; use step_size='auto' (a line search "
+        "that never lets it fall) or a smaller step_size. The last good "
+        "model is kept in this error's `estimator` attribute.",
+        estimator=kept, round=t)
