@@ -69,7 +69,8 @@ encryption : {"paillier"} or None, default="paillier"
     "encryption_schemes": """
 encryption : {"paillier", "ou"} or None, default="paillier"
     The additively homomorphic scheme where the paper encrypts, under the
-    key of the party that owns the data. ``"paillier"`` (Paillier 1999).
+    key of the party that owns the data (HyFDCA: one key pair the clients
+    share; the server never holds it). ``"paillier"`` (Paillier 1999).
     ``"ou"``: Okamoto-Uchiyama (``n = p**2 q``, as SecretFlow's default),
     about an order of magnitude cheaper to encrypt with the same key size and the
     same model; secure if factoring ``n = p**2 q`` is hard (see the security
