@@ -128,15 +128,23 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
         space: a kernel k-means center has no pre-image in general.
 
     communication_ : CommunicationSummary
-        Every message of ``fit``. Phases: ``"setup: ..."`` (row counts,
-        users' key, scale, moments, gamma), ``"dspgd t=<t>"`` for iteration
-        ``t`` (with ``"/request"`` and ``"/upload"`` for the masked Lanczos
-        products), ``"convergence t=<t>/upload"``, ``"dspgd: build H"``
-        (``"dspgd: rows of H"`` without CEM), ``"kmeans: ..."`` and
-        ``"oos: embedding map"``; ``"*/keys"`` are the secure sums' pair
-        seeds. The paper's measure, floats uploaded per user per iteration,
-        is the ``scalars`` sent to ``"server"`` in the phases of iteration
-        ``t``; :func:`dspgd_uploads` tabulates it.
+        Every message of ``fit``, by protocol phase (the same phases in
+        every iteration, as for the other estimators): ``"setup: ..."``
+        (row counts, users' key, scale, moments, gamma), ``"dspgd:
+        iteration"`` (the server announces ``t``), ``"dspgd: lanczos"``
+        (``"/request"`` the server's Lanczos vectors, ``"/upload"`` the
+        users' masked products; without CEM also ``"/rows"``), ``"dspgd:
+        eigenpairs"``, ``"dspgd: convergence"`` (the masked overlaps of the
+        stopping rule), ``"dspgd: build H"`` (``"dspgd: rows of H"`` without
+        CEM), ``"kmeans: ..."`` and ``"oos: embedding map"``; ``"*/keys"``
+        are the secure sums' pair seeds. A recorded message carries its
+        DSPGD iteration as ``Message.round``.
+
+    communication_by_iteration_ : list of CommunicationSummary
+        The messages of each DSPGD iteration (``n_iter_`` entries, same
+        phases). The paper's measure, floats uploaded per user per
+        iteration, is the ``scalars`` sent to ``"server"`` in the phase
+        ``"dspgd: lanczos"``; :func:`dspgd_uploads` tabulates it.
 
     n_iter_ : int
         Number of DSPGD iterations run (where ``tol`` stopped them, or
@@ -437,6 +445,7 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
         self._n_features_out = k  # transform: distances to the k centers
         self.n_iter_ = len(out["trace"])
         self.embedding_changes_ = np.asarray(out["changes"], dtype=float)
+        self.communication_by_iteration_ = list(out["per_iteration"])
         self.n_lanczos_iter_ = np.array([q for q, _ in out["trace"]])
         self.ranks_ = np.array([r for _, r in out["trace"]])
         return self
