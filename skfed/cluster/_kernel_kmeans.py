@@ -225,6 +225,10 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
       in about 100-150 iterations; see the User Guide). Non-finite values
       stop the fit with an error naming ``gamma``; reaching ``max_iter``
       gives a ``ConvergenceWarning``.
+    - Small tables: CEM saves about ``1 - (D + r_t) / (D + n_m)`` of the
+      uploads per iteration (Theorem 2), so no ``D`` saves 90% below ``9 D
+      + 10 r`` rows per user (208 with ten clusters); the defaults save
+      20-40% at 20-130 rows per user (User Guide, "Small tables").
     - A user holding fewer than ``MIN_USER_ROWS = 5`` rows is refused
       before any party starts, so that every value a user sends sums
       several rows.

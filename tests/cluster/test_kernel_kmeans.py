@@ -88,6 +88,29 @@ def test_defaults_match_exact_kernel_kmeans_on_digits():
     assert nmi(y, km.labels_) >= 0.95 * exact
 
 
+@pytest.mark.parametrize("n_users", [3, 5])
+def test_defaults_on_a_small_table(n_users):
+    # 118 training rows over 3 or 5 users (24-40 rows each), defaults:
+    # 0.95 of exact kernel k-means on the training rows, and CEM still saves
+    # per iteration, within Theorem 2's bound 1 - (D + r) / (D + n_m)
+    # (benchmarks/papers/kernel_kmeans.py prints the whole small-table sweep).
+    from sklearn.datasets import load_wine
+    X, y = load_wine(return_X_y=True)
+    train = np.random.RandomState(7).permutation(len(X))[:118]
+    X, y = StandardScaler().fit_transform(X)[train], y[train]
+    common = dict(partition=n_users, random_state=0)
+    km = FederatedKernelKMeans(3, **common).fit(X)
+    exact = nmi(y, exact_kernel_kmeans(X, 3, 3, km.gamma_))
+    assert nmi(y, km.labels_) >= 0.95 * exact
+    plain = FederatedKernelKMeans(3, communication_efficient=False,
+                                  **common).fit(X)
+    per_iteration = [np.mean([v for t in dspgd_uploads(e).values()
+                              for v in t.values()]) for e in (km, plain)]
+    saving = 1 - per_iteration[0] / per_iteration[1]
+    D, n_m = km.n_random_features_, len(X) // n_users
+    assert 0.1 < saving < 1 - (D + 3) / (D + n_m + 1)
+
+
 def test_eigenvalues_approach_the_kernel_spectrum(blobs):
     X, _ = blobs
     km = FederatedKernelKMeans(4, max_iter=20, tol=None, random_state=0).fit(X)
