@@ -69,7 +69,7 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
 
     n_random_features : int or "auto", default="auto"
         The number ``D`` of random Fourier features each user draws per
-        iteration. ``"auto"`` is ``max(200, 40 n_lambda)`` with ``n_lambda
+        iteration. ``"auto"`` is ``max(100, 10 n_lambda)`` with ``n_lambda
         = max(n_clusters + 2, n_components + 1)``, capped at half the rows
         (and never below ``n_lambda``): more clusters mean more
         eigenvectors to separate. An int must be at least ``n_lambda``.
@@ -219,16 +219,16 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
       ``s x s`` overlaps ``U_t[m]^T U_{t-1}[m]``, from which the server
       gets the embedding change (see ``tol``). The estimate is stochastic
       (error ``O(1/t)``), so the change is averaged over 10 iterations.
-      With ``D`` of 200-480 the defaults reach, on the moons, circles,
-      blobs and digits of the benchmark, 0.95 of the NMI of exact kernel
-      k-means (the moons, whose top eigenvalues come in near-equal pairs,
-      in about 100-150 iterations; see the User Guide). Non-finite values
+      With ``D`` of 100-120 the defaults reach, on the moons, circles,
+      blobs, wine and digits of the benchmark, 0.95 of the NMI of exact
+      kernel k-means (the moons, whose top eigenvalues come in near-equal
+      pairs, in about 200 iterations; see the User Guide). Non-finite values
       stop the fit with an error naming ``gamma``; reaching ``max_iter``
       gives a ``ConvergenceWarning``.
     - Small tables: CEM saves about ``1 - (D + r_t) / (D + n_m)`` of the
       uploads per iteration (Theorem 2), so no ``D`` saves 90% below ``9 D
       + 10 r`` rows per user (208 with ten clusters); the defaults save
-      20-40% at 20-130 rows per user (User Guide, "Small tables").
+      20-55% at 20-130 rows per user (User Guide, "Small tables").
     - A user holding fewer than ``MIN_USER_ROWS = 5`` rows is refused
       before any party starts, so that every value a user sends sums
       several rows.

@@ -52,6 +52,12 @@ def fitted(blobs):
     return FederatedKernelKMeans(4, partition=3, random_state=0).fit(X)
 
 
+def mean_upload(estimator):
+    """Mean floats a user uploads per DSPGD iteration (Figure 2's measure)."""
+    return np.mean([v for t in dspgd_uploads(estimator).values()
+                    for v in t.values()])
+
+
 def users_key(random_state, n_users):
     """The users' key of a fit with party_keys="random_state" (see fit)."""
     return users_key_from_seed(party_seeds(random_state, n_users + 3)[-1])
@@ -104,11 +110,29 @@ def test_defaults_on_a_small_table(n_users):
     assert nmi(y, km.labels_) >= 0.95 * exact
     plain = FederatedKernelKMeans(3, communication_efficient=False,
                                   **common).fit(X)
-    per_iteration = [np.mean([v for t in dspgd_uploads(e).values()
-                              for v in t.values()]) for e in (km, plain)]
+    per_iteration = [mean_upload(e) for e in (km, plain)]
     saving = 1 - per_iteration[0] / per_iteration[1]
     D, n_m = km.n_random_features_, len(X) // n_users
     assert 0.1 < saving < 1 - (D + 3) / (D + n_m + 1)
+
+
+def test_defaults_save_half_the_uploads_on_a_small_table():
+    # Breast cancer's 379 training rows over three users (126 each): the
+    # defaults keep 0.95 of exact kernel k-means and CEM saves more than
+    # half of plain DSPGD's uploads per iteration (issue 30: the rule
+    # before, D = 189 here, saved 39%; no D could save more than 95%).
+    from sklearn.datasets import load_breast_cancer
+    X, y = load_breast_cancer(return_X_y=True)
+    train = np.random.RandomState(7).permutation(len(X))[:379]
+    X, y = StandardScaler().fit_transform(X)[train], y[train]
+    common = dict(partition=3, random_state=0)
+    km = FederatedKernelKMeans(2, **common).fit(X)
+    assert nmi(y, km.labels_) >= 0.95 * nmi(y, exact_kernel_kmeans(X, 2, 2,
+                                                                   km.gamma_))
+    plain = FederatedKernelKMeans(2, communication_efficient=False,
+                                  **common).fit(X)
+    per_iteration = [mean_upload(e) for e in (km, plain)]
+    assert 1 - per_iteration[0] / per_iteration[1] > 0.5
 
 
 def test_eigenvalues_approach_the_kernel_spectrum(blobs):
@@ -119,8 +143,14 @@ def test_eigenvalues_approach_the_kernel_spectrum(blobs):
 
 
 def test_predict_extends_the_training_embedding(blobs, fitted):
+    # Overlapping blobs (exact kernel k-means' NMI 0.56): rows near a
+    # boundary follow the map's random features, so over three seeds.
     X, _ = blobs
-    assert np.mean(fitted.predict(X) == fitted.labels_) >= 0.95
+    agree = [np.mean(fitted.predict(X) == fitted.labels_)]
+    for seed in (1, 2):
+        km = FederatedKernelKMeans(4, partition=3, random_state=seed).fit(X)
+        agree.append(np.mean(km.predict(X) == km.labels_))
+    assert np.mean(agree) >= 0.95 and min(agree) >= 0.9
 
 
 def test_predict_on_held_out_rows(blobs):
@@ -390,10 +420,11 @@ def test_max_iter_reached_warns(blobs, cem):
 
 
 def test_auto_random_features():
-    # max(200, 40 (k + 2)), at most half the rows, at least k + 2.
-    assert auto_random_features(2, 4, 10_000) == 200
-    assert auto_random_features(10, 12, 10_000) == 480
-    assert auto_random_features(4, 6, 300) == 150
+    # max(100, 10 (k + 2)), at most half the rows, at least k + 2.
+    assert auto_random_features(2, 4, 10_000) == 100
+    assert auto_random_features(10, 12, 10_000) == 120
+    assert auto_random_features(20, 22, 10_000) == 220
+    assert auto_random_features(4, 6, 150) == 75
     assert auto_random_features(3, 5, 8) == 5
 
 
