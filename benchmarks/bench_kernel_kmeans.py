@@ -130,7 +130,7 @@ def communication(quick):
         km = FederatedKernelKMeans(5, n_random_features=20, max_iter=10,
                                    tol=None, partition=5, random_state=0,
                                    communication_efficient=cem).fit(X)
-        up = dspgd_uploads(km.communication_)
+        up = dspgd_uploads(km)
         per = np.mean([v for t in up.values() for v in t.values()])
         result[cem] = per
         summary = km.communication_

@@ -57,8 +57,10 @@ print(f"exact kernel k-means NMI: {exact:.3f}")
 # ----------------------------------------------------
 # ``communication_`` counts every message; the users' uploads are the
 # scalars sent to ``"server"`` (masked ring values: the server decodes only
-# their sums). :func:`~skfed.cluster.dspgd_uploads` splits the DSPGD part by
-# iteration and user (the paper's Figure 2 measure). As in the paper's
+# their sums). ``communication_`` groups them by protocol phase;
+# ``communication_by_iteration_`` keeps each DSPGD iteration's counts, and
+# :func:`~skfed.cluster.dspgd_uploads` reads it to split the Lanczos uploads
+# by iteration and user (the paper's Figure 2 measure). As in the paper's
 # figures, each run has a fixed number of iterations (``tol=None``); the
 # defaults instead stop on the change of the embedding.
 def uploaded(summary):
@@ -73,7 +75,7 @@ for D in (12, 25, 50):
                                    communication_efficient=cem).fit(X)
         runs[name].append((uploaded(km.communication_), nmi(y, km.labels_)))
         if D == 25:
-            per_iteration = dspgd_uploads(km.communication_)[2]["user0"]
+            per_iteration = dspgd_uploads(km)[2]["user0"]
             print(f"{name}, D=25: user0 uploads {per_iteration} floats in "
                   "iteration 2")
 

@@ -43,3 +43,24 @@ def test_leaf_purity_by_hand():
     first, second = secureboost.tree_purity([s0, s1, s2], y)
     assert first == pytest.approx(5 / 6)
     assert second == pytest.approx(1.0)
+
+
+kernel_kmeans = pytest.importorskip("kernel_kmeans")
+
+
+def test_best_possible_cem_saving_by_hand():
+    # Theorem 2: CEM uploads D + r per Lanczos step, plain DSPGD D + n_m; at
+    # the smallest D = k + 2 and r = k, ten clusters and 44 rows per user:
+    # 1 - 22 / 56. 90% needs n_m >= 9 D + 10 r = 208 rows.
+    assert kernel_kmeans.best_saving(10, 44) == pytest.approx(1 - 22 / 56)
+    assert kernel_kmeans.best_saving(3, 75) == pytest.approx(1 - 8 / 80)
+    assert kernel_kmeans.best_saving(10, 207) < 0.9 <= kernel_kmeans.best_saving(10, 208)
+
+
+def test_exact_reference_extends_its_own_training_rows():
+    # The Nystrom extension of CK k-means gives the training rows their own
+    # labels back (exactly, up to k-means' assignment of the same points).
+    from sklearn.datasets import make_blobs
+    X, _ = make_blobs(60, centers=3, random_state=0)
+    train, new = kernel_kmeans.exact_kernel_kmeans(X, 3, 0.5, X)
+    np.testing.assert_array_equal(train, new)

@@ -27,7 +27,10 @@ from ._setup import SERVER, derive_seed
 
 __all__ = [
     "SERVER",
-    "phase_of",
+    "PHASE_ITERATION",
+    "PHASE_LANCZOS",
+    "PHASE_EIGENPAIRS",
+    "PHASE_CONVERGENCE",
     "choose_lambda",
     "random_features",
     "user_form_w",
@@ -46,6 +49,7 @@ __all__ = [
     "user_receive_map",
     "server_split_vector",
     "CHANGE_WINDOW",
+    "iteration_counts",
     "lanczos_seed",
     "embedding_change",
     "server_embedding_change",
@@ -64,9 +68,15 @@ __all__ = [
 CHANGE_WINDOW = 10
 
 
-def phase_of(t):
-    """Phase name of DSPGD iteration ``t`` (zero-padded so phases sort)."""
-    return f"dspgd t={t:03d}"
+#: Phases of a DSPGD iteration. The names are the same in every iteration
+#: (``communication_`` groups by protocol phase, as for the other
+#: estimators); each message carries its iteration as ``Message.round``, and
+#: the estimator keeps the counts of each iteration in
+#: ``communication_by_iteration_``.
+PHASE_ITERATION = "dspgd: iteration"      # server -> users: t, eta_t
+PHASE_LANCZOS = "dspgd: lanczos"          # Lanczos products (/request, /upload)
+PHASE_EIGENPAIRS = "dspgd: eigenpairs"    # server -> users: Ritz pairs
+PHASE_CONVERGENCE = "dspgd: convergence"  # masked overlaps of the stopping rule
 
 
 def choose_lambda(theta, n_lambda):
@@ -116,6 +126,17 @@ def oos_seed(users_key):
 def lanczos_seed(base, t):
     """The server's start-vector seed of iteration ``t`` (model randomness)."""
     return int(np.random.SeedSequence([int(base), int(t)]).generate_state(1)[0])
+
+
+def iteration_counts(fed, before):
+    """Messages of one iteration: ``(counts since before, counts now)``.
+
+    ``before`` and the counts are :class:`CommunicationSummary` of the whole
+    run so far; the driver waits for every call of an iteration before the
+    next starts, so the difference is exactly that iteration's messages.
+    """
+    now = fed.summary()
+    return now - before, now
 
 
 # -- the stopping rule ---------------------------------------------------------

@@ -69,7 +69,7 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
 
     n_random_features : int or "auto", default="auto"
         The number ``D`` of random Fourier features each user draws per
-        iteration. ``"auto"`` is ``max(200, 40 n_lambda)`` with ``n_lambda
+        iteration. ``"auto"`` is ``max(100, 10 n_lambda)`` with ``n_lambda
         = max(n_clusters + 2, n_components + 1)``, capped at half the rows
         (and never below ``n_lambda``): more clusters mean more
         eigenvectors to separate. An int must be at least ``n_lambda``.
@@ -128,15 +128,23 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
         space: a kernel k-means center has no pre-image in general.
 
     communication_ : CommunicationSummary
-        Every message of ``fit``. Phases: ``"setup: ..."`` (row counts,
-        users' key, scale, moments, gamma), ``"dspgd t=<t>"`` for iteration
-        ``t`` (with ``"/request"`` and ``"/upload"`` for the masked Lanczos
-        products), ``"convergence t=<t>/upload"``, ``"dspgd: build H"``
-        (``"dspgd: rows of H"`` without CEM), ``"kmeans: ..."`` and
-        ``"oos: embedding map"``; ``"*/keys"`` are the secure sums' pair
-        seeds. The paper's measure, floats uploaded per user per iteration,
-        is the ``scalars`` sent to ``"server"`` in the phases of iteration
-        ``t``; :func:`dspgd_uploads` tabulates it.
+        Every message of ``fit``, by protocol phase (the same phases in
+        every iteration, as for the other estimators): ``"setup: ..."``
+        (row counts, users' key, scale, moments, gamma), ``"dspgd:
+        iteration"`` (the server announces ``t``), ``"dspgd: lanczos"``
+        (``"/request"`` the server's Lanczos vectors, ``"/upload"`` the
+        users' masked products; without CEM also ``"/rows"``), ``"dspgd:
+        eigenpairs"``, ``"dspgd: convergence"`` (the masked overlaps of the
+        stopping rule), ``"dspgd: build H"`` (``"dspgd: rows of H"`` without
+        CEM), ``"kmeans: ..."`` and ``"oos: embedding map"``; ``"*/keys"``
+        are the secure sums' pair seeds. A recorded message carries its
+        DSPGD iteration as ``Message.round``.
+
+    communication_by_iteration_ : list of CommunicationSummary
+        The messages of each DSPGD iteration (``n_iter_`` entries, same
+        phases). The paper's measure, floats uploaded per user per
+        iteration, is the ``scalars`` sent to ``"server"`` in the phase
+        ``"dspgd: lanczos"``; :func:`dspgd_uploads` tabulates it.
 
     n_iter_ : int
         Number of DSPGD iterations run (where ``tol`` stopped them, or
@@ -211,12 +219,16 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
       ``s x s`` overlaps ``U_t[m]^T U_{t-1}[m]``, from which the server
       gets the embedding change (see ``tol``). The estimate is stochastic
       (error ``O(1/t)``), so the change is averaged over 10 iterations.
-      With ``D`` of 200-480 the defaults reach, on the moons, circles,
-      blobs and digits of the benchmark, 0.95 of the NMI of exact kernel
-      k-means (the moons, whose top eigenvalues come in near-equal pairs,
-      in about 100-150 iterations; see the User Guide). Non-finite values
+      With ``D`` of 100-120 the defaults reach, on the moons, circles,
+      blobs, wine and digits of the benchmark, 0.95 of the NMI of exact
+      kernel k-means (the moons, whose top eigenvalues come in near-equal
+      pairs, in about 200 iterations; see the User Guide). Non-finite values
       stop the fit with an error naming ``gamma``; reaching ``max_iter``
       gives a ``ConvergenceWarning``.
+    - Small tables: CEM saves about ``1 - (D + r_t) / (D + n_m)`` of the
+      uploads per iteration (Theorem 2), so no ``D`` saves 90% below ``9 D
+      + 10 r`` rows per user (208 with ten clusters); the defaults save
+      20-55% at 20-130 rows per user (User Guide, "Small tables").
     - A user holding fewer than ``MIN_USER_ROWS = 5`` rows is refused
       before any party starts, so that every value a user sends sums
       several rows.
@@ -437,6 +449,7 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
         self._n_features_out = k  # transform: distances to the k centers
         self.n_iter_ = len(out["trace"])
         self.embedding_changes_ = np.asarray(out["changes"], dtype=float)
+        self.communication_by_iteration_ = list(out["per_iteration"])
         self.n_lanczos_iter_ = np.array([q for q, _ in out["trace"]])
         self.ranks_ = np.array([r for _, r in out["trace"]])
         return self

@@ -16,9 +16,10 @@ measures the embedding change of the stopping rule itself.
 
 import numpy as np
 
+from ..federation import protocol_rounds
 from ..federation.secure_sum import RingEncoder, secure_sum
 from . import _dspgd as dspgd
-from ._dspgd import SERVER, phase_of
+from ._dspgd import PHASE_ITERATION, PHASE_LANCZOS, SERVER
 from ._lanczos import server_collect
 
 __all__ = ["dspgd_without_cem"]
@@ -29,16 +30,20 @@ def dspgd_without_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
                       verbose, monitor):
     """Section 4.1: Lanczos on the n x n matrix R_t; Z_t lives on the server.
 
-    Returns ``(lambda, eigenvalues of H's columns, trace, changes)``.
+    Returns ``(lambda, eigenvalues of H's columns, trace, changes,
+    per_iteration)`` as :func:`~._protocol.dspgd_with_cem` does.
     """
+
     s = n_components
     fed[SERVER].call(_server_init_plain, n_samples).result()
     encoder = RingEncoder.for_bound(2.0 * n_samples, margin_bits=3)
     lam, trace, changes = None, [], []
-    for t in range(1, max_iter + 1):
-        eta, phase = 1.0 / t, phase_of(t)
+    per_iteration, counted = [], fed.summary()
+    phase = PHASE_LANCZOS
+    for t in protocol_rounds(range(1, max_iter + 1)):
+        eta = 1.0 / t
         fed.gather(fed[u].call(dspgd.user_draw_features, t, sender=SERVER,
-                               phase=phase) for u in users)
+                               phase=PHASE_ITERATION) for u in users)
 
         def matvec(c):
             # 1) the server sends c[m] to user m; 2) users upload A_t[m]^T c[m],
@@ -75,6 +80,8 @@ def dspgd_without_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
         if monitor is not None:
             monitor(t, theta + (1.0 - eta) * lam,
                     [fed[SERVER].call(_evaluation_only_rows).result()])
+        counts, counted = dspgd.iteration_counts(fed, counted)
+        per_iteration.append(counts)
         if dspgd.converged(changes, tol):
             break
     else:
@@ -85,7 +92,7 @@ def dspgd_without_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
         H_m = fed[SERVER].call(dspgd.server_rows_of_h, scales, m).result()
         fed[u].call(dspgd.user_receive_h, H_m, sender=SERVER,
                     phase="dspgd: rows of H").result()
-    return lam, values, trace, changes
+    return lam, values, trace, changes, per_iteration
 
 
 def _server_init_plain(state, n_samples):

@@ -24,11 +24,12 @@ nothing per user. :func:`kernel_kmeans_contract` declares every message.
 import numpy as np
 
 from .._progress import Progress
-from ..federation import protocol_rounds
+from ..federation import CommunicationSummary, protocol_rounds
 from ..federation.secure_sum import RingEncoder, secure_sum
 from . import _dspgd as dspgd
 from ._coreset import distributed_kmeans
-from ._dspgd import SERVER, phase_of
+from ._dspgd import (PHASE_CONVERGENCE, PHASE_EIGENPAIRS, PHASE_ITERATION,
+                     PHASE_LANCZOS, SERVER)
 from ._lanczos import server_collect
 from ._plain_dspgd import dspgd_without_cem
 from ._setup import setup, user_key
@@ -42,29 +43,38 @@ __all__ = [
     "kernel_kmeans_contract",
 ]
 
-def dspgd_uploads(communication):
+def dspgd_uploads(estimator):
     """Floats each user uploaded in each DSPGD iteration (the paper's measure).
 
     Parameters
     ----------
-    communication : CommunicationSummary
-        ``communication_`` of a fitted :class:`FederatedKernelKMeans`.
+    estimator : FederatedKernelKMeans or list of CommunicationSummary
+        A fitted estimator (its ``communication_by_iteration_`` is read), or
+        that list itself.
 
     Returns
     -------
     uploads : dict
         ``{t: {user: n_floats}}``: scalars sent by each user to the server in
-        the phases of DSPGD iteration ``t`` (``"dspgd t=<t>/upload"``, the
-        masked Lanczos products; with ``communication_efficient=False`` also
-        ``"dspgd t=<t>/rows"``, the per-row products).
+        the Lanczos phase of DSPGD iteration ``t`` (``"dspgd:
+        lanczos/upload"``, the masked products; with
+        ``communication_efficient=False`` also ``"dspgd: lanczos/rows"``,
+        the per-row products).
     """
+    per_iteration = getattr(estimator, "communication_by_iteration_",
+                            estimator)
+    if isinstance(per_iteration, CommunicationSummary):
+        raise TypeError(
+            "dspgd_uploads needs the fitted FederatedKernelKMeans (or its "
+            "communication_by_iteration_), not communication_: that one "
+            "groups the messages by protocol phase, over all iterations.")
     out = {}
-    for sender, receiver, phase, _, scalars, _, _ in communication.records:
-        if receiver == SERVER and phase.startswith("dspgd t="):
-            t = int(phase.split("=")[1].split("/")[0])
-            out.setdefault(t, {}).setdefault(sender, 0)
-            out[t][sender] += scalars
-    return dict(sorted(out.items()))
+    for t, summary in enumerate(per_iteration, start=1):
+        out[t] = {}
+        for sender, receiver, phase, _, scalars, _, _ in summary.records:
+            if receiver == SERVER and phase.startswith(PHASE_LANCZOS + "/"):
+                out[t][sender] = out[t].get(sender, 0) + scalars
+    return out
 
 
 def ring_encoder(bound):
@@ -76,29 +86,32 @@ def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
                    n_samples, lanczos_seed, gamma, verbose, monitor):
     """Algorithm 1, lines 4-18, with the stopping rule.
 
-    Returns ``(lambda, eigenvalues of H's columns, trace, changes)``;
-    ``trace`` holds ``(Q_t, r_{t+1})`` per iteration.
+    Returns ``(lambda, eigenvalues of H's columns, trace, changes,
+    per_iteration)``; ``trace`` holds ``(Q_t, r_{t+1})`` per iteration and
+    ``per_iteration`` the message counts of each iteration.
     """
     s = n_components
     fed.gather(fed[u].call(_set_state, "s", s) for u in users)
     gram = ring_encoder(2.0 * n_samples)
     overlap_encoder = ring_encoder(1.0)
     lam, trace, changes, previous = None, [], [], None
+    per_iteration, counted = [], fed.summary()
     progress = Progress("FederatedKernelKMeans", max_iter, verbose, fed=fed,
                         unit="iteration")
     for t in protocol_rounds(range(1, max_iter + 1)):
-        eta, phase = 1.0 / t, phase_of(t)
+        eta = 1.0 / t
         # Lines 6-9: every user draws A_t[m] and forms W_t[m] (the server only
         # announces the iteration).
         dims = fed.gather(fed[u].call(dspgd.user_form_w, t, eta, sender=SERVER,
-                                      phase=phase) for u in users)
+                                      phase=PHASE_ITERATION) for u in users)
 
         # Line 10: DLA on W_t^T W_t = sum_m W_t[m]^T W_t[m] (D + r_t square):
         # the server broadcasts c and receives only the masked sum of the
         # users' W_t[m]^T W_t[m] c (appendix B needs nothing per user).
         def matvec(c):
             total = secure_sum(fed, users, SERVER, dspgd.user_gram_product, c,
-                               phase=phase, encoder=gram, sender=SERVER)
+                               phase=PHASE_LANCZOS, encoder=gram,
+                               sender=SERVER)
             fed[SERVER].call(server_collect, total.result()).result()
 
         q, lam, shrink, theta, V = dspgd.server_eigenpairs(
@@ -107,7 +120,7 @@ def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
         # Lines 11-14: the server broadcasts the eigenpairs; each user forms
         # its rows of the eigenvectors and of B_{t+1} (soft threshold).
         fed.gather(fed[u].call(dspgd.user_update_from_eigenpairs, theta, V,
-                               shrink, sender=SERVER, phase=phase)
+                               shrink, sender=SERVER, phase=PHASE_EIGENPAIRS)
                    for u in users)
         rank = int(np.sum(theta > shrink))
         trace.append((q, rank))
@@ -119,7 +132,7 @@ def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
             # Stopping rule: the change of the embedding's Gram matrix,
             # from the masked sum of the users' s x s overlaps.
             overlap = secure_sum(fed, users, SERVER, dspgd.user_embedding_overlap,
-                                 phase=f"convergence t={t:03d}",
+                                 phase=PHASE_CONVERGENCE,
                                  encoder=overlap_encoder).result()
             change = fed[SERVER].call(dspgd.server_embedding_change, overlap,
                                       values, previous).result()
@@ -130,6 +143,8 @@ def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
                 "embedding change n/a") + f" ({q} Lanczos steps, rank {rank})",
             last=dspgd.converged(changes, tol))
         previous = values
+        counts, counted = dspgd.iteration_counts(fed, counted)
+        per_iteration.append(counts)
         if dspgd.converged(changes, tol):
             break
     else:
@@ -138,7 +153,7 @@ def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
     scales = np.sqrt(values)
     fed.gather(fed[u].call(dspgd.user_build_h, scales, sender=SERVER,
                            phase="dspgd: build H") for u in users)
-    return lam, values, trace, changes
+    return lam, values, trace, changes, per_iteration
 
 
 def _set_state(state, name, value):
@@ -195,10 +210,10 @@ def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
                   n_components=n_components, lanczos_seed=seeds["lanczos"],
                   verbose=verbose, monitor=monitor, n_samples=n_samples)
     if communication_efficient:
-        lam, eigenvalues, trace, changes = dspgd_with_cem(
+        lam, eigenvalues, trace, changes, per_iteration = dspgd_with_cem(
             fed, users, tol=tol, gamma=gamma, **common)
     else:
-        lam, eigenvalues, trace, changes = dspgd_without_cem(
+        lam, eigenvalues, trace, changes, per_iteration = dspgd_without_cem(
             fed, users, tol=tol, gamma=gamma,
             n_random_features=n_random_features, **common)
     # Line 19: distributed linear k-means over the rows of H.
@@ -208,7 +223,8 @@ def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
                                       n_samples)
     labels = fed.gather(fed[u].call(_user_labels) for u in users)
     return dict(gamma=gamma, threshold=lam, eigenvalues=eigenvalues,
-                trace=trace, changes=changes, centers=centers,
+                trace=trace, changes=changes, per_iteration=per_iteration,
+                centers=centers,
                 embedding_map=embedding_map, labels=labels,
                 users_key=fed[users[0]].call(user_key).result())
 
@@ -262,17 +278,17 @@ def kernel_kmeans_contract(estimator):
         masked_sum("setup: moments", "(Q sum x, sum ||x||^2), Q from the users' key "
                    "(x zero-padded to a power of two)", "2 * features + 1"),
         Rule("setup: gamma", "server", "user", (public("the kernel width"),)),
-        Rule("dspgd t=*", "server", "user",
+        Rule(PHASE_ITERATION, "server", "user",
              (public("t"), public("eta_t")),
              note="the iteration t and eta_t"),
-        Rule("dspgd t=*", "server", "user",
+        Rule(PHASE_EIGENPAIRS, "server", "user",
              (public("theta", dim), public("V", f"{dim} * {dim}"),
               public("the threshold")),
              note="the Ritz pairs (theta, V) and the threshold eta_t lambda"),
-        Rule("dspgd t=*/request", "server", "user",
+        Rule(f"{PHASE_LANCZOS}/request", "server", "user",
              (public("the server's Lanczos vector c_q", dim),)),
-        masked_sum("dspgd t=*", "W_t[m]^T W_t[m] c_q", dim),
-        masked_sum("convergence t=*", "the overlap U_t[m]^T U_{t-1}[m]",
+        masked_sum(PHASE_LANCZOS, "W_t[m]^T W_t[m] c_q", dim),
+        masked_sum(PHASE_CONVERGENCE, "the overlap U_t[m]^T U_{t-1}[m]",
                    f"{s} * {s}"),
         Rule("dspgd: build H", "server", "user",
              (public("the scales of H's columns", s),)),
@@ -297,10 +313,12 @@ def kernel_kmeans_contract(estimator):
     ]
     if not estimator.communication_efficient:
         rules += [
-            Rule("dspgd t=*", "server", "user",
+            Rule(PHASE_ITERATION, "server", "user", (public("t"),),
+                 note="plain DSPGD announces the iteration t only"),
+            Rule(PHASE_LANCZOS, "server", "user",
                  (public("the user's part c_q[m], or the sum A_t^T c_q",
                          f"rows + {dim}"),)),
-            Rule("dspgd t=*/rows", "user", "server",
+            Rule(f"{PHASE_LANCZOS}/rows", "user", "server",
                  (Inherent("A_t[m] A_t^T c_q, one value per row of the user: "
                            "plain DSPGD (section 4.1) concatenates them",
                            exempt=("columns", "rows"), max_size="rows"),),

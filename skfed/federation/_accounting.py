@@ -167,6 +167,27 @@ class CommunicationSummary:
                 counts[i] += r[3 + i]
         return CommunicationSummary(k + tuple(v) for k, v in merged.items())
 
+    def __sub__(self, other):
+        """The messages of ``self`` beyond ``other``, an earlier summary of
+        the same run (one iteration's counts: after minus before)."""
+        if not isinstance(other, CommunicationSummary):
+            return NotImplemented
+        earlier = {r[:3]: r[3:] for r in other.records}
+        rows = []
+        for r in self.records:
+            counts = tuple(a - b for a, b in
+                           zip(r[3:], earlier.pop(r[:3], (0, 0, 0, 0))))
+            if min(counts) < 0:
+                earlier[r[:3]] = None  # report below
+            elif counts[0]:
+                rows.append(r[:3] + counts)
+        if earlier:
+            raise ValueError(
+                "Cannot subtract a summary that is not an earlier state of "
+                f"this one: phase(s) {sorted(k[2] for k in earlier)} would "
+                "have negative counts.")
+        return CommunicationSummary(rows)
+
     def __eq__(self, other):
         return (isinstance(other, CommunicationSummary)
                 and self.records == other.records)

@@ -39,6 +39,18 @@ def test_summary_views_add_up():
     assert "total" in s.table() and "a -> b" in s.table("link")
 
 
+def test_summary_difference_is_the_later_messages():
+    before = CommunicationSummary([("a", "b", "x", 2, 10, 0, 80)])
+    later = CommunicationSummary([("a", "b", "x", 1, 5, 0, 40),
+                                  ("b", "a", "y", 1, 0, 1, 300)])
+    assert (before + later) - before == later
+    assert (before + later) - (before + later) == CommunicationSummary()
+    with pytest.raises(ValueError, match="earlier state"):
+        before - (before + later)
+    with pytest.raises(TypeError):
+        before - 3
+
+
 def test_summary_rejects_other_types():
     with pytest.raises(TypeError):
         CommunicationSummary() + 3

@@ -161,7 +161,7 @@ def test_per_user_gram_products_are_caught(monkeypatch):
     est = estimator()
     messages = fit_recorded(est, X_std)
     phases = {v.phase for v in check_messages(est, messages, X_std)}
-    assert "dspgd t=001/upload" in phases and "oos: embedding map/upload" in phases
+    assert "dspgd: lanczos/upload" in phases and "oos: embedding map/upload" in phases
 
 
 def test_user_with_too_few_rows_is_refused_before_any_message():
