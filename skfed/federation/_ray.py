@@ -314,16 +314,20 @@ class RayParty:
     def _died(self, exc):
         """The :class:`PartyError` of this party's death (its actor ended)."""
         self._watch = None
-        function = self._last_function or "no call yet"
-        last = (f"phase '{self._last_phase}', function {function}"
-                if self._last_phase is not None else f"function {function}")
+        function = self._last_function
+        if function is None:
+            when = "before its first call"
+        elif self._last_phase is None:
+            when = f"during or after its last call (function {function})"
+        else:
+            when = (f"during or after its last call (phase "
+                    f"'{self._last_phase}', function {function})")
         detail = str(exc).strip().splitlines()
         return _rebuild_party_error(
             self.name, self._last_phase, function, exc,
             f"Party '{self.name}' is gone: its Ray actor died (killed, or its "
-            f"process or node failed) during or after its last call ({last}); "
-            f"the run was stopped. {type(exc).__name__}: "
-            f"{detail[0] if detail else ''}")
+            f"process or node failed) {when}; the run was stopped. "
+            f"{type(exc).__name__}: {detail[0] if detail else ''}")
 
     def call(self, fn, *args, sender=None, phase=None, **kwargs):
         if self._actor is None:
