@@ -57,7 +57,9 @@ def _fail(state):
     raise KeyError("no such column")
 
 
-def _sleep(state, seconds=2):
+def _sleep(state, seconds=60):
+    # Far longer than any timeout it meets (the actor is killed then): a
+    # loaded machine cannot make it end first.
     import time
 
     time.sleep(seconds)
