@@ -124,3 +124,33 @@ def test_grid_search_with_workers_warns_once_per_process():
     # A filter set by the caller reaches the workers (sklearn passes the
     # filters on): nothing is shown.
     assert "InsecureKeyWarning" not in ignored
+
+
+def test_in_a_worker_the_filters_still_decide(monkeypatch):
+    # As in a joblib worker: a child process whose filters are re-installed
+    # around every task (which resets Python's memory of shown warnings).
+    import multiprocessing
+
+    from skfed.crypto import _key_policy
+
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
+    monkeypatch.setattr(_key_policy, "_shown_in_worker", set())
+
+    def tasks(action):
+        shown = 0
+        for _ in range(3):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.resetwarnings()
+                warnings.simplefilter(action, InsecureKeyWarning)
+                check_key_size(1024)
+            shown += len(caught)
+        return shown
+
+    assert tasks("default") == 1  # once per line, as Python promises
+    assert tasks("always") == 3
+    assert tasks("ignore") == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InsecureKeyWarning)
+        for _ in range(2):  # every fit fails, not only the first
+            with pytest.raises(InsecureKeyWarning):
+                check_key_size(1024)
