@@ -59,14 +59,28 @@ _hooks_lock = threading.Lock()
 _original_call = Party.call
 
 
+class WaitAtMost:
+    """What a hook returns to run ``fn`` and wait at most ``timeout`` s for it
+    (the run's other calls keep the run's ``party_timeout``)."""
+
+    def __init__(self, fn, timeout):
+        self.fn, self.timeout = fn, timeout
+
+
 def _call_with_hooks(self, fn, *args, sender=None, phase=None, **kwargs):
     with _hooks_lock:
         hooks = list(_hooks)
     current = threading.current_thread()
+    timeout = None
     for before, thread in hooks:
         if thread is None or thread is current:
             fn = before(self, fn, phase) or fn
-    return _original_call(self, fn, *args, sender=sender, phase=phase, **kwargs)
+            if isinstance(fn, WaitAtMost):
+                fn, timeout = fn.fn, fn.timeout
+    future = _original_call(self, fn, *args, sender=sender, phase=phase, **kwargs)
+    if timeout is not None:
+        future._timeout = timeout
+    return future
 
 
 @contextmanager
@@ -163,27 +177,45 @@ def _faulty(fn, kind, where, report):
 
 
 @contextmanager
-def inject_fault(party, key, n=1, kind="raise", thread=None):
+def inject_fault(party, key, n=1, kind="raise", thread=None, hang_timeout=None):
     """Make the ``n``-th call of ``key`` to ``party`` fail as ``kind``.
 
     With ``thread``, only calls made from that thread count (for concurrent
     fits; calls made by an estimator's own driver threads then escape).
 
+    With ``hang_timeout`` (and ``kind="hang"``), the waits for the planted
+    call and for every later call to ``party`` (queued behind it) time out
+    after ``hang_timeout`` s, while every other wait of the run keeps the
+    run's ``party_timeout``: a short timeout for the hang alone, so that a
+    sound step slowed down by a loaded machine cannot time out first.
+
     Yields a dict whose ``"fired"`` entry tells whether the fault was planted
-    (the run may have made fewer calls) and, for ``"garbage"``, whose
+    (the run may have made fewer calls), ``"fired_at"`` when
+    (``time.monotonic()``), and, for ``"garbage"``, whose
     ``"garbled"`` entry tells whether the answer had a shape to get wrong.
     """
     seen, state, lock = Counter(), {"fired": False, "garbled": None}, threading.Lock()
+    short = hang_timeout if kind == "hang" else None
 
     def before(target, fn, phase):
-        if target.name != party or call_key(phase, fn) != key:
+        if target.name != party:
+            return None
+        if call_key(phase, fn) != key:
+            if short is not None and state["fired"]:
+                return WaitAtMost(fn, short)  # queued behind the hang
             return None
         with lock:
             seen[key] += 1
             if seen[key] != n:
+                if short is not None and state["fired"]:
+                    return WaitAtMost(fn, short)
                 return None
             state["fired"] = True
-        return _faulty(fn, kind, f"{party}/{key}#{n}", state)
+            state["fired_at"] = time.monotonic()
+        faulty = _faulty(fn, kind, f"{party}/{key}#{n}", state)
+        if short is not None:
+            return WaitAtMost(faulty, short)
+        return faulty
 
     with _patched_call(before, thread):
         yield state

@@ -20,12 +20,21 @@ def ray_instance():
     group: Ray is shut down after each such module, so the tests that the
     same xdist worker runs afterwards can fork again (``fork_available``
     refuses to fork while Ray is initialised in the process).
+
+    Ray starts its worker processes (the party actors) at nice 15, below
+    everything else on the machine: with both cores pinned by other
+    processes, starting one actor took ~55 s instead of ~2 s, and a Ray
+    test a minute or more. The suite's workers run at the caller's
+    priority (``RAY_worker_niceness=0``, read by the raylet it starts), as
+    the party threads of the threads backend do.
     """
     ray = pytest.importorskip("ray")
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(address="local", num_cpus=2, resources={"bank_b": 1},
-             include_dashboard=False,
-             log_to_driver=False, configure_logging=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RAY_worker_niceness", "0")
+        ray.init(address="local", num_cpus=2, resources={"bank_b": 1},
+                 include_dashboard=False,
+                 log_to_driver=False, configure_logging=False)
     yield ray
     ray.shutdown()

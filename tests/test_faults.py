@@ -75,12 +75,18 @@ UNDETECTABLE = {
     "cannot be told from one that holds fewer ids",
 }
 
-# party_timeout of a run with a hanging party. It bounds every wait of the
-# run, not only the hang: 1 s let a sound phase time out first when both
-# cores were pinned (the planted hang then never fired); 3 s holds there.
+# party_timeout of a run with a hanging party, for the test of that setting:
+# it bounds every wait of the run, not only the hang (1 s let a sound phase
+# time out first when both cores were pinned; 3 s holds there).
 HANG_TIMEOUT = 3.0
-# a hang must end by then: timeout + stop + a margin wide enough for both
-# cores pinned by other processes (a planted hang lasts 60 s)
+# The sweep's timeout for the hanging party alone (inject_fault's
+# hang_timeout): every other wait keeps SOUND_TIMEOUT, so no sound step of
+# a loaded machine can time out first, whatever the load.
+SWEEP_HANG_TIMEOUT = 1.0
+SOUND_TIMEOUT = 60.0
+# a hang must end by then, counted from the planted call: timeout + stop +
+# a margin wide enough for both cores pinned by other processes (a planted
+# hang lasts 60 s)
 SLOW = HANG_TIMEOUT + PROMPT_SECONDS
 
 
@@ -168,15 +174,15 @@ def _pick(keys):
 def _check_case(target, stage, party, key, n, kind):
     """Run one faulty case; return a list of problems (empty if all is well)."""
     estimator, error, output = None, None, None
-    timeout = HANG_TIMEOUT if kind == "hang" else 60.0
     X, y = _data(target.name) if stage != "align" else (None, None)
     if stage == "predict":
         estimator = clone(target.clean()["model"]).fit(X, y)
     elif stage == "fit":
         estimator = ESTIMATORS[target.name](**PARAMS[target.name])
     start = time.monotonic()
-    with skfed.config_context(party_timeout=timeout):
-        with inject_fault(party, key, n, kind) as fault:
+    with skfed.config_context(party_timeout=SOUND_TIMEOUT):
+        with inject_fault(party, key, n, kind,
+                          hang_timeout=SWEEP_HANG_TIMEOUT) as fault:
             try:
                 if stage == "align":
                     output = _align_run()
@@ -186,7 +192,7 @@ def _check_case(target, stage, party, key, n, kind):
                     output = _output(estimator, X)
             except Exception as exc:  # noqa: BLE001 - classified below
                 error = exc
-    elapsed = time.monotonic() - start
+    elapsed = time.monotonic() - fault.get("fired_at", start)
     where = f"{target.name} {stage}: {party} {key} #{n} {kind}"
     if not fault["fired"]:
         return [f"{where}: the fault was not planted"]

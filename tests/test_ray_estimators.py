@@ -92,3 +92,67 @@ def test_ray_model_equals_threads_model(name):
     from skfed.federation._ray import _homes
 
     assert not _homes
+
+
+#: How long the planted call of the waited-for party lasts: without the
+#: watch, a dead party surfaced only once that call ended.
+STALL_SECONDS = 60.0
+
+
+def _stalled(fn, state, *args, **kwargs):
+    import time
+
+    time.sleep(STALL_SECONDS)
+    return fn(state, *args, **kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_killed_party_surfaces_at_once_naming_it(name, monkeypatch):
+    # The driver waits for a long call of one party (the first) while
+    # another (the last) is killed: the fit must stop promptly, naming the
+    # dead party, not once the long call ends (it took 18-29 s before).
+    import functools
+    import time
+
+    from skfed.federation import PartyError
+    from skfed.federation._ray import RayFuture, RayParty
+
+    from ._faults import PROMPT_SECONDS
+
+    planted, parties = {}, []
+    start, call, result = RayParty.start, RayParty.call, RayFuture.result
+
+    def recording_start(self):
+        parties.append(self)
+        return start(self)
+
+    def planting_call(self, fn, *args, **kwargs):
+        if self is parties[0] and "future" not in planted:
+            planted["calls"] = planted.get("calls", 0) + 1
+            if planted["calls"] == 3:  # mid-fit: after the set-up calls
+                future = call(self, functools.partial(_stalled, fn), *args,
+                              **kwargs)
+                planted.update(future=future, victim=parties[-1])
+                return future
+        return call(self, fn, *args, **kwargs)
+
+    def killing_result(self, timeout=None):
+        if self is planted.get("future") and "killed_at" not in planted:
+            ray.kill(planted["victim"]._actor, no_restart=True)
+            planted["killed_at"] = time.monotonic()
+        return result(self, timeout)
+
+    monkeypatch.setattr(RayParty, "start", recording_start)
+    monkeypatch.setattr(RayParty, "call", planting_call)
+    monkeypatch.setattr(RayFuture, "result", killing_result)
+    estimator, make_data = CASES[name]
+    X, y = make_data()
+    with skfed.config_context(backend="ray"):
+        with pytest.raises(PartyError) as caught:
+            estimator.fit(X, y)
+    assert "killed_at" in planted, "the planted long call was never waited for"
+    assert time.monotonic() - planted["killed_at"] < PROMPT_SECONDS
+    victim = planted["victim"].name
+    assert caught.value.party == victim
+    assert str(caught.value).startswith(f"Party '{victim}' is gone: its Ray "
+                                        "actor died")

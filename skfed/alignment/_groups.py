@@ -12,13 +12,12 @@ security unless the caller opts in for tests.
 import hashlib
 import numbers
 import secrets
-import warnings
 
 import gmpy2
 import numpy as np
 
 from .._config import get_config
-from ..crypto import InsecureKeyWarning
+from ..crypto._key_policy import warn_insecure
 from ..crypto._parallel import parallel_map
 from ._ids import encode_id as _encode_id
 from ._x25519 import Curve25519Group
@@ -352,8 +351,7 @@ def check_security(group, exponent_bits):
             " Tests may opt in with skfed.set_config(allow_insecure_keys=True) "
             "or the environment variable SKFED_ALLOW_INSECURE_KEYS=1."))
     # Opted in: allowed, and said, as for small Paillier keys.
-    warnings.warn(" ".join(problems) + " Allowed because allow_insecure_keys "
-                  "is set: for tests and teaching only.",
-                  InsecureKeyWarning, stacklevel=3)
+    warn_insecure(" ".join(problems) + " Allowed because allow_insecure_keys "
+                  "is set: for tests and teaching only.", stacklevel=3)
 
 

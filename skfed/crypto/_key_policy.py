@@ -46,13 +46,15 @@ record's effort). SecretFlow (HEU) uses 2048-bit OU keys by default.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import multiprocessing
 import numbers
+import sys
 import warnings
 
 from .._config import get_config
 
-__all__ = ["InsecureKeyWarning", "check_key_size", "MIN_KEY_SIZE",
-           "RECOMMENDED_KEY_SIZE"]
+__all__ = ["InsecureKeyWarning", "check_key_size", "warn_insecure",
+           "MIN_KEY_SIZE", "RECOMMENDED_KEY_SIZE"]
 
 #: Smallest key accepted without the explicit opt-in.
 MIN_KEY_SIZE = 1024
@@ -137,10 +139,62 @@ def check_key_size(key_size, stacklevel=2, scheme="paillier", warn=True):
         return key_size
     strength = "about 80-bit" if key_size >= minimum else "less than 80-bit"
     source = "NIST SP 800-57" if scheme == "paillier" else "ECM on p, NFS on n"
-    warnings.warn(
+    warn_insecure(
         f"A {key_size}-bit {name} key gives {strength} security ({source}), "
         f"below the {recommended} bits (112-bit security) "
         "private data needs; use it for tests and teaching only.",
-        InsecureKeyWarning, stacklevel=stacklevel,
+        stacklevel=stacklevel,
     )
     return key_size
+
+
+#: What this worker process has shown (see :func:`warn_insecure`).
+_shown_in_worker = set()
+
+
+def _filter_action(text, category, module, lineno):
+    """The action the warning filters give this warning (as ``warnings`` does)."""
+    filters = getattr(warnings, "_get_filters", None)
+    for action, msg, cat, mod, ln in (filters() if filters else warnings.filters):
+        if ((msg is None or msg.match(text)) and issubclass(category, cat)
+                and (mod is None or mod.match(module)) and ln in (0, lineno)):
+            return action
+    return warnings.defaultaction
+
+
+def warn_insecure(message, stacklevel=1):
+    """``warnings.warn(message, InsecureKeyWarning, stacklevel)``, shown once
+    per line in a worker process, as Python's filters promise.
+
+    Python's ``"default"`` action shows a warning once per line that issued
+    it (``"module"``: once per module, ``"once"``: once), remembering what it
+    showed until the filters change. In a joblib worker (``GridSearchCV``,
+    ``cross_validate`` with ``n_jobs``) scikit-learn re-installs the
+    caller's filters around every task, which makes Python forget: every
+    fit in the worker would print the same warning again. In a child
+    process skfed keeps that memory itself, so a grid search shows a key
+    warning at most once per worker (and once for the refit in the
+    caller). The caller's filters still decide: ``"ignore"`` hides it
+    everywhere, ``"always"`` and ``"error"`` apply to every fit.
+
+    ``stacklevel`` counts from the caller of this function, as for
+    :func:`warnings.warn`.
+    """
+    stacklevel += 1  # this function's own frame
+    if multiprocessing.parent_process() is not None:
+        try:
+            frame = sys._getframe(stacklevel - 1)
+        except ValueError:  # fewer frames than stacklevel: warnings says sys
+            frame = None
+        if frame is not None:
+            module = frame.f_globals.get("__name__", "<string>")
+            where = (frame.f_code.co_filename, frame.f_lineno)
+            action = _filter_action(message, InsecureKeyWarning, module,
+                                    frame.f_lineno)
+            key = {"default": (message, *where), "module": (message, module),
+                   "once": (message,)}.get(action)
+            if key is not None:
+                if key in _shown_in_worker:
+                    return
+                _shown_in_worker.add(key)
+    warnings.warn(message, InsecureKeyWarning, stacklevel=stacklevel)

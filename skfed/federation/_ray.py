@@ -16,11 +16,24 @@ object is a :class:`RemoteValue`, a Ray object reference kept in the
 sender's object store with the size the sender measured. The driver passes
 it on to the receiving party, whose actor alone fetches it, and counts it
 with the sender's measure, so ``communication_`` stays the same.
+
+A party that dies. Each actor also runs a *watch* call, in a concurrency
+group of its own (so party calls still run one at a time, in order), that
+only returns when its federation ends. A killed or crashed actor fails it at
+once, and every caller waiting for *any* party of the federation waits on
+the watches too: the death of a party surfaces within one wait slice as a
+:class:`~skfed.federation.PartyError` naming it, even while the driver is
+waiting for another party's long call (without the watch it surfaced only
+when that call ended and the driver next turned to the dead party, tens of
+seconds later). Watching costs no polling: the watches are in the same
+``ray.wait`` as the awaited answer.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import itertools
+import threading
 import time
 
 import sklearn
@@ -33,7 +46,14 @@ from ._remote import (
     _writable,
     import_ray,
 )
-from .party import _WAIT_SLICE, PartyFuture, PartyState, _name_of, deliver
+from .party import (
+    _WAIT_SLICE,
+    PartyFuture,
+    PartyState,
+    _name_of,
+    _rebuild_party_error,
+    deliver,
+)
 
 __all__ = ["RayParty", "home_actor", "shutdown_homes"]
 
@@ -54,26 +74,58 @@ def _configure(sklearn_config, skfed_config):
         pass
 
 
+#: The concurrency group of :meth:`_PartyActor.watch` (party calls run in
+#: the default group, one at a time and in order, on one thread).
+_WATCH_GROUP = "watch"
+
+
 class _PartyActor:
-    """The body of a party's Ray actor (for one federation, or a home)."""
+    """The body of a party's Ray actor (for one federation, or a home).
+
+    With a concurrency group (the watch), Ray runs every method on a pool
+    thread, not the thread that ran ``__init__``: the configurations, which
+    are thread-local, are entered by each method's thread on first use.
+    """
 
     def __init__(self, state, sklearn_config, skfed_config=None, home=None):
-        _configure(sklearn_config, skfed_config)
+        self._configs = (sklearn_config, skfed_config)
+        self._entered = threading.local()
         self._home_name = home
         self._home = {}  # what a home keeps between federations
         if isinstance(state, dict):
             state = PartyState(**_writable(state))
         self._state = state
+        self._watch_lock = threading.Lock()
+        self._ended = {}  # federation token -> Event set when it ends
+
+    def _enter_configs(self):
+        if getattr(self._entered, "configs", None) is not self._configs:
+            _configure(*self._configs)
+            self._entered.configs = self._configs
+
+    def _ended_event(self, token):
+        with self._watch_lock:
+            return self._ended.setdefault(token, threading.Event())
+
+    def watch(self, token):
+        """Return when federation ``token`` ends on this actor (see the module
+        docstring): a caller sees this call fail the moment the actor dies."""
+        self._ended_event(token).wait()
+        with self._watch_lock:
+            self._ended.pop(token, None)
 
     def begin(self, state, sklearn_config, skfed_config):
         """A federation starts on this home: its state, data read from home."""
-        _configure(sklearn_config, skfed_config)
+        self._configs = (sklearn_config, skfed_config)
+        self._enter_configs()
         self._state = PartyState(**_resolve(dict(state), self._home))
 
-    def end(self):
+    def end(self, token=None):
         self._state = None
+        self._ended_event(token).set()
 
     def run(self, fn, args, kwargs):
+        self._enter_configs()
         if self._home_name is not None:  # direct: references in, skeleton out
             args, kwargs = _resolve((args, kwargs), self._home)
             return _pack(fn(self._state, *args, **kwargs), self._home_name)
@@ -81,6 +133,7 @@ class _PartyActor:
 
     def at_home(self, fn, args):
         """``fn(home, *args)``: work on what the home keeps (load, align)."""
+        self._enter_configs()
         return fn(self._home, *_resolve(tuple(args), self._home))
 
 
@@ -89,7 +142,8 @@ _actor_classes = {}
 
 def _actor_class(ray):
     if "cls" not in _actor_classes:
-        _actor_classes["cls"] = ray.remote(_PartyActor)
+        _actor_classes["cls"] = ray.remote(
+            concurrency_groups={_WATCH_GROUP: 1})(_PartyActor)
     return _actor_classes["cls"]
 
 
@@ -100,6 +154,9 @@ def _ensure_ray(init_kwargs=None):
                     "configure_logging": False, **(init_kwargs or {})})
     return ray
 
+
+#: Federation tokens: a home's watch returns when the federation ends.
+_tokens = itertools.count()
 
 #: ``{home name: (Ray job id, actor handle)}``: one long-lived actor per party.
 _homes = {}
@@ -149,12 +206,32 @@ def shutdown_homes():
 
 
 class RayFuture(PartyFuture):
-    """Future over a Ray object reference, with the thread backend's errors."""
+    """Future over a Ray object reference, with the thread backend's errors.
+
+    ``peers`` are the parties of the federation: while waiting, a dead
+    peer (its watch failed) is raised as its :class:`PartyError`.
+    """
+
+    def __init__(self, *args, peers=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._peers = peers if peers is not None else {}
 
     def done(self):
         ray = import_ray()
         ready, _ = ray.wait([self._future], timeout=0)
         return bool(ready)
+
+    def _dead_peer(self, ray, ready):
+        """The error of a peer whose watch is among ``ready``, if it died."""
+        for peer in list(self._peers.values()):
+            watch = peer._watch
+            if watch is None or watch not in ready:
+                continue
+            try:
+                ray.get(watch, timeout=0)
+            except ray.exceptions.RayActorError as exc:
+                return peer._died(exc)
+            peer._watch = None  # its federation ended normally: not watched
 
     def result(self, timeout=None):
         ray = import_ray()
@@ -162,13 +239,22 @@ class RayFuture(PartyFuture):
         deadline = None if timeout is None else time.monotonic() + timeout
         # Wait in slices, as the thread backend does: an interrupt of the
         # caller is raised promptly, as KeyboardInterrupt, not as a failure.
+        # The peers' watches are in the same wait: a dead party ends it.
         while True:
             step = _WAIT_SLICE
             if deadline is not None:
                 step = min(step, max(0.0, deadline - time.monotonic()))
-            ready, _ = ray.wait([self._future], timeout=step)
-            if ready:
+            watches = [peer._watch for peer in list(self._peers.values())
+                       if peer._watch is not None]
+            ready, _ = ray.wait([self._future, *watches], num_returns=1,
+                                timeout=step)
+            if ready and (ready[0] == self._future
+                          or ray.wait([self._future], timeout=0)[0]):
                 break
+            if ready:
+                dead = self._dead_peer(ray, ready)
+                if dead is not None:
+                    raise dead
             if deadline is not None and time.monotonic() >= deadline:
                 raise self._timeout_error(timeout) from None
         try:
@@ -177,15 +263,23 @@ class RayFuture(PartyFuture):
             cause = exc.cause if getattr(exc, "cause", None) is not None else exc
             raise self._party_error(cause) from exc
         except ray.exceptions.RayActorError as exc:
-            raise self._party_error(exc) from exc
+            owner = self._peers.get(self.party)
+            raise (owner._died(exc) if owner is not None
+                   else self._party_error(exc)) from exc
 
 
 class RayParty:
     """A party run as a Ray actor; same interface as :class:`Party`."""
 
     def __init__(self, name, state, log=None, timeout=None, actor_options=None,
-                 init_kwargs=None):
+                 init_kwargs=None, peers=None):
         self.name = str(name)
+        # The federation's parties by name (shared, filled by the caller),
+        # whose deaths a wait for this party's answers watches for.
+        self._peers = peers if peers is not None else {self.name: self}
+        self._watch = None  # fails when the actor dies (see the module doc)
+        self._token = None
+        self._last_function = None
         self._state = state
         self._log = log
         self._timeout = timeout
@@ -212,7 +306,28 @@ class RayParty:
             self._actor = cls.remote(self._state, sklearn.get_config(),
                                      _config.get_config())
         self._state = None  # the state now lives in the actor only
+        self._token = next(_tokens)
+        self._watch = self._actor.watch.options(
+            concurrency_group=_WATCH_GROUP).remote(self._token)
         return self
+
+    def _died(self, exc):
+        """The :class:`PartyError` of this party's death (its actor ended)."""
+        self._watch = None
+        function = self._last_function
+        if function is None:
+            when = "before its first call"
+        elif self._last_phase is None:
+            when = f"during or after its last call (function {function})"
+        else:
+            when = (f"during or after its last call (phase "
+                    f"'{self._last_phase}', function {function})")
+        detail = str(exc).strip().splitlines()
+        return _rebuild_party_error(
+            self.name, self._last_phase, function, exc,
+            f"Party '{self.name}' is gone: its Ray actor died (killed, or its "
+            f"process or node failed) {when}; the run was stopped. "
+            f"{type(exc).__name__}: {detail[0] if detail else ''}")
 
     def call(self, fn, *args, sender=None, phase=None, **kwargs):
         if self._actor is None:
@@ -221,10 +336,11 @@ class RayParty:
         last_phase = self._last_phase
         if phase is not None:
             self._last_phase = phase
+        self._last_function = _name_of(fn)
         ref = self._actor.run.remote(fn, args, kwargs)
-        return RayFuture(ref, self.name, phase, _name_of(fn), self._timeout,
+        return RayFuture(ref, self.name, phase, self._last_function, self._timeout,
                          last_phase=last_phase,
-                         on_timeout=lambda future: self._kill())
+                         on_timeout=lambda future: self._kill(), peers=self._peers)
 
     def unobserved_failure(self):
         """Always None: Ray keeps no record of calls whose result nobody read."""
@@ -253,9 +369,10 @@ class RayParty:
             return
         ray = import_ray()
         actor, self._actor = self._actor, None
+        self._watch = None
         if self._home is not None:
             try:
-                ray.get(actor.end.remote(), timeout=max(wait, 10.0))
+                ray.get(actor.end.remote(self._token), timeout=max(wait, 10.0))
                 return
             except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
                 _drop_home(self._home, actor)

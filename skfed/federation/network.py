@@ -237,14 +237,16 @@ class Federation:
             from ._ray import RayParty
 
             options = config["ray_actor_options"] or {}
+            peers = {}  # each party's waits watch every party's actor
             self._parties = {
                 str(name): RayParty(
                     name, state, log=self.log, timeout=self.timeout,
                     actor_options=(options(str(name)) if callable(options) else
                                    options.get(str(name), options.get("*"))),
-                    init_kwargs=config["ray_init_kwargs"])
+                    init_kwargs=config["ray_init_kwargs"], peers=peers)
                 for name, state in states.items()
             }
+            peers.update(self._parties)
         else:
             raise ValueError(f"Unknown backend {self.backend!r}.")
         self._running = False

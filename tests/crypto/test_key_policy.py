@@ -83,3 +83,74 @@ def test_estimators_warn_once_at_the_line_that_called_fit(make):
     keys = [w for w in caught if issubclass(w.category, InsecureKeyWarning)]
     assert len(keys) == 1
     assert keys[0].filename == __file__
+
+
+_GRID_SEARCH = """
+import sys, warnings
+from sklearn.datasets import make_classification
+from sklearn.model_selection import GridSearchCV
+from skfed.crypto import InsecureKeyWarning
+from skfed.ensemble import SecureBoostClassifier
+
+X, y = make_classification(n_samples=48, n_features=4, random_state=0)
+search = GridSearchCV(SecureBoostClassifier(n_estimators=1, max_depth=1,
+                                            key_size=1024, random_state=0),
+                      {"learning_rate": [0.1, 0.2, 0.3]}, cv=3, n_jobs=2)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("default")  # Python's default for a UserWarning
+    search.fit(X, y)
+print("caller", sum(issubclass(w.category, InsecureKeyWarning) for w in caught))
+sys.stderr.write("--- ignored ---\\n")
+sys.stderr.flush()
+warnings.filterwarnings("ignore", category=InsecureKeyWarning)
+search.fit(X, y)
+"""
+
+
+def test_grid_search_with_workers_warns_once_per_process():
+    # 9 fits in 2 joblib workers, then the refit in the caller: sklearn
+    # re-installs the caller's filters around every task, which made each
+    # worker print the key warning for every fit (9 lines, plus the refit's).
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _GRID_SEARCH],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    shown, ignored = run.stderr.split("--- ignored ---")
+    in_workers = shown.count("InsecureKeyWarning: A 1024-bit Paillier key")
+    assert 1 <= in_workers <= 2  # once per worker process at most
+    assert "caller 1" in run.stdout  # the refit, in the caller's process
+    # A filter set by the caller reaches the workers (sklearn passes the
+    # filters on): nothing is shown.
+    assert "InsecureKeyWarning" not in ignored
+
+
+def test_in_a_worker_the_filters_still_decide(monkeypatch):
+    # As in a joblib worker: a child process whose filters are re-installed
+    # around every task (which resets Python's memory of shown warnings).
+    import multiprocessing
+
+    from skfed.crypto import _key_policy
+
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
+    monkeypatch.setattr(_key_policy, "_shown_in_worker", set())
+
+    def tasks(action):
+        shown = 0
+        for _ in range(3):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.resetwarnings()
+                warnings.simplefilter(action, InsecureKeyWarning)
+                check_key_size(1024)
+            shown += len(caught)
+        return shown
+
+    assert tasks("default") == 1  # once per line, as Python promises
+    assert tasks("always") == 3
+    assert tasks("ignore") == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InsecureKeyWarning)
+        for _ in range(2):  # every fit fails, not only the first
+            with pytest.raises(InsecureKeyWarning):
+                check_key_size(1024)

@@ -7,6 +7,8 @@ import pytest
 from skfed.crypto import _parallel
 from skfed.federation import Federation, PartyError
 
+from .._faults import PROMPT_SECONDS
+
 
 @pytest.mark.parametrize("n_jobs", [None, 2])
 def test_parallel_map_stops_between_blocks(monkeypatch, n_jobs):
@@ -27,7 +29,7 @@ def test_parallel_map_stops_between_blocks(monkeypatch, n_jobs):
             future = fed["a"].call(work, phase="encrypt")
             time.sleep(0.2)
             fed.request_stop()
-            future.result(timeout=5)
+            future.result(timeout=PROMPT_SECONDS)
     # Event-based: the work (4 s of sleeps, however loaded the machine) did
     # not run to its end (a stop that never came also times the result out).
     assert len(done) < 2000

@@ -85,11 +85,14 @@ def fits(tmp_path_factory):
     was_running = ray.is_initialized()
     if was_running:
         ray.shutdown()
-    cluster = cluster_utils.Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 1, "resources": {"party0": 1}})
-    for name in PARTIES[1:]:
-        cluster.add_node(num_cpus=1, resources={name: 1})
+    with pytest.MonkeyPatch.context() as patch:
+        # workers at the caller's priority (see ray_instance in conftest.py)
+        patch.setenv("RAY_worker_niceness", "0")
+        cluster = cluster_utils.Cluster(
+            initialize_head=True,
+            head_node_args={"num_cpus": 1, "resources": {"party0": 1}})
+        for name in PARTIES[1:]:
+            cluster.add_node(num_cpus=1, resources={name: 1})
     ray.init(address=cluster.address, include_dashboard=False,
              log_to_driver=False, configure_logging=False)
     tables, X, y = _tables(np.random.RandomState(0))
@@ -142,8 +145,11 @@ def fits(tmp_path_factory):
         ray.shutdown()
         cluster.shutdown()
         if was_running:  # the session's local instance (tests/conftest.py)
-            ray.init(num_cpus=2, resources={"bank_b": 1}, include_dashboard=False,
-                     log_to_driver=False, configure_logging=False)
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("RAY_worker_niceness", "0")
+                ray.init(num_cpus=2, resources={"bank_b": 1},
+                         include_dashboard=False, log_to_driver=False,
+                         configure_logging=False)
 
 
 def _save_and_reload(models, new_paths, placement, gets, directory):

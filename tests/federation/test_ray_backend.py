@@ -57,7 +57,9 @@ def _fail(state):
     raise KeyError("no such column")
 
 
-def _sleep(state, seconds=2):
+def _sleep(state, seconds=60):
+    # Far longer than any timeout it meets (the actor is killed then): a
+    # loaded machine cannot make it end first.
     import time
 
     time.sleep(seconds)
@@ -126,3 +128,23 @@ def test_party_timeout_config_and_interrupts_as_with_threads():
             with pytest.raises(KeyboardInterrupt):
                 future.result()
             assert time.monotonic() - start < PROMPT_SECONDS
+
+
+def test_a_dead_idle_party_ends_the_wait_for_another():
+    # bob's actor dies while the caller waits for alice's long call: the
+    # wait ends at once with bob's error, not when alice answers.
+    import time
+
+    with skfed.config_context(backend="ray"):
+        with pytest.raises(PartyError, match=r"Party 'bob' is gone: its Ray "
+                           r"actor died .*phase 'setup', function _values"):
+            with Federation({"alice": {}, "bob": {"v": 1}}) as fed:
+                assert fed["bob"].call(_values, phase="setup").result() == 1
+                future = fed["alice"].call(_sleep, 60, phase="work")
+                ray.kill(fed["bob"]._actor, no_restart=True)
+                start = time.monotonic()
+                try:
+                    future.result()
+                finally:
+                    elapsed = time.monotonic() - start
+    assert elapsed < PROMPT_SECONDS
