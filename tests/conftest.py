@@ -1,6 +1,7 @@
 """Fixtures shared across the test suite."""
 
 import os
+import signal
 
 import pytest
 
@@ -38,3 +39,18 @@ def ray_instance():
                  log_to_driver=False, configure_logging=False)
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture
+def ctrl_c_reaches_python():
+    """Ctrl-C reaches Python as it does from a terminal.
+
+    A shell without job control (``cmd &`` in a script, ``nohup``) starts
+    the suite with SIGINT ignored, and then ``_thread.interrupt_main`` (how
+    the tests press Ctrl-C) does nothing: the test waits for a party
+    instead. The tests that press Ctrl-C install Python's handler for their
+    duration (tests run in the main thread, where signal handlers are set).
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

@@ -306,6 +306,7 @@ def _warm_pool():
     SecureBoostClassifier(**PARAMS["SecureBoostClassifier"]).fit(X, y)
 
 
+@pytest.mark.usefixtures("ctrl_c_reaches_python")
 def test_ctrl_c_during_cross_val_score_is_a_keyboard_interrupt():
     # error_score=nan used to turn Ctrl-C into a failed fold and carry on.
     _warm_pool()
