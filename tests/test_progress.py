@@ -151,7 +151,20 @@ def test_encrypted_hyfdca_prints_at_most_the_wait(capsys, monkeypatch):
                      verbose=1, random_state=0).fit(X, y)
     first = capsys.readouterr().out.splitlines()[0]
     assert first.endswith(" sent; at most 6 s for the other 3 rounds"), first
+    # The paper solver runs every round and encrypts the duals even on
+    # whole rows: "about", for both splits.
+    for partition in ([[0, 1], [2, 3]], [[0, 1, 2, 3]]):
+        clock = iter([100.0, 102.0] + [110.0] * 10)
+        HyFDCAClassifier(partition, solver="paper", key_size=512, max_iter=4,
+                         local_iterations=2, step_size=0.05, verbose=1,
+                         random_state=0).fit(X, y)
+        first = capsys.readouterr().out.splitlines()[0]
+        assert first.endswith(" sent; about 6 s for the other 3 rounds"), first
     monkeypatch.undo()
+    HyFDCAClassifier([[0, 1], [2, 3]], solver="paper", encryption=None,
+                     max_iter=3, local_iterations=2, step_size=0.05,
+                     verbose=1).fit(X, y)
+    assert "about" not in capsys.readouterr().out
     for params in ({"encryption": None}, {"partition": [[0, 1, 2, 3]]}):
         HyFDCAClassifier(**{"partition": [[0, 1], [2, 3]], **params},
                          key_size=512, max_iter=3, verbose=1).fit(X, y)

@@ -159,7 +159,10 @@ def algorithm_1(est, fed, protocol, partition, participants, gamma):
     scale = protocol.agree_scale(everyone)
     protocol.squared_norms(everyone)
     previous = set()
-    progress = Progress("HyFDCA (paper)", est.max_iter, est.verbose, fed=fed)
+    # Every round runs (no tol) and the duals are encrypted even on whole
+    # rows: an encrypted fit's first line tells the wait (issue 28).
+    progress = Progress("HyFDCA (paper)", est.max_iter, est.verbose, fed=fed,
+                        estimate=est.encryption is not None)
     t, regs = 0, []
     for t in protocol_rounds(range(1, est.max_iter + 1)):
         clients = participants(t)  # K^t
