@@ -149,6 +149,7 @@ def _task_products(tasks, n_rows, nsquare, n_jobs):
         lambda block: _grouped_product(block[0], block[1], block[2], nsquare),
         blocks,
         n_jobs,
+        release_gil=False,  # short products
     )
     # Combine the row blocks of each task: sums of partial sums.
     results = []
@@ -203,7 +204,7 @@ def raw_group_sum(ciphertexts, ids, n_groups, nsquare, n_jobs=None):
     marginal = iter(parallel_tasks(
         lambda task: _grouped_product(_object_array(task[0], (len(task[0]),)),
                                       task[1], n_groups, nsquare),
-        marginals, n_jobs))
+        marginals, n_jobs, release_gil=False))
     histograms = [None] * ids.shape[1]
     for cells, group in zip(joint, groups):
         if group.cell_ids is None:

@@ -266,7 +266,8 @@ class OUPublicKey(PublicKeyMixin):
         source = self._obfuscator_source(obfuscation)
         return object_array(
             parallel_map(lambda chunk: self._encrypt_chunk(chunk, source(len(chunk))),
-                         plaintexts.ravel().tolist(), n_jobs),
+                         plaintexts.ravel().tolist(), n_jobs,
+                         release_gil=obfuscation == "standard"),
             plaintexts.shape)
 
     def build_tables(self):

@@ -78,7 +78,8 @@ class PublicKeyMixin:
         obfuscators : list of mpz
         """
         source = self._obfuscator_source(obfuscation)
-        return parallel_map(lambda chunk: source(len(chunk)), [None] * count, n_jobs)
+        return parallel_map(lambda chunk: source(len(chunk)), [None] * count, n_jobs,
+                            release_gil=obfuscation == "standard")
 
 
 def encrypt_array(public_key, raw_encrypt, values, precision):

@@ -51,7 +51,8 @@ class SumsMixin:
                 return [acc]
 
             partials = parallel_map(
-                product, self.ciphertexts.ravel().tolist(), n_jobs
+                product, self.ciphertexts.ravel().tolist(), n_jobs,
+                release_gil=False,  # short products
             )
             total = product(partials)[0]
             counts = None if self.counts is None else np.asarray(self.counts.sum())

@@ -265,8 +265,11 @@ class PaillierPublicKey(PublicKeyMixin):
             # instead of one mod n**2.
             return [(s + n * (m * s % n)) % nsquare for m, s in zip(chunk, obfuscators)]
 
+        # DJN: table products (short, keep the GIL); standard: one long powmod each.
         return object_array(
-            parallel_map(work, plaintexts.ravel().tolist(), n_jobs), plaintexts.shape
+            parallel_map(work, plaintexts.ravel().tolist(), n_jobs,
+                         release_gil=obfuscation == "standard"),
+            plaintexts.shape,
         )
 
     def encrypt(self, values, *, precision=None, obfuscation="djn", n_jobs=None):

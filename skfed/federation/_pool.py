@@ -40,10 +40,19 @@ class _Worker:
         self._inbox.put(party)
 
     def _loop(self):
-        try:  # gmpy2 releases the GIL only when asked to, per thread
+        try:
             import gmpy2
 
-            gmpy2.get_context().allow_release_gil = True
+            # A party keeps the GIL through gmpy2's operations (gmpy2's
+            # default, set here since the thread is reused): most of its big
+            # integer work is short products (table lookups, ciphertext
+            # additions), for which releasing and re-taking the GIL around
+            # each one while other parties' threads want it cost 2.3x the CPU
+            # (benchmarks/bench_hyfdca.py --schemes). Long operations
+            # (decryption's powmods) release it in skfed.crypto's own
+            # helpers (parallel_map, parallel_tasks), so that parties still
+            # decrypt in parallel.
+            gmpy2.get_context().allow_release_gil = False
         except ImportError:  # pragma: no cover
             pass
         thread = threading.current_thread()

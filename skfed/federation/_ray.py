@@ -69,7 +69,9 @@ def _configure(sklearn_config, skfed_config):
     try:
         import gmpy2
 
-        gmpy2.get_context().allow_release_gil = True
+        # As on a local party's thread (skfed/federation/_pool.py): keep the
+        # GIL through short products; skfed.crypto releases it for long ones.
+        gmpy2.get_context().allow_release_gil = False
     except ImportError:  # pragma: no cover
         pass
 
