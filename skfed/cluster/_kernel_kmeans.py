@@ -21,7 +21,7 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 from .._docstrings import fill_doc
 from ..base import FederatedMixin, party_seeds
 from ._coreset import MIN_GROUP
-from ._kernel_kmeans_predict import KernelKMeansPredictMixin
+from ._kernel_kmeans_predict import KernelKMeansPredictMixin, _user
 from ._privacy import KernelKMeansPrivacyMixin
 from ._protocol import dspgd_uploads, run_protocol
 from ._setup import (auto_random_features, check_user_rows, n_distinct_rows,
@@ -31,10 +31,6 @@ __all__ = ["FederatedKernelKMeans", "dspgd_uploads"]
 
 #: cap on the random features of the out-of-sample map (memory of s x D')
 _MAX_OOS_FEATURES = 2000
-
-
-def _user(m):
-    return f"user{m}"
 
 
 # -- the estimator ------------------------------------------------------------
@@ -465,30 +461,6 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
                              "positive weight.")
         return None if np.all(w == w[0]) else w
 
-    def fit_predict(self, X, y=None, sample_party=None, sample_weight=None):
-        """Fit and return the cluster of each training row (``labels_``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training rows, split over the users by the partition.
-
-        y : Ignored
-            Not used, present for API consistency.
-
-        sample_party : array-like of int of shape (n_samples,), default=None
-            The user that holds each row.
-
-        sample_weight : array-like of shape (n_samples,), default=None
-            Row weights (see :meth:`fit`).
-
-        Returns
-        -------
-        labels : ndarray of shape (n_samples,)
-        """
-        return self.fit(X, sample_party=sample_party,
-                        sample_weight=sample_weight).labels_
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
@@ -497,6 +469,7 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
     # Written in _kernel_kmeans_predict.py (this module's length); the
     # class's own methods, so that set_output wraps transform and the API
     # page documents them.
+    fit_predict = KernelKMeansPredictMixin.fit_predict
     transform = KernelKMeansPredictMixin.transform
     predict = KernelKMeansPredictMixin.predict
     score = KernelKMeansPredictMixin.score

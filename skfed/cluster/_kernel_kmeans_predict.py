@@ -2,7 +2,8 @@
 
 Every user already holds the out-of-sample map ``P`` and the centers after
 ``fit``; it embeds only the rows it owns and measures their distances to
-the centers, with no message.
+the centers, with no message. (``fit_predict`` is here too: it returns the
+training rows' ``labels_``, which each user learned in ``fit``.)
 """
 
 # Authors: The skfed developers
@@ -22,8 +23,9 @@ def _user(m):
 
 
 class KernelKMeansPredictMixin:
-    """``transform``, ``predict`` and ``score`` of :class:`FederatedKernelKMeans`
-    (which takes them into its own namespace: see there)."""
+    """``fit_predict``, ``transform``, ``predict`` and ``score`` of
+    :class:`FederatedKernelKMeans` (which takes them into its own namespace:
+    see there)."""
 
     def _squared_distances(self, X):
         """``||h(x) - c_j||^2`` of each row to each center, by the users."""
@@ -51,6 +53,30 @@ class KernelKMeansPredictMixin:
         dist = self._squared_distances(X)
         labels = np.argmin(dist, axis=1).astype(np.int64)
         return labels, dist[np.arange(len(labels)), labels]
+
+    def fit_predict(self, X, y=None, sample_party=None, sample_weight=None):
+        """Fit and return the cluster of each training row (``labels_``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows, split over the users by the partition.
+
+        y : Ignored
+            Not used, present for API consistency.
+
+        sample_party : array-like of int of shape (n_samples,), default=None
+            The user that holds each row.
+
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights (see :meth:`fit`).
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        return self.fit(X, sample_party=sample_party,
+                        sample_weight=sample_weight).labels_
 
     def transform(self, X):
         """Distance of each row to each cluster center, in the embedding.

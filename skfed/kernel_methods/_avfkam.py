@@ -5,15 +5,10 @@
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._docstrings import fill_doc
-from ..base import FederatedMixin, check_labels_not_single_class, party_seeds
+from ..base import FederatedMixin, party_seeds
 from ..federation import Local
-from .. import _party_data_fit as party_data
-from ..federation import PartyData
-from ..federation._party_inputs import signed_codes
 from ..losses import get_loss
 from . import _avfkam_protocol as protocol
 from . import _avfkam_training as training
@@ -359,27 +354,7 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
         -------
         self : AVFKAMRanker
         """
-        y_signed = None
-        at_homes = isinstance(X, PartyData)
-        if at_homes:  # tables loaded at home
-            X, codes = party_data.party_data_fit_input(self, X, y,
-                                                       encode_labels=True)
-            y_signed = signed_codes(codes)
-        else:
-            X, y = validate_data(self, X, y, dtype=np.float64,
-                                 accept_sparse=["csr", "csc"])
-            check_classification_targets(y)
-            self.classes_ = np.unique(y)
-        check_labels_not_single_class(self.classes_)
-        if len(self.classes_) > 2:
-            raise ValueError(
-                "Only binary classification is supported. AVFKAMRanker ranks "
-                f"two classes, but y has {len(self.classes_)} "
-                f"({self.classes_.tolist()[:10]}). Use "
-                "sklearn.multiclass.OneVsRestClassifier for one ranking per "
-                "class, or binarise y.")
-        if y_signed is None:
-            y_signed = np.where(y == self.classes_[1], 1.0, -1.0)
+        X, y_signed, at_homes = self._binary_fit_input(X, y)
         weight = self._pair_weights(X, y_signed, sample_weight, at_homes)
         split = self._validation_split(y_signed)
         n_train = len(y_signed) if split is None else len(split[0])
@@ -480,49 +455,10 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
 
     # -------------------------------------------------------------- predict
 
-    def decision_function(self, X):
-        """Ranking scores: higher means more likely ``classes_[1]``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows to score; each party evaluates its block of the random
-            features on its own columns.
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,)
-            ``f(x) - threshold_``.
-        """
-        check_is_fitted(self)
-        X = party_data.validate_data_or_party_data(
-            self, X, reset=False, dtype=np.float64, accept_sparse=["csr", "csc"])
-        return self._scores(X, [self.coefficient_stores_])[0] - self.threshold_
-
-    def staged_decision_function(self, X):
-        """Scores of the model at every checkpoint of training.
-
-        Useful to plot AUC against ``checkpoint_times_`` (wall time) or
-        ``checkpoint_iters_``. The last stage is :meth:`decision_function`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows to score; each party evaluates its block of the random
-            features on its own columns.
-
-        Yields
-        ------
-        scores : ndarray of shape (n_samples,)
-        """
-        check_is_fitted(self)
-        X = party_data.validate_data_or_party_data(
-            self, X, reset=False, dtype=np.float64, accept_sparse=["csr", "csc"])
-        for scores in self._scores(X, self._checkpoint_stores):
-            yield scores - self.threshold_
-
     # Written in _avfkam_scores.py (this module's length); the class's own
     # methods, so that its API page documents them.
+    decision_function = AVFKAMScoresMixin.decision_function
+    staged_decision_function = AVFKAMScoresMixin.staged_decision_function
     predict_proba = AVFKAMScoresMixin.predict_proba
     predict = AVFKAMScoresMixin.predict
     score = AVFKAMScoresMixin.score

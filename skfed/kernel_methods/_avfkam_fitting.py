@@ -1,4 +1,5 @@
-"""AVFKAMRanker's helpers: parameters, convergence reports, federated scores.
+"""AVFKAMRanker's helpers: parameters and fit input, convergence reports,
+federated scores.
 
 Kept apart from :mod:`._avfkam` (the estimator and its algorithm box) so that
 each module stays short. Two helpers talk to the parties: the threshold's
@@ -14,9 +15,13 @@ import numbers
 import numpy as np
 from sklearn.model_selection import train_test_split
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from ..federation import Local, balanced_tree, tree_sum
+from .. import _party_data_fit as party_data
+from ..base import check_labels_not_single_class
+from ..federation import Local, PartyData, balanced_tree, tree_sum
+from ..federation._party_inputs import signed_codes
 from ..kernel_approximation import KERNELS
 from ..losses import get_loss
 from ..partition import VerticalPartition
@@ -36,8 +41,8 @@ __all__ = []
 
 
 class _AVFKAMFitMixin:
-    """Parameter checks, convergence reports and federated scores of
-    :class:`AVFKAMRanker`."""
+    """Parameter and input checks, convergence reports and federated scores
+    of :class:`AVFKAMRanker`."""
 
     _parameter_constraints = {
         "partition": [None, numbers.Integral, list, tuple, VerticalPartition],
@@ -94,6 +99,33 @@ class _AVFKAMFitMixin:
                 f"speed, 4 = four times the party's own work per update), got "
                 f"{factors.tolist()}.")
         return {party_name(k): float(f) for k, f in enumerate(factors)}
+
+    def _binary_fit_input(self, X, y):
+        """The training table, the labels as +1/-1 and whether the tables
+        are loaded at home (``PartyData``); sets ``classes_`` and refuses
+        anything but two classes."""
+        y_signed = None
+        at_homes = isinstance(X, PartyData)
+        if at_homes:  # tables loaded at home
+            X, codes = party_data.party_data_fit_input(self, X, y,
+                                                       encode_labels=True)
+            y_signed = signed_codes(codes)
+        else:
+            X, y = validate_data(self, X, y, dtype=np.float64,
+                                 accept_sparse=["csr", "csc"])
+            check_classification_targets(y)
+            self.classes_ = np.unique(y)
+        check_labels_not_single_class(self.classes_)
+        if len(self.classes_) > 2:
+            raise ValueError(
+                "Only binary classification is supported. AVFKAMRanker ranks "
+                f"two classes, but y has {len(self.classes_)} "
+                f"({self.classes_.tolist()[:10]}). Use "
+                "sklearn.multiclass.OneVsRestClassifier for one ranking per "
+                "class, or binarise y.")
+        if y_signed is None:
+            y_signed = np.where(y == self.classes_[1], 1.0, -1.0)
+        return X, y_signed, at_homes
 
     def _pair_weights(self, X, y_signed, sample_weight, at_homes=False):
         """Validated row weights, or None when they change nothing."""

@@ -1,8 +1,9 @@
-"""AVFKAM's answers built on its scores: probabilities, labels, ROC AUC.
+"""AVFKAM's scores and the answers built on them: probabilities, labels, AUC.
 
-:meth:`AVFKAMRanker.decision_function` is federated decision (Algorithm 2);
-everything here is a function of those scores and of the calibration the
-label holder fitted (``calibration_slope_``, ``threshold_``).
+:meth:`AVFKAMRanker.decision_function` (and its staged version) is
+federated decision (Algorithm 2); everything else here is a function of
+those scores and of the calibration the label holder fitted
+(``calibration_slope_``, ``threshold_``).
 """
 
 # Authors: The skfed developers
@@ -13,11 +14,56 @@ from scipy.special import expit
 from sklearn.metrics import roc_auc_score
 from sklearn.utils.validation import check_is_fitted
 
+from .. import _party_data_fit as party_data
+
 __all__ = ["AVFKAMScoresMixin"]
 
 
 class AVFKAMScoresMixin:
-    """``predict_proba``, ``predict`` and ``score`` of :class:`AVFKAMRanker`."""
+    """``decision_function``, ``staged_decision_function``, ``predict_proba``,
+    ``predict`` and ``score`` of :class:`AVFKAMRanker` (which takes them
+    into its own namespace: see there)."""
+
+    def decision_function(self, X):
+        """Ranking scores: higher means more likely ``classes_[1]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score; each party evaluates its block of the random
+            features on its own columns.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+            ``f(x) - threshold_``.
+        """
+        check_is_fitted(self)
+        X = party_data.validate_data_or_party_data(
+            self, X, reset=False, dtype=np.float64, accept_sparse=["csr", "csc"])
+        return self._scores(X, [self.coefficient_stores_])[0] - self.threshold_
+
+    def staged_decision_function(self, X):
+        """Scores of the model at every checkpoint of training.
+
+        Useful to plot AUC against ``checkpoint_times_`` (wall time) or
+        ``checkpoint_iters_``. The last stage is :meth:`decision_function`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to score; each party evaluates its block of the random
+            features on its own columns.
+
+        Yields
+        ------
+        scores : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = party_data.validate_data_or_party_data(
+            self, X, reset=False, dtype=np.float64, accept_sparse=["csr", "csc"])
+        for scores in self._scores(X, self._checkpoint_stores):
+            yield scores - self.threshold_
 
     def predict_proba(self, X):
         """Probabilities of ``classes_``: Platt's sigmoid of the scores.
