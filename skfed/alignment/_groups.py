@@ -19,6 +19,7 @@ import numpy as np
 from .._config import get_config
 from ..crypto._key_policy import warn_insecure
 from ..crypto._parallel import parallel_map
+from ..crypto._raw import object_array
 from ._ids import encode_id as _encode_id
 from ._x25519 import Curve25519Group
 
@@ -219,9 +220,7 @@ class DHGroup:
     message_kind = "O"
 
     def _to_message(self, elements):
-        out = np.empty(len(elements), dtype=object)
-        out[:] = elements
-        return out
+        return object_array(list(elements), (len(elements),))
 
     def _values(self, message):
         return message.tolist()

@@ -21,6 +21,7 @@ import gmpy2
 import numpy as np
 
 from ._parallel import effective_n_jobs, parallel_tasks
+from ._raw import object_array
 
 __all__ = ["group_counts", "raw_group_sum"]
 
@@ -191,7 +192,7 @@ def raw_group_sum(ciphertexts, ids, n_groups, nsquare, n_jobs=None):
                                  n_rows, nsquare, n_jobs)
         # results[column][group] -> (n_groups, n_columns) row-major.
         flat = [results[j][g] for g in range(n_groups) for j in range(n_columns)]
-        return _object_array(flat, (n_groups,) + ciphertexts.shape[1:])
+        return object_array(flat, (n_groups,) + ciphertexts.shape[1:])
     groups = feature_groups(ids, n_groups)
     tasks = [(ciphertexts, group.codes,
               n_groups if group.cell_ids is None else group.n_cells)
@@ -202,7 +203,7 @@ def raw_group_sum(ciphertexts, ids, n_groups, nsquare, n_jobs=None):
                  for cells, group in zip(joint, groups) if group.cell_ids is not None
                  for j in range(len(group.columns))]
     marginal = iter(parallel_tasks(
-        lambda task: _grouped_product(_object_array(task[0], (len(task[0]),)),
+        lambda task: _grouped_product(object_array(task[0], (len(task[0]),)),
                                       task[1], n_groups, nsquare),
         marginals, n_jobs, release_gil=False))
     histograms = [None] * ids.shape[1]
@@ -212,14 +213,8 @@ def raw_group_sum(ciphertexts, ids, n_groups, nsquare, n_jobs=None):
         else:
             for f in group.columns:
                 histograms[f] = next(marginal)
-    return _object_array([c for histogram in histograms for c in histogram],
+    return object_array([c for histogram in histograms for c in histogram],
                          (ids.shape[1], n_groups))
-
-
-def _object_array(items, shape):
-    out = np.empty(len(items), dtype=object)
-    out[:] = items
-    return out.reshape(shape)
 
 
 def group_counts(counts, ids, n_groups):

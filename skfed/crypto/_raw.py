@@ -30,11 +30,13 @@ def max_abs(mantissas):
 def object_array(items, shape):
     """Object ndarray of ``shape`` holding ``items`` as they are.
 
-    (``np.array`` would turn mpz into int64 or Python ints.)
+    (``np.array`` would turn mpz into int64 or Python ints.) Built with
+    ``np.fromiter``: assigning a list of mpz to an object array's slice
+    costs about 1 us per item (numpy asks each item whether it is a
+    sequence), ``np.fromiter`` 0.01 us (1,000 2048-bit mpz: 1,065 against
+    9 us).
     """
-    out = np.empty(len(items), dtype=object)
-    out[:] = items
-    return out.reshape(shape)
+    return np.fromiter(items, dtype=object, count=len(items)).reshape(shape)
 
 
 def as_object(result, shape):

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..crypto import EncryptedArray
 from ..crypto._group_sum import feature_groups, raw_group_sum
+from ..crypto._raw import object_array
 
 __all__ = ["NodeBins", "candidate_sums"]
 
@@ -143,10 +144,9 @@ def candidate_sums(hist, features, bins, missing_left, missing_bin, public_key):
             acc = h if acc is None else (acc if h == 1 else acc * h % nsquare)
             run.append(acc)
         cumulative[f] = run
-    out = np.empty(features.size, dtype=object)
-    out[:] = [
+    out = object_array([
         cumulative[f][v] * hist[f][missing_bin] % nsquare if left
         else cumulative[f][v]
         for f, v, left in zip(features.tolist(), bins.tolist(), missing_left.tolist())
-    ]
+    ], (features.size,))
     return EncryptedArray(public_key, out, 0, is_integer=True)
