@@ -42,6 +42,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 __all__ = [
     "MIN_GROUP",
+    "check_group_sizes",
     "user_local_cost",
     "server_take_cost",
     "server_allocate",
@@ -143,17 +144,44 @@ def user_summary(state, budget):
     """
     H = state.H
     width = H.shape[1]
-    if budget < 1:
-        return np.empty((0, width)), np.empty(0)
     w = _row_weights(state)
+    # Row counts travel as integers, weight sums as floats: the privacy
+    # contract checks whole counts against MIN_GROUP (check_group_sizes).
+    size_dtype = np.int64 if w is None else np.float64
+    if budget < 1:
+        return np.empty((0, width)), np.empty(0, dtype=size_dtype)
     labels = _kmeans(H, int(budget), state.kmeans_seed,
                      sample_weight=_clustering_weights(w)).labels_.copy()
     labels = _merge_small_groups(H, labels, int(budget))
     groups = np.unique(labels)
     means = np.array([H[labels == g].mean(axis=0) for g in groups])
     counts = np.array([np.sum(labels == g) if w is None else w[labels == g].sum()
-                       for g in groups], dtype=float)
+                       for g in groups], dtype=size_dtype)
     return means, counts
+
+
+def check_group_sizes(sizes):
+    """The privacy contract's check of a summary's group sizes.
+
+    Whole-number sizes (row counts, unweighted fits) must all be at least
+    ``MIN_GROUP``: a smaller group's mean is close to a row of ``H``. Sizes
+    that are floats are weight sums (``sample_weight``), which say nothing
+    checkable about row counts; there the merge above
+    (:func:`_merge_small_groups`) is what keeps every group at
+    ``MIN_GROUP`` rows or more.
+
+    Returns
+    -------
+    problem : str or None
+    """
+    sizes = np.asarray(sizes)
+    if sizes.dtype.kind not in "iu" or not sizes.size:
+        return None
+    small = int(np.sum(sizes < MIN_GROUP))
+    if small:
+        return (f"{small} group mean(s) of fewer than MIN_GROUP={MIN_GROUP} "
+                f"rows (smallest: {int(sizes.min())})")
+    return None
 
 
 def server_collect_summary(state, means, counts):

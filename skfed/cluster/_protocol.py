@@ -242,7 +242,7 @@ def kernel_kmeans_contract(estimator):
     from .._privacy_core import (Aggregate, Contract, Inherent, OwnShare,
                                  Public, RandomIds, Rule, secure_sum_rules)
     from .._privacy_core import SEED_SIZE
-    from ._coreset import MIN_GROUP
+    from ._coreset import MIN_GROUP, check_group_sizes
     from ._setup import MIN_USER_ROWS
 
     from ._setup import _N_BUCKETS
@@ -300,9 +300,12 @@ def kernel_kmeans_contract(estimator):
         Rule("kmeans: coreset", "user", "server",
              (Aggregate(MIN_GROUP, "group means of the user's rows of H",
                         max_size=f"est.coreset_size * {s}"),
-              Aggregate(MIN_GROUP, "the group sizes", dtype="iuf",
-                        max_size="est.coreset_size")),
-             note=f"every group averages at least {MIN_GROUP} rows"),
+              Aggregate(MIN_GROUP, "the group sizes: row counts, or with "
+                        "sample_weight the groups' weight sums",
+                        dtype="iuf", max_size="est.coreset_size",
+                        validate=check_group_sizes)),
+             note=f"every group averages at least {MIN_GROUP} rows (whole "
+                  "row counts are checked)"),
         Rule("kmeans: centers", "server", "user",
              (public("the k centers in the embedding space",
                      f"est.n_clusters * {s}"),)),

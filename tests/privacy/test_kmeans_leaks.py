@@ -13,6 +13,7 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.preprocessing import StandardScaler
 
+import skfed.cluster._coreset as coreset
 import skfed.cluster._kernel_kmeans as kk
 import skfed.cluster._protocol as protocol
 import skfed.cluster._setup as setup
@@ -169,3 +170,50 @@ def test_user_with_too_few_rows_is_refused_before_any_message():
     with record_messages() as rec, pytest.raises(ValueError, match="user0"):
         estimator().fit(X_std, sample_party=owners)
     assert rec.messages == []
+
+
+def _summary_phase(violations):
+    return [v for v in violations if v.phase == "kmeans: coreset"]
+
+
+def test_group_means_of_single_rows_are_caught(monkeypatch):
+    # Planted: the merge of groups under MIN_GROUP rows is skipped and the
+    # budget is raised so that local k-means leaves one-row groups, whose
+    # means are rows of H. The contract checks the whole-number sizes.
+    monkeypatch.setattr(coreset, "_merge_small_groups",
+                        lambda H, labels, n_groups: labels)
+    monkeypatch.setattr(coreset, "MIN_GROUP", 1)  # lets the budget reach n_rows
+    est = estimator(coreset_size=150)
+    messages = fit_recorded(est, X_std)
+    monkeypatch.setattr(coreset, "MIN_GROUP", 2)  # the contract's threshold
+    sizes = np.concatenate([m.payload[1] for m in messages
+                            if m.phase == "kmeans: coreset"])
+    assert sizes.dtype.kind == "i" and sizes.min() == 1
+    found = _summary_phase(check_messages(est, messages, X_std))
+    assert found and "fewer than MIN_GROUP=2 rows" in found[0].found
+
+
+def test_clean_summaries_send_whole_row_counts_of_at_least_min_group():
+    est = estimator(coreset_size=150)
+    messages = fit_recorded(est, X_std)
+    sizes = np.concatenate([m.payload[1] for m in messages
+                            if m.phase == "kmeans: coreset"])
+    assert sizes.dtype.kind == "i" and sizes.min() >= coreset.MIN_GROUP
+    assert _summary_phase(check_messages(est, messages, X_std)) == []
+    # A size edited below MIN_GROUP in the record is a violation.
+    edited = list(messages)
+    index = next(i for i, m in enumerate(edited) if m.phase == "kmeans: coreset")
+    means, counts = edited[index].payload
+    counts = counts.copy()
+    counts[0] = 1
+    edited[index] = edited[index]._replace(payload=(means, counts))
+    assert _summary_phase(check_messages(est, edited, X_std))
+
+
+def test_weighted_summaries_send_weight_sums():
+    w = np.linspace(0.5, 2.0, len(X_std))
+    est = estimator()
+    messages = fit_recorded(est, X_std, sample_weight=w)
+    sizes = [m.payload[1] for m in messages if m.phase == "kmeans: coreset"]
+    assert sizes and all(s.dtype.kind == "f" for s in sizes)
+    assert check_messages(est, messages, X_std) == []
