@@ -91,7 +91,9 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         group) update them one after the other, each step seeing the
         previous ones, and may make several passes (``H`` above their number
         of rows). ``solver="paper"``: each client draws its own ``H`` rows
-        (at most one pass); the paper tunes ``H`` (one pass diverges).
+        (at most one pass); the paper tunes ``H`` and one pass diverges with
+        its constant step, so ``"auto"`` is ``ceil(sqrt(n_k))`` for a
+        client with ``n_k`` rows there (one pass under ``gamma_t = 1/t``).
 
     participation : float, default=1.0
         Fraction of the clients that take part in each round, in (0, 1]. A

@@ -30,7 +30,10 @@ solver : {"accelerated", "paper"}, default="accelerated"
     and ``duality_gap_`` are NaN and the published ``w`` is the last one.
     It diverges when ``H`` is too large for the data (one pass per round
     usually is; the paper tunes ``H``, e.g. 13 on 569 rows): the fit then
-    stops with :class:`DivergenceError`. ``"paper"`` also runs section
+    stops with :class:`DivergenceError`. Its ``local_iterations="auto"`` is
+    ``ceil(sqrt(n_k))`` per client (our default, not the paper's: it
+    converged on the five tables of ``benchmarks/bench_hyfdca_paper_h.py``,
+    where one pass diverged on all five). ``"paper"`` also runs section
     4.3's cyclic participation on a vertical split (``participation < 1``,
     ``schedule="cyclic"``), which ``"accelerated"`` refuses. Parameters
     by solver: ``tol`` and ``packing`` only for ``"accelerated"``;

@@ -20,7 +20,9 @@ from skfed.exceptions import DivergenceError
 from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier
 from skfed.linear_model import _hyfdca_paper_parties as PP
-from skfed.linear_model._hyfdca_paper import ColumnCycle, paper_steps
+from skfed.linear_model._hyfdca_paper import (ColumnCycle,
+                                             paper_local_iterations,
+                                             paper_steps)
 from skfed.partition import (HorizontalPartition, HybridPartition,
                              VerticalPartition)
 from skfed.privacy import check_messages
@@ -128,10 +130,41 @@ def test_one_pass_per_round_diverges_with_a_clear_error():
     """Issue 30: the literal loop with one pass per round overshoots."""
     X, y = _breast_cancer()
     est = HyFDCAClassifier(solver="paper", alpha=LAM, max_iter=40,
+                           local_iterations=len(y),  # capped at one pass
                            encryption=None, fit_intercept=False,
                            random_state=0)
     with pytest.raises(DivergenceError, match="local_iterations"):
         est.fit(X, y)
+
+
+def test_default_local_iterations():
+    """``"auto"``: ceil(sqrt(n_k)) under a constant step, one pass under
+    gamma_t = 1/t (Theorem 4.11); an int as given."""
+    assert paper_local_iterations("auto", 284, "Theorem 4.4") == 17
+    assert paper_local_iterations("auto", 1000, "Theorem 4.8") == 32
+    assert paper_local_iterations("auto", 1, "Theorem 4.4") == 1
+    assert paper_local_iterations("auto", 142, "Theorem 4.11") == 142
+    assert paper_local_iterations(5, 142, "Theorem 4.11") == 5
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_paper_solver_defaults_converge(n_classes):
+    """With the default ``local_iterations`` the paper's loop converges on
+    standardised data (one pass diverged there, issue 30): LinearSVC's
+    training accuracy, and for two classes a small primal gap."""
+    X, y = make_classification(600, 12, n_informative=6, n_classes=n_classes,
+                               random_state=0)
+    X = StandardScaler().fit_transform(X)
+    est = HyFDCAClassifier(solver="paper", alpha=LAM, max_iter=300,
+                           encryption=None, fit_intercept=False,
+                           random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        svc = LinearSVC(loss="hinge", C=1.0 / (LAM * len(y)),
+                        fit_intercept=False, max_iter=100_000).fit(X, y)
+    assert est.score(X, y) >= svc.score(X, y) - 0.01
+    if n_classes == 2:
+        assert _relative_gap(X, y, est.coef_) < 1e-2
 
 
 def test_cyclic_vertical_unsettled_fit_warns():
