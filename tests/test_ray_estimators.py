@@ -156,3 +156,40 @@ def test_a_killed_party_surfaces_at_once_naming_it(name, monkeypatch):
     assert caught.value.party == victim
     assert str(caught.value).startswith(f"Party '{victim}' is gone: its Ray "
                                         "actor died")
+
+
+def test_a_home_that_died_between_fits_is_named_and_the_next_fit_reloads():
+    """A PartyData home killed after a fit: the next fit raises a
+    PartyError naming the party and saying what was lost (not Ray's raw
+    ActorDiedError), and the fit after it loads the data at a new home."""
+    import pandas as pd
+
+    from skfed.federation import PartyData, PartyError
+    from skfed.federation._ray import _homes, shutdown_homes
+
+    rng = np.random.RandomState(0)
+    ids = np.arange(60)
+    left = pd.DataFrame({"id": ids, "a": rng.normal(size=60),
+                         "b": rng.normal(size=60)})
+    left["label"] = (left["a"] > 0).astype(int)
+    right = pd.DataFrame({"id": ids, "c": rng.normal(size=60)})
+    data = PartyData({"left": lambda: left, "right": lambda: right})
+    model = SecureBoostClassifier(n_estimators=2, encryption=None,
+                                  min_passive_rows=0, random_state=0)
+    with skfed.config_context(backend="ray"):
+        try:
+            first = model.fit(data, "label").predict(data)
+            home = _homes["right"][1]
+            ray.kill(home, no_restart=True)
+            with pytest.raises(ray.exceptions.RayActorError):  # dead now
+                ray.get(home.at_home.remote(_nothing, ()), timeout=60)
+            with pytest.raises(PartyError, match=r"home actor \('right'.*lost"):
+                model.fit(data, "label")
+            np.testing.assert_array_equal(
+                model.fit(data, "label").predict(data), first)
+        finally:
+            shutdown_homes()
+
+
+def _nothing(home):
+    return None

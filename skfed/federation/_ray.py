@@ -301,8 +301,11 @@ class RayParty:
         if homes:
             self._home = homes.pop()
             self._actor = home_actor(self._home)
-            ray.get(self._actor.begin.remote(
-                self._state, sklearn.get_config(), _config.get_config()))
+            try:
+                ray.get(self._actor.begin.remote(
+                    self._state, sklearn.get_config(), _config.get_config()))
+            except ray.exceptions.RayActorError as exc:
+                raise self._home_died(exc) from exc
         else:
             cls = _actor_class(ray).options(**self._options)
             self._actor = cls.remote(self._state, sklearn.get_config(),
@@ -312,6 +315,25 @@ class RayParty:
         self._watch = self._actor.watch.options(
             concurrency_group=_WATCH_GROUP).remote(self._token)
         return self
+
+    def _home_died(self, exc):
+        """The :class:`PartyError` of a home that died between runs.
+
+        The dead home is forgotten, so that the next load of the party's
+        data starts a new home (:class:`~skfed.federation.PartyData` sees
+        its home gone and loads again)."""
+        _drop_home(self._home, self._actor)
+        self._actor = None
+        detail = str(exc).strip().splitlines()
+        return _rebuild_party_error(
+            self.name, None, None, exc,
+            f"Party '{self.name}' is gone: its home actor "
+            f"('{self._home}', which kept its loaded data and model shares) "
+            "died before this run (killed, or its process or node failed). "
+            "What it kept is lost; once its host is back, fit again (the "
+            "PartyData loads the data at a new home) or load saved shares "
+            f"with load_shares. {type(exc).__name__}: "
+            f"{detail[0] if detail else ''}")
 
     def _died(self, exc):
         """The :class:`PartyError` of this party's death (its actor ended)."""
