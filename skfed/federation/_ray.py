@@ -217,6 +217,7 @@ class RayFuture(PartyFuture):
     def __init__(self, *args, peers=None, **kwargs):
         super().__init__(*args, **kwargs)
         self._peers = peers if peers is not None else {}
+        self.observed = False  # its answer (or failure) was read
 
     def done(self):
         ray = import_ray()
@@ -259,6 +260,7 @@ class RayFuture(PartyFuture):
                     raise dead
             if deadline is not None and time.monotonic() >= deadline:
                 raise self._timeout_error(timeout) from None
+        self.observed = True
         try:
             return _writable(ray.get(self._future))
         except ray.exceptions.RayTaskError as exc:
@@ -290,6 +292,7 @@ class RayParty:
         self._actor = None
         self._last_phase = None
         self._home = None
+        self._calls = []  # futures not read yet (see unobserved_failure)
 
     def start(self):
         ray = _ensure_ray(self._init_kwargs)
@@ -362,12 +365,36 @@ class RayParty:
             self._last_phase = phase
         self._last_function = _name_of(fn)
         ref = self._actor.run.remote(fn, args, kwargs)
-        return RayFuture(ref, self.name, phase, self._last_function, self._timeout,
-                         last_phase=last_phase,
-                         on_timeout=lambda future: self._kill(), peers=self._peers)
+        future = RayFuture(ref, self.name, phase, self._last_function,
+                           self._timeout, last_phase=last_phase,
+                           on_timeout=lambda future: self._kill(),
+                           peers=self._peers)
+        # Kept until read, so that a failed call nobody read is reported at
+        # the end of the run (unobserved_failure); read ones are let go
+        # (their results are not pinned in Ray's object store).
+        self._calls = [f for f in self._calls if not f.observed]
+        self._calls.append(future)
+        return future
 
     def unobserved_failure(self):
-        """Always None: Ray keeps no record of calls whose result nobody read."""
+        """A :class:`PartyError` for the first finished call whose result
+        nobody read and whose function raised (as the threads backend's),
+        or None. Calls still running when the run ends are not waited for,
+        and calls cut short by the actor's end are not failures here."""
+        ray = import_ray()
+        calls, self._calls = self._calls, []
+        for future in calls:
+            if future.observed or not future.done():
+                continue
+            try:
+                ray.get(future._future, timeout=0)
+            except ray.exceptions.RayTaskError as exc:
+                cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+                return future._party_error(cause)
+            except Exception:
+                # The actor ended (stop kills it; a death during the run
+                # was raised by the wait that saw it) or the object is lost.
+                continue
         return None
 
     def _kill(self):

@@ -151,3 +151,23 @@ def test_a_dead_idle_party_ends_the_wait_for_another():
                 finally:
                     elapsed = time.monotonic() - start
     assert elapsed < PROMPT_SECONDS
+
+
+def _raise_lost(state):
+    raise ValueError("lost")
+
+
+def test_a_failed_call_nobody_waited_for_fails_the_run():
+    # As with threads (tests/federation/test_party.py): a call sent without
+    # waiting that raised is reported when the run otherwise ends well.
+    with skfed.config_context(backend="ray"):
+        with pytest.raises(PartyError, match="Party 'a' failed.*ValueError: lost"):
+            with Federation({"a": {"v": 1}}) as fed:
+                fed["a"].call(_raise_lost)
+                fed["a"].call(_values).result()
+        # Read failures and calls that succeeded unread are not reported again.
+        with Federation({"a": {"v": 2}}) as fed:
+            fed["a"].call(_values)
+            with pytest.raises(PartyError, match="lost"):
+                fed["a"].call(_raise_lost).result()
+            assert fed["a"].call(_values).result() == 2
