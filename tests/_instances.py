@@ -45,10 +45,12 @@ _STOCHASTIC_ROWS = (
     "with k times the probability), its k copies are drawn separately, so the "
     "fits match in expectation only")
 
+# (SecureBoostRegressor passes these checks on sklearn's data, every run: it
+# has no entry, and a change that breaks the equivalence fails the suite.)
 EXPECTED_FAILED_CHECKS = {
-    name: {"check_sample_weight_equivalence_on_dense_data": _ZERO_WEIGHT_BINS,
-           "check_sample_weight_equivalence_on_sparse_data": _ZERO_WEIGHT_BINS}
-    for name in ("SecureBoostClassifier", "SecureBoostRegressor")
+    "SecureBoostClassifier": {
+        "check_sample_weight_equivalence_on_dense_data": _ZERO_WEIGHT_BINS,
+        "check_sample_weight_equivalence_on_sparse_data": _ZERO_WEIGHT_BINS},
 }
 EXPECTED_FAILED_CHECKS.update({
     name: {"check_sample_weight_equivalence_on_dense_data": _STOCHASTIC_ROWS,
