@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 import numpy as np
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import _check_sample_weight
 from threadpoolctl import threadpool_limits
 
 from ._privacy_core import Secret
@@ -253,6 +254,22 @@ def check_labels_not_single_class(classes):
             "two. Check the labels, or the split that produced this fold."
         )
 
+
+
+def check_row_weights(sample_weight, X):
+    """Validated ``sample_weight`` (None stays None) for an estimator whose
+    objective averages over the total weight: finite, non-negative, with a
+    positive sum (sklearn's own check, plus the sum for the versions that
+    accept all-zero weights)."""
+    if sample_weight is None:
+        return None
+    w = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                             ensure_non_negative=True)
+    if not w.sum() > 0:
+        raise ValueError("sample_weight sums to 0; it must have a positive "
+                         "sum (the fit averages over the total weight): give "
+                         "some rows a positive weight.")
+    return w
 
 
 def check_class_weight(class_weight):

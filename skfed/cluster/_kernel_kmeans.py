@@ -16,10 +16,10 @@ import numpy as np
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin,
                           ClusterMixin, TransformerMixin, _fit_context)
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import validate_data
 
 from .._docstrings import fill_doc
-from ..base import FederatedMixin, party_seeds
+from ..base import FederatedMixin, check_row_weights, party_seeds
 from ._coreset import MIN_GROUP
 from ._kernel_kmeans_predict import KernelKMeansPredictMixin, _user
 from ._privacy import KernelKMeansPrivacyMixin
@@ -452,14 +452,8 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
 
     def _row_weights(self, X, sample_weight):
         """Validated weights, or None when they change nothing."""
-        if sample_weight is None:
-            return None
-        w = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                 ensure_non_negative=True)
-        if not w.sum() > 0:
-            raise ValueError("sample_weight sums to 0: give some rows a "
-                             "positive weight.")
-        return None if np.all(w == w[0]) else w
+        w = check_row_weights(sample_weight, X)
+        return None if w is None or np.all(w == w[0]) else w
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -39,7 +39,7 @@ __all__ = [
     "effective_n_jobs",
     "fork_available",
     "fork_map",
-    "keeping_gil",
+    "party_thread_keeps_gil",
     "parallel_map",
     "parallel_tasks",
     "releasing_gil",
@@ -123,9 +123,20 @@ def releasing_gil():
     return _gil_setting(True)
 
 
-def keeping_gil():
-    """Keep the GIL through gmpy2's operations in this thread for the block."""
-    return _gil_setting(False)
+def party_thread_keeps_gil():
+    """Make this thread (a party's) keep the GIL through gmpy2's operations.
+
+    gmpy2's default, set again by the local backend for every party a
+    reused thread serves and by every Ray actor call. Most of a party's
+    big-integer work is short products (table lookups, ciphertext
+    additions): releasing and re-taking the GIL around each one while other
+    parties' threads want it cost 2.3x the CPU
+    (``benchmarks/bench_hyfdca.py --schemes``). Long operations
+    (decryption's exponentiations) release it in :func:`parallel_map` and
+    :func:`parallel_tasks` (``release_gil=True``), so parties still decrypt
+    in parallel.
+    """
+    gmpy2.get_context().allow_release_gil = False
 
 
 def _serial_map(func, items, release_gil=True):

@@ -16,9 +16,8 @@ import os
 import queue
 import threading
 
-import gmpy2
-
 from .. import _cancel
+from ..crypto._parallel import party_thread_keeps_gil
 
 __all__ = ["MAX_IDLE_THREADS"]
 
@@ -26,21 +25,6 @@ _IDLE_NAME = "skfed-idle-worker"
 #: Idle party threads kept for later runs; beyond this many, a thread that
 #: finishes serving its party exits.
 MAX_IDLE_THREADS = 32
-
-
-def _keep_gil():
-    """A party keeps the GIL through gmpy2's operations (gmpy2's default,
-    set again for every party the reused thread serves).
-
-    Most of a party's big-integer work is short products (table lookups,
-    ciphertext additions): releasing and re-taking the GIL around each one
-    while other parties' threads want it cost 2.3x the CPU
-    (``benchmarks/bench_hyfdca.py --schemes``). Long operations
-    (decryption's exponentiations) release it inside skfed.crypto's helpers
-    (``parallel_map``, ``parallel_tasks``), so parties still decrypt in
-    parallel.
-    """
-    gmpy2.get_context().allow_release_gil = False
 
 
 class _Worker:
@@ -62,7 +46,7 @@ class _Worker:
             party = self._inbox.get()
             if party is None:
                 return
-            _keep_gil()
+            party_thread_keeps_gil()
             try:
                 party._serve()
             finally:

@@ -40,6 +40,7 @@ import time
 import sklearn
 
 from .. import _config
+from ..crypto._parallel import party_thread_keeps_gil
 from ._remote import (
     _homes_named,
     _pack,
@@ -67,14 +68,7 @@ def _configure(sklearn_config, skfed_config):
     sklearn.set_config(**sklearn_config)
     if skfed_config is not None:
         _config._get_threadlocal_config().update(skfed_config)
-    try:
-        import gmpy2
-
-        # As on a local party's thread (skfed/federation/_pool.py): keep the
-        # GIL through short products; skfed.crypto releases it for long ones.
-        gmpy2.get_context().allow_release_gil = False
-    except ImportError:  # pragma: no cover
-        pass
+    party_thread_keeps_gil()
 
 
 #: The concurrency group of :meth:`_PartyActor.watch` (party calls run in

@@ -457,6 +457,7 @@ class AVFKAMRanker(_AVFKAMFitMixin, KernelShareMixin, KernelPrivacyMixin,
 
     # Written in _avfkam_scores.py (this module's length); the class's own
     # methods, so that its API page documents them.
+    _query_rows = AVFKAMScoresMixin._query_rows
     decision_function = AVFKAMScoresMixin.decision_function
     staged_decision_function = AVFKAMScoresMixin.staged_decision_function
     predict_proba = AVFKAMScoresMixin.predict_proba

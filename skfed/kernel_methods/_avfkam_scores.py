@@ -24,6 +24,13 @@ class AVFKAMScoresMixin:
     ``predict`` and ``score`` of :class:`AVFKAMRanker` (which takes them
     into its own namespace: see there)."""
 
+    def _query_rows(self, X):
+        """The fitted model's query rows, validated (an array, or a
+        PartyData whose tables stay at their homes)."""
+        check_is_fitted(self)
+        return party_data.validate_data_or_party_data(
+            self, X, reset=False, dtype=np.float64, accept_sparse=["csr", "csc"])
+
     def decision_function(self, X):
         """Ranking scores: higher means more likely ``classes_[1]``.
 
@@ -38,9 +45,7 @@ class AVFKAMScoresMixin:
         scores : ndarray of shape (n_samples,)
             ``f(x) - threshold_``.
         """
-        check_is_fitted(self)
-        X = party_data.validate_data_or_party_data(
-            self, X, reset=False, dtype=np.float64, accept_sparse=["csr", "csc"])
+        X = self._query_rows(X)
         return self._scores(X, [self.coefficient_stores_])[0] - self.threshold_
 
     def staged_decision_function(self, X):
@@ -59,9 +64,7 @@ class AVFKAMScoresMixin:
         ------
         scores : ndarray of shape (n_samples,)
         """
-        check_is_fitted(self)
-        X = party_data.validate_data_or_party_data(
-            self, X, reset=False, dtype=np.float64, accept_sparse=["csr", "csc"])
+        X = self._query_rows(X)
         for scores in self._scores(X, self._checkpoint_stores):
             yield scores - self.threshold_
 

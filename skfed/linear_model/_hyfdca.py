@@ -26,7 +26,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from .._docstrings import fill_doc
-from ..base import FederatedMixin, check_labels_not_single_class, party_seeds
+from ..base import (FederatedMixin, check_labels_not_single_class,
+                    check_row_weights, party_seeds)
 from ..crypto import generate_keypair
 from ..exceptions import DivergenceError
 from .._progress import Progress
@@ -38,7 +39,7 @@ from ._hyfdca_dual import LINE_SEARCH_GRID
 from ._hyfdca_encryption import crypto_seconds, weight_change_encoder
 from ._hyfdca_docs import with_notes
 from ._hyfdca_data import (check_encodable, check_participation,
-                           check_sample_party, client_blocks, row_weights)
+                           check_sample_party, client_blocks)
 from ._hyfdca_exchange import (SERVER, Participation, Protocol, client_name,
                                divergence_error)
 from ._hyfdca_paper import run_paper
@@ -317,7 +318,7 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         """
         X, y = validate_data(self, X, y, dtype=np.float64,
                              accept_sparse=["csr", "csc", "coo"])
-        weights = row_weights(sample_weight, X)
+        weights = check_row_weights(sample_weight, X)
         check_classification_targets(y)
         self.classes_, y_index = np.unique(y, return_inverse=True)
         check_labels_not_single_class(self.classes_)

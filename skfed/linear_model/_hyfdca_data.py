@@ -16,12 +16,11 @@ import math
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import _check_sample_weight
 
 from ..partition import VerticalPartition
 
 __all__ = ["row_sqnorms", "check_encodable", "check_sample_party",
-           "check_participation", "client_blocks", "row_weights", "row_reader"]
+           "check_participation", "client_blocks", "row_reader"]
 
 
 def row_sqnorms(X):
@@ -123,22 +122,6 @@ def client_blocks(X, partition, fit_intercept, intercept_scaling):
             block.sort_indices()
         blocks[k], rows[k], columns[k] = block, r_idx, ids
     return blocks, rows, columns
-
-
-def row_weights(sample_weight, X):
-    """The validated row weights (``None`` when not given).
-
-    Non-negative, finite, with a positive sum: the objective divides by the
-    total weight.
-    """
-    if sample_weight is None:
-        return None
-    weight = _check_sample_weight(sample_weight, X, dtype=np.float64,
-                                  ensure_non_negative=True)
-    if not weight.sum() > 0:
-        raise ValueError("sample_weight must have a positive sum (the "
-                         "objective is an average over the total weight).")
-    return weight
 
 
 def row_reader(X):
