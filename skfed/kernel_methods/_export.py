@@ -37,6 +37,7 @@ are the federated ones bit for bit too.
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import check_array
 
 from ..federation import Federation, PartyState, balanced_tree
 from ..federation._fingerprint import (
@@ -217,8 +218,10 @@ def _party_states(shares, blocks, receiver):
 
 
 def _blocks(blocks, n_parties):
-    blocks = [b if sp.issparse(b) else np.asarray(b, dtype=np.float64)
-              for b in blocks]
+    # As the estimators' predict validates X (sklearn's checks and wording,
+    # e.g. "Input blocks[1] contains NaN."), before any party runs.
+    blocks = [check_array(b, accept_sparse=["csr", "csc"], dtype=np.float64,
+                          input_name=f"blocks[{k}]") for k, b in enumerate(blocks)]
     if len(blocks) != n_parties or len({b.shape[0] for b in blocks}) != 1:
         raise ValueError(f"Pass one block of rows per party ({n_parties}), "
                          "all with the same rows.")
@@ -329,9 +332,10 @@ class KernelConsolidated(_Outputs):
         return _to_features(states[owner], parts, positions, len(ids))
 
     def _columns(self, X):
-        X = X if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+        X = check_array(X, accept_sparse=["csr", "csc"], dtype=np.float64,
+                        input_name="X")
         n = sum(share.columns.size for share in self.shares)
-        if X.ndim != 2 or X.shape[1] != n:
+        if X.shape[1] != n:
             raise ValueError(f"X must have {n} columns (the full table).")
         return [X[:, share.columns] for share in self.shares]
 

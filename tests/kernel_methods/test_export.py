@@ -212,3 +212,24 @@ def test_shares_of_another_fit_or_edited_are_refused(fitted, other_fit, route):
     np.testing.assert_array_equal(
         _use([pickle.loads(pickle.dumps(s)) for s in shares], X, route, methods[0]),
         getattr(est, methods[0])(X))
+
+
+@pytest.mark.parametrize("bad, says", [(np.nan, "NaN"), (np.inf, "infinity")])
+def test_blocks_are_validated_as_predict_validates_x(fitted, bad, says):
+    # A NaN in a block used to surface from a party thread as "angles
+    # omega.x overflow float64 ... the entries of X are too large".
+    est, X, methods = fitted
+    shares = est.export_shares()
+    blocks = [X[:, s.columns].copy() for s in shares]
+    blocks[1][3, 0] = bad
+    with pytest.raises(ValueError, match=f"Input blocks\\[1\\] contains {says}"):
+        predict_with_shares(shares, blocks)
+    X_bad = X.copy()
+    X_bad[3, shares[1].columns[0]] = bad
+    with pytest.raises(ValueError, match=f"Input X contains {says}"):
+        getattr(est, methods[0])(X_bad)
+    with pytest.raises(ValueError, match=f"Input X contains {says}"):
+        getattr(consolidate_shares(shares), methods[0])(X_bad)
+    blocks[1] = blocks[1][:, 0]
+    with pytest.raises(ValueError, match="Expected 2D array"):
+        predict_with_shares(shares, blocks)
