@@ -12,7 +12,8 @@ Deployed, each party keeps only its own share. We
 1. export the shares and save each one to a file of its own;
 2. load them back and predict by the federated protocol (each party holds
    its share and its own columns), bit for bit as the estimator;
-3. consolidate them into one plaintext model (every party must agree);
+3. consolidate them into one plaintext model (every party must agree),
+   and see shares of another fit, or edited, refused;
 4. show what the label holder still infers from what it received by
    design, ``omega^T x + b`` of the training rows: the kernel of the other
    parties' columns, hence their distances, and by classical MDS their
@@ -63,6 +64,23 @@ plain = consolidate_shares(shares).predict_proba(X)
 for name, proba in [("shares, federated", federated), ("consolidated", plain)]:
     print(f"{name:18s} identical to the estimator: "
           f"{np.array_equal(proba, clf.predict_proba(X))}")
+
+# %%
+# Shares of another fit, or edited, are refused
+# ---------------------------------------------
+# Every share of one fit carries the fit's fingerprint and a digest of its
+# content: party 1's share of another fit, or a share whose coefficient was
+# changed, stops the prediction before any party computes.
+other = FDSKLClassifier(partition=3, max_iter=5, random_state=1).fit(X, y)
+edited = joblib.load(folder / "party0.joblib")
+edited.coef[0, 0] = np.nan
+for name, bad in [("another fit's party 1", [shares[0], other.export_shares()[1],
+                                             shares[2]]),
+                  ("party 0 edited", [edited, shares[1], shares[2]])]:
+    try:
+        predict_with_shares(bad, [X[:, s.columns] for s in shares])
+    except ValueError as error:
+        print(f"{name}: {error}")
 
 # %%
 # What the label holder infers without knowing any row

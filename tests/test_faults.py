@@ -33,6 +33,8 @@ import skfed
 from skfed.alignment import DHGroup, align
 from skfed.ensemble import SecureBoostClassifier
 from skfed.federation import FederationTimeoutError
+from skfed.kernel_methods import AVFKAMRanker
+from skfed.partition import VerticalPartition
 from skfed.utils import all_estimators
 
 from ._faults import (
@@ -344,6 +346,50 @@ def test_ctrl_c_during_cross_val_score_is_a_keyboard_interrupt():
     with pytest.raises(NotFittedError):
         check_is_fitted(clf)
     assert not busy_party_threads(wait=PROMPT_SECONDS)
+
+
+@pytest.mark.usefixtures("ctrl_c_reaches_python")
+@pytest.mark.parametrize("asynchronous", [True, False])
+@pytest.mark.parametrize("phase", ["preprocess", "train"])
+def test_ctrl_c_stops_every_avfkam_thread(phase, asynchronous):
+    # The label holder replays its sampling for max_iter steps before
+    # training (plan_steps) without reading the stop flag: after Ctrl-C it
+    # went on for minutes at max_iter=10**7 (3.6 CPU-s in 20 s), and Ctrl-C
+    # itself waited out the runtime's 1 s for a party that does not stop.
+    from skfed.kernel_methods import _avfkam_protocol as protocol
+
+    X, y = _data("AVFKAMRanker")
+    # preprocess: one label holder replays all 10**7 steps; train: two
+    # label holders stop replaying once they drew every seed, then train.
+    partition = VerticalPartition(3, active_parties=(0,) if phase == "preprocess"
+                                  else (0, 2))
+    AVFKAMRanker(partition, **PARAMS["AVFKAMRanker"]).fit(X, y)  # warm the pool
+    baseline = threading.active_count()
+    ranker = AVFKAMRanker(partition, max_iter=10**7, asynchronous=asynchronous,
+                          random_state=0)
+    # Ctrl-C from inside the phase once it runs, however slow the machine:
+    # event-based, so no wall-clock margin decides where it lands.
+    target = "plan_steps" if phase == "preprocess" else "sample_step"
+    original = getattr(protocol, target)
+    interrupted = {}
+
+    def interrupting(*args, **kwargs):
+        if not interrupted:
+            interrupted["at"] = time.monotonic()
+            _thread.interrupt_main()
+        return original(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(protocol, target, interrupting)
+        with pytest.raises(KeyboardInterrupt):
+            ranker.fit(X, y)
+    assert interrupted
+    assert time.monotonic() - interrupted["at"] < PROMPT_SECONDS
+    # No party or driver thread left working (failure mode: minutes).
+    assert not busy_party_threads(wait=PROMPT_SECONDS)
+    assert threading.active_count() <= baseline
+    with pytest.raises(NotFittedError):
+        check_is_fitted(ranker)
 
 
 def test_a_hanging_party_with_a_short_party_timeout_ends_promptly():

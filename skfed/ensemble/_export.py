@@ -25,13 +25,15 @@ whoever runs it, so it is built only by that explicit call (or
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import hashlib
-import hmac
-
 import numpy as np
 from scipy.special import expit, softmax
 
-from ..federation._fingerprint import new_fingerprint
+from ..federation._fingerprint import (
+    check_intact,
+    check_same_model,
+    content_digest,
+    new_fingerprint,
+)
 
 from ._predictor import Tree, advance, finish_walk, start_walk, walk
 from ._split import apply_lookup
@@ -42,38 +44,9 @@ __all__ = ["SecureBoostActiveShare", "SecureBoostPassiveShare",
 _TREE_ARRAYS = ("children_left", "children_right", "owner", "record", "value")
 
 
-def _content_digest(*parts):
-    """BLAKE2b of a share's content (numbers and arrays), for its check."""
-    h = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        if isinstance(part, dict):
-            h.update(_content_digest(*[part[k] for k in sorted(part)]).encode())
-        elif isinstance(part, (list, tuple)):
-            h.update(_content_digest(*part).encode())
-        elif part is None:
-            h.update(b"none")
-        else:
-            a = np.ascontiguousarray(part)
-            h.update(str((a.dtype.str, a.shape)).encode())
-            h.update(a.tobytes() if a.dtype != object else repr(a.tolist()).encode())
-    return h.hexdigest()
-
-
 def _check_share(share):
     """Refuse a share whose content changed since export (its digest)."""
-    if not hmac.compare_digest(share._digest_now(), str(share.digest)):
-        raise ValueError(
-            f"The share of party {share.party} fails its integrity check: its "
-            "content (a threshold, a tree, the baseline) changed after "
-            "export_shares made it. Use the share as exported.")
-
-
-def _check_model(share, model):
-    if model is not None and model != share.model:
-        raise ValueError(
-            f"The share of party {share.party} is of another fit (model "
-            f"fingerprint {share.model[:12]}..., asked for {str(model)[:12]}...): "
-            "use the shares exported together from one fitted model.")
+    check_intact(share, "a threshold, a tree, the baseline")
 
 
 def _table(records):
@@ -123,7 +96,7 @@ class SecureBoostPassiveShare:
         self.digest = self._digest_now()
 
     def _digest_now(self):
-        return _content_digest(self.party, self.columns, self.table, self.model)
+        return content_digest(self.party, self.columns, self.table, self.model)
 
     def answer(self, X_own, record_ids, rows, model=None):
         """Which way each queried row goes at each queried record.
@@ -143,7 +116,7 @@ class SecureBoostPassiveShare:
         go_left : ndarray of bool
         """
         _check_share(self)
-        _check_model(self, model)
+        check_same_model(self, model)
         return apply_lookup(_records(self.table), np.asarray(X_own, dtype=np.float64),
                             record_ids, rows)
 
@@ -188,7 +161,7 @@ class SecureBoostActiveShare:
         self.digest = self._digest_now()
 
     def _digest_now(self):
-        return _content_digest(self.party, self.columns, self.table, self.trees,
+        return content_digest(self.party, self.columns, self.table, self.trees,
                                self.baseline, self.classes, self.n_parties,
                                self.model)
 
@@ -365,7 +338,7 @@ def consolidate_shares(shares):
     active = active[0]
     for share in shares:
         _check_share(share)
-        _check_model(share, active.model)
+        check_same_model(share, active.model)
     n_features = sum(share.columns.size for share in shares)
     trees = []
     for spec in active.trees:

@@ -1,4 +1,11 @@
-"""A fingerprint and an integrity check for model shares saved to files.
+"""A fingerprint and an integrity check for model shares.
+
+The same two checks guard the shares an estimator's ``export_shares()``
+hands out in memory (SecureBoost, FDSKL, AVFKAM): every share of one fit
+carries the fit's fingerprint (:func:`new_fingerprint`, drawn at fit) and
+the digest of its own content at export (:func:`content_digest`); before a
+share is used, :func:`check_intact` and :func:`check_same_model` refuse one
+edited since, or one of another fit, naming the share's party.
 
 :meth:`~skfed.federation.PartyData.save_shares` has every party write its
 share of a model to a file on its own host; a file from another fit, or one
@@ -28,7 +35,10 @@ import hmac
 import pickle
 import secrets
 
-__all__ = ["new_fingerprint", "seal", "open_sealed"]
+import numpy as np
+
+__all__ = ["new_fingerprint", "content_digest", "check_intact",
+           "check_same_model", "seal", "open_sealed"]
 
 #: the format tag of a sealed share file
 FORMAT = "skfed share v1"
@@ -37,6 +47,64 @@ FORMAT = "skfed share v1"
 def new_fingerprint():
     """A fresh model fingerprint (the driver's CSPRNG, 128 bits, hex)."""
     return secrets.token_hex(16)
+
+
+def content_digest(*parts):
+    """BLAKE2b (128 bits, hex) of a share's content.
+
+    ``parts`` are numbers, strings, bytes, arrays or None, nested in dicts
+    (hashed by value, in key order), lists and tuples.
+    """
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        if isinstance(part, dict):
+            h.update(content_digest(*[part[k] for k in sorted(part)]).encode())
+        elif isinstance(part, (list, tuple)):
+            h.update(content_digest(*part).encode())
+        elif part is None:
+            h.update(b"none")
+        else:
+            a = np.ascontiguousarray(part)
+            h.update(str((a.dtype.str, a.shape)).encode())
+            h.update(a.tobytes() if a.dtype != object else repr(a.tolist()).encode())
+    return h.hexdigest()
+
+
+def _exported_by_an_older_skfed(share):
+    return ValueError(
+        f"The share of party {share.party} carries no model fingerprint (it "
+        "was exported by an older skfed): export the shares again from the "
+        "fitted model.")
+
+
+def check_intact(share, what):
+    """Refuse a share whose content changed since export.
+
+    ``share.digest`` is :func:`content_digest` of its content at export,
+    ``share._digest_now()`` the same of its content now; ``what`` names
+    the content for the message.
+    """
+    if not hasattr(share, "digest"):
+        raise _exported_by_an_older_skfed(share)
+    if not hmac.compare_digest(share._digest_now(), str(share.digest)):
+        raise ValueError(
+            f"The share of party {share.party} fails its integrity check: its "
+            f"content ({what}) changed after export_shares made it. Use the "
+            "share as exported.")
+
+
+def check_same_model(share, model, whose="asked for"):
+    """Refuse a share of another fit than ``model`` (a fingerprint, or None
+    to check nothing); ``whose`` says where ``model`` comes from."""
+    if model is None:
+        return
+    if getattr(share, "model", None) is None:
+        raise _exported_by_an_older_skfed(share)
+    if model != share.model:
+        raise ValueError(
+            f"The share of party {share.party} is of another fit (model "
+            f"fingerprint {share.model[:12]}..., {whose} {str(model)[:12]}...): "
+            "use the shares exported together from one fitted model.")
 
 
 def _digest(salt, payload):

@@ -40,6 +40,7 @@ parties learn nothing of the split.
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from ..federation import check_stop
 from ._convergence import EarlyStopping, LossMonitor
 from ._vertical_features import CoefficientStore
 
@@ -121,6 +122,10 @@ class PooledCoefficientStore(CoefficientStore):
         out.n_created = self.n_created
         return out
 
+
+#: replayed steps between two reads of the stop flag in :func:`plan_steps`
+#: (a few milliseconds of replay; a read costs well under 1% of them)
+_POLL_STEPS = 256
 
 #: values (rows x seeds) of one chunk of the preprocessing's masked sums
 CHUNK_VALUES = 2**21
@@ -214,7 +219,12 @@ def plan_steps(state, rng_seed, batch_size, features_per_step, seeds,
     used = np.zeros(len(seeds), dtype=bool)
     n_rows = len(state.y)
     kept = np.ones(n_rows, dtype=bool) if keep_all_rows else np.zeros(n_rows, dtype=bool)
-    for _ in range(max_steps):
+    for step in range(max_steps):
+        if step % _POLL_STEPS == 0:
+            # max_iter replayed steps can take minutes (10**7: ~5 min): a
+            # run told to stop (Ctrl-C, a failure, a timeout) ends here
+            # instead of leaving this thread busy after the fit raised.
+            check_stop(state)
         rows, drawn = _draw(state, replay, len(seeds))
         used[drawn] = True
         if keep_all_rows:

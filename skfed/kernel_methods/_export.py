@@ -16,10 +16,16 @@ party's columns. Deployed, each party keeps only its own
   (classes, the regression target's scale, the ranking threshold).
 
 Shares hold numpy arrays, bytes and Python numbers only, so each party
-pickles its own. :func:`predict_with_shares` runs the federated prediction
-(FDSKL Algorithm 2, masked sums of Algorithm 3) with one party per share,
-each holding only its share and its own columns; the scores are the
-estimator's bit for bit. :func:`consolidate_shares` joins every share into
+pickles its own. Every share of one fit carries the fit's ``model``
+fingerprint and the ``digest`` of its own content at export (the mechanism
+of SecureBoost's shares, :mod:`skfed.federation._fingerprint`): a share of
+another fit, one edited since export, or one with a non-finite coefficient
+is refused before any party computes, naming the share's party.
+
+:func:`predict_with_shares` runs the federated prediction (FDSKL
+Algorithm 2, masked sums of Algorithm 3) with one party per share, each
+holding only its share and its own columns; the scores are the estimator's
+bit for bit. :func:`consolidate_shares` joins every share into
 one plaintext :class:`KernelConsolidated` (every key in one place), built
 only by that explicit call or ``estimator.consolidate()``; it evaluates the
 same ring arithmetic without masks (masks cancel exactly), so its scores
@@ -31,8 +37,15 @@ are the federated ones bit for bit too.
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import check_array
 
 from ..federation import Federation, PartyState, balanced_tree
+from ..federation._fingerprint import (
+    check_intact,
+    check_same_model,
+    content_digest,
+    new_fingerprint,
+)
 from ..losses import LogisticLoss
 from ._vertical_features import (
     _BLOCK_ENTRIES,
@@ -77,9 +90,20 @@ class KernelShare:
         The receiver's post-processing (``kind``: ``"classifier"``,
         ``"regressor"`` or ``"ranker"``; ``classes``, ``loss``, ``y_mean``,
         ``y_scale`` or ``threshold``); ``None`` in other parties' shares.
+    model : str, default=None
+        The fingerprint of the fitted model, shared by every share of one
+        fit (a fresh one if None).
+
+    Attributes
+    ----------
+    digest : str
+        BLAKE2b of the share's content at export:
+        :func:`predict_with_shares` and :func:`consolidate_shares` refuse a
+        share whose content changed since.
     """
 
-    def __init__(self, party, columns, key, feature_ids, coef, public, output=None):
+    def __init__(self, party, columns, key, feature_ids, coef, public, output=None,
+                 model=None):
         self.party = int(party)
         self.columns = np.asarray(columns, dtype=np.intp)
         self.key = bytes(key)
@@ -88,6 +112,17 @@ class KernelShare:
             len(self.feature_ids), int(public["n_outputs"]))
         self.public = dict(public)
         self.output = None if output is None else dict(output)
+        self.model = str(model) if model is not None else new_fingerprint()
+        self.digest = self._digest_now()
+
+    def _digest_now(self):
+        # Dicts as sorted (name, value) pairs: a value moved to another
+        # name changes the digest too.
+        return content_digest(
+            self.party, self.columns, self.key, self.feature_ids, self.coef,
+            sorted(self.public.items()),
+            None if self.output is None else sorted(self.output.items()),
+            self.model)
 
     def _store(self):
         if not len(self.feature_ids):
@@ -151,7 +186,19 @@ def _checked(shares):
     if len(receivers) != 1:
         raise ValueError("Exactly one share (the receiving label holder's) "
                          "must carry the output.")
-    return [by_party[k] for k in range(n)], receivers[0]
+    receiver = receivers[0]
+    ordered = [by_party[k] for k in range(n)]
+    for share in ordered:
+        bad = np.count_nonzero(~np.isfinite(share.coef))
+        if bad:
+            raise ValueError(
+                f"The share of party {share.party} has {bad} non-finite "
+                f"coefficient(s) (NaN or infinite) of {share.coef.size}: every "
+                "score would be NaN. Use the share as export_shares made it.")
+        check_intact(share, "its key, columns, coefficients or public parameters")
+        check_same_model(share, receiver.model,
+                         f"the receiver's share (party {receiver.party}) has")
+    return ordered, receiver
 
 
 def _party_states(shares, blocks, receiver):
@@ -171,8 +218,10 @@ def _party_states(shares, blocks, receiver):
 
 
 def _blocks(blocks, n_parties):
-    blocks = [b if sp.issparse(b) else np.asarray(b, dtype=np.float64)
-              for b in blocks]
+    # As the estimators' predict validates X (sklearn's checks and wording,
+    # e.g. "Input blocks[1] contains NaN."), before any party runs.
+    blocks = [check_array(b, accept_sparse=["csr", "csc"], dtype=np.float64,
+                          input_name=f"blocks[{k}]") for k, b in enumerate(blocks)]
     if len(blocks) != n_parties or len({b.shape[0] for b in blocks}) != 1:
         raise ValueError(f"Pass one block of rows per party ({n_parties}), "
                          "all with the same rows.")
@@ -198,6 +247,14 @@ def predict_with_shares(shares, blocks, method="predict"):
     Returns
     -------
     ndarray
+
+    Raises
+    ------
+    ValueError
+        Naming the share's party, for a share of another fit (its model
+        fingerprint differs from the receiver's), one whose content changed
+        after ``export_shares`` made it, or one with a non-finite
+        coefficient.
     """
     shares, receiver = _checked(shares)
     blocks = _blocks(blocks, len(shares))
@@ -275,9 +332,10 @@ class KernelConsolidated(_Outputs):
         return _to_features(states[owner], parts, positions, len(ids))
 
     def _columns(self, X):
-        X = X if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+        X = check_array(X, accept_sparse=["csr", "csc"], dtype=np.float64,
+                        input_name="X")
         n = sum(share.columns.size for share in self.shares)
-        if X.ndim != 2 or X.shape[1] != n:
+        if X.shape[1] != n:
             raise ValueError(f"X must have {n} columns (the full table).")
         return [X[:, share.columns] for share in self.shares]
 
@@ -305,7 +363,9 @@ def consolidate_shares(shares):
     """Join every party's share into one plaintext :class:`KernelConsolidated`.
 
     Every party hands over its key and coefficients: this is the explicit,
-    all-party decision to give up what the shares keep apart.
+    all-party decision to give up what the shares keep apart. The shares
+    are checked as :func:`predict_with_shares` checks them: one of another
+    fit, edited since export or with a non-finite coefficient is refused.
     """
     return KernelConsolidated(shares)
 
@@ -350,6 +410,9 @@ class KernelShareMixin:
         public = dict(n_parties=partition.n_parties, receiver=receiver,
                       kernel=self.kernel, gamma=float(self.gamma_),
                       basis_seed=int(self._basis_seed), n_outputs=int(n_outputs))
+        # One fingerprint for every share of this fit (drawn at fit; a
+        # model fitted by an older skfed gets one here).
+        model = getattr(self, "_model_fingerprint", None) or new_fingerprint()
         shares = []
         for k in range(partition.n_parties):
             store = stores[k]
@@ -358,7 +421,7 @@ class KernelShareMixin:
             coef = np.empty((0, n_outputs)) if empty else store.coef
             shares.append(KernelShare(
                 k, partition.columns(k), self._party_keys[k], ids, coef, public,
-                self._share_output() if k == receiver else None))
+                self._share_output() if k == receiver else None, model=model))
         return shares
 
     def consolidate(self):

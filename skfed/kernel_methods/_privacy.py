@@ -23,6 +23,7 @@ import numpy as np
 from sklearn.utils.validation import _num_samples
 
 from ..base import party_seeds
+from ..federation._fingerprint import new_fingerprint
 from ..kernel_approximation import keyed_directions, spectral_directions
 from . import _vertical_features
 from ._vertical_features import (
@@ -203,7 +204,8 @@ class KernelPrivacyMixin:
 
     def _keep_party_keys(self, fed, names, n_rows, row_order=None):
         """File each party's key with the fitted model (prediction needs
-        them), with the row facts the privacy checks need.
+        them), with the row facts the privacy checks need and the fit's
+        fingerprint (which its exported shares carry).
 
         The simulation keeps every party's share in the estimator, as it
         does the coefficient stores; fetching them is not a message. The
@@ -218,6 +220,10 @@ class KernelPrivacyMixin:
         self._privacy_public = fed[names[-1]].call(_public_facts).result()
         self._privacy_n_rows = int(n_rows)
         self._row_order = None if row_order is None else np.asarray(row_order)
+        # Names this fit in every share export_shares() makes of it, so that
+        # shares of two fits refuse to be used together (never shapes the
+        # model: drawn from secrets, after training).
+        self._model_fingerprint = new_fingerprint()
 
     def _privacy_contract(self):
         from ._contracts import avfkam_contract, fdskl_contract

@@ -1,9 +1,11 @@
 """FDSKL and AVFKAM shares: one per party, nothing secret twice, same predictions."""
 
+import copy
 import pickle
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import make_classification, make_regression
 
 from skfed.kernel_methods import (
@@ -49,9 +51,21 @@ def _cases():
 
 
 @pytest.fixture(scope="module", params=list(_cases()))
-def fitted(request):
-    est, X, y, methods = _cases()[request.param]
-    return est.fit(X, y), X, methods
+def case(request):
+    return _cases()[request.param]
+
+
+@pytest.fixture(scope="module")
+def fitted(case):
+    est, X, y, methods = case
+    return clone(est).fit(X, y), X, methods
+
+
+@pytest.fixture(scope="module")
+def other_fit(case):
+    """The same estimator fitted with another seed: another model."""
+    est, X, y, _ = case
+    return clone(est).set_params(random_state=1).fit(X, y)
 
 
 def test_each_share_holds_only_its_own_secrets(fitted):
@@ -142,3 +156,80 @@ def test_shares_of_one_party_and_of_sparse_rows(partition, sparse):
     np.testing.assert_array_equal(predict_with_shares(
         shares, [X[:, s.columns] for s in shares], "decision_function"), expected)
     np.testing.assert_array_equal(est.consolidate().decision_function(X), expected)
+
+
+def _use(shares, X, route, method):
+    if route == "predict_with_shares":
+        blocks = [X[:, s.columns] for s in sorted(shares, key=lambda s: s.party)]
+        return predict_with_shares(shares, blocks, method)
+    return getattr(consolidate_shares(shares), method)(X)
+
+
+@pytest.mark.parametrize("route", ["predict_with_shares", "consolidate_shares"])
+def test_shares_of_another_fit_or_edited_are_refused(fitted, other_fit, route):
+    # Shares of two fits used to mix silently (FDSKL 140/240 and AVFKAM
+    # 127/240 signs flipped), and a NaN coefficient gave NaN scores only.
+    est, X, methods = fitted
+    shares = est.export_shares()
+    foreign = other_fit.export_shares()
+    mixed = [foreign[1] if s.party == 1 else s for s in shares]
+    with pytest.raises(ValueError, match="share of party 1 is of another fit"):
+        _use(mixed, X, route, methods[0])
+    # One fingerprint per fit, the same in every export of it.
+    assert len({s.model for s in shares}) == 1
+    assert {s.model for s in est.export_shares()} == {shares[0].model}
+    assert foreign[1].model != shares[1].model
+
+    k = next(s.party for s in shares if s.coef.size)
+    for bad in (np.nan, np.inf):
+        edited = copy.deepcopy(shares)
+        edited[k].coef[0, 0] = bad
+        with pytest.raises(ValueError, match=f"share of party {k} has 1 non-finite"):
+            _use(edited, X, route, methods[0])
+    # A share built anew around a NaN (its digest then agrees) is refused too.
+    rebuilt = copy.deepcopy(shares)
+    old = rebuilt[k]
+    coef = old.coef.copy()
+    coef[-1, 0] = np.nan
+    rebuilt[k] = KernelShare(old.party, old.columns, old.key, old.feature_ids, coef,
+                             old.public, old.output, model=old.model)
+    with pytest.raises(ValueError, match=f"share of party {k} has 1 non-finite"):
+        _use(rebuilt, X, route, methods[0])
+    # Finite edits, and a share without a fingerprint, fail the checks too.
+    edited = copy.deepcopy(shares)
+    edited[k].coef[0, 0] += 0.5
+    with pytest.raises(ValueError, match=f"party {k} fails its integrity check"):
+        _use(edited, X, route, methods[0])
+    edited = copy.deepcopy(shares)
+    edited[2 % len(shares)].key = shares[0].key[::-1]
+    with pytest.raises(ValueError, match="fails its integrity check"):
+        _use(edited, X, route, methods[0])
+    old_format = copy.deepcopy(shares)
+    del old_format[1].model, old_format[1].digest
+    with pytest.raises(ValueError, match="party 1 carries no model fingerprint"):
+        _use(old_format, X, route, methods[0])
+    # Untouched shares of one fit, pickled, still score as the estimator.
+    np.testing.assert_array_equal(
+        _use([pickle.loads(pickle.dumps(s)) for s in shares], X, route, methods[0]),
+        getattr(est, methods[0])(X))
+
+
+@pytest.mark.parametrize("bad, says", [(np.nan, "NaN"), (np.inf, "infinity")])
+def test_blocks_are_validated_as_predict_validates_x(fitted, bad, says):
+    # A NaN in a block used to surface from a party thread as "angles
+    # omega.x overflow float64 ... the entries of X are too large".
+    est, X, methods = fitted
+    shares = est.export_shares()
+    blocks = [X[:, s.columns].copy() for s in shares]
+    blocks[1][3, 0] = bad
+    with pytest.raises(ValueError, match=f"Input blocks\\[1\\] contains {says}"):
+        predict_with_shares(shares, blocks)
+    X_bad = X.copy()
+    X_bad[3, shares[1].columns[0]] = bad
+    with pytest.raises(ValueError, match=f"Input X contains {says}"):
+        getattr(est, methods[0])(X_bad)
+    with pytest.raises(ValueError, match=f"Input X contains {says}"):
+        getattr(consolidate_shares(shares), methods[0])(X_bad)
+    blocks[1] = blocks[1][:, 0]
+    with pytest.raises(ValueError, match="Expected 2D array"):
+        predict_with_shares(shares, blocks)
