@@ -10,12 +10,15 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 
+from skfed._privacy_core._check import public_sizes
 from skfed.cluster import _dspgd
 from skfed.federation import record_messages
 from skfed.kernel_methods import AVFKAMRanker, FDSKLClassifier
 from skfed.kernel_methods import _avfkam_protocol as avfkam_protocol
 from skfed.kernel_methods import _fdskl_base
+from skfed.kernel_methods._contracts import fdskl_contract
 from skfed.partition import VerticalPartition
+from skfed.privacy import check_messages
 
 from .test_fdskl import _binary_data, _central_fdskl
 
@@ -98,6 +101,23 @@ def test_max_iter_auto_counts_epochs_with_a_floor():
     fitted = FDSKLClassifier(partition=2, max_iter="auto", batch_size=100,
                              n_components_per_iter=2, random_state=0).fit(X, y)
     assert fitted.n_iter_ == 500
+
+
+def test_max_iter_auto_fit_holds_its_contract(monkeypatch):
+    # max_iter="auto" is resolved in the contract's sizes (it raised on
+    # int("auto") before, which disabled the bound); 5 epochs of 2 batches.
+    monkeypatch.setattr(FDSKLClassifier, "_auto_min_steps", 4)
+    X, y = _binary_data(n=80)
+    with record_messages() as rec:
+        est = FDSKLClassifier(partition=3, max_iter="auto",
+                              n_components_per_iter=2, batch_size=40,
+                              random_state=0).fit(X, y)
+    assert est.n_iter_ == 10
+    assert list(check_messages(est, rec.messages, X, y)) == []
+    # the size bound of a masked sum is enforced: rows x the 20 feature
+    # ids (before, it could not be evaluated and was skipped)
+    (rule,) = fdskl_contract(est).rules_for("step/features/T1")
+    assert rule.elements[0].size_bound(public_sizes(est, X)) == 80 * 20
 
 
 def test_a_step_uses_at_most_the_pool():
