@@ -5,8 +5,10 @@ The baseline of ``bench_fdskl.py``: the same maths as
 replacement per epoch, ``m`` fresh random Fourier features per step, the new
 coefficients ``-lr / (B m) sum_i L'(f(x_i), y_i) phi_j(x_i)``, the decay
 ``1 - lr alpha`` of the older ones, and the per-row partial sums of the
-features a row already met), with every column in one place: no parties, no
-masks, no messages. Its random directions come from one numpy generator, so
+features a row already met; or, with ``pool=D``, the step's ``m`` feature
+ids taken modulo ``D``, a returning id's coefficient growing in place and
+every row scored on the whole pool), with every column in one place: no
+parties, no masks, no messages. Its random directions come from one numpy generator, so
 the model is another draw of the same distribution, not the federated
 model itself (``tests/kernel_methods/test_fdskl.py`` checks that one
 exactly).
@@ -35,16 +37,18 @@ def _project(X, omega, lo, hi):
 
 
 def numpy_fdskl(X, Y, *, n_iter, batch_size, m, learning_rate, alpha, gamma,
-                loss="logistic", random_state=0):
+                loss="logistic", random_state=0, pool=None):
     """Fit the centralized model; returns ``decision(X_new) -> (n, k)``.
 
     ``Y`` holds the encoded targets (``-1``/``+1`` per class for the
     classifier's losses), one column per output. ``learning_rate`` is a
-    number or one step per iteration (a schedule, for studies).
+    number or one step per iteration (a schedule, for studies). ``pool``:
+    ``None`` for fresh features every step, or the pool size
+    (``n_components``).
     """
     rng = np.random.RandomState(random_state)
     n, d = X.shape
-    n_total = n_iter * m
+    n_total = n_iter * m if pool is None else min(pool, n_iter * m)
     omega = rng.normal(scale=np.sqrt(2.0 * gamma), size=(d, n_total))
     phase = rng.uniform(0.0, 2.0 * np.pi, size=n_total)
     L = get_loss(loss)
@@ -61,6 +65,16 @@ def numpy_fdskl(X, Y, *, n_iter, batch_size, m, learning_rate, alpha, gamma,
             order, pos = rng.permutation(n), 0
         rows = order[pos:pos + batch_size]
         pos += batch_size
+        if pool is not None:
+            # every row meets the whole pool (untouched ids hold 0); the
+            # step's ids wrap around it
+            phi = root2 * np.cos(_project(X[rows], omega, 0, n_total) + phase)
+            ids = np.arange(t * m, (t + 1) * m) % n_total
+            coef = -learning_rate / (batch_size * m) * (
+                phi[:, ids].T @ L.derivative(Y[rows], scale * phi @ raw))
+            scale *= decay
+            raw[ids] += coef / scale
+            continue
         width = t * m
         # The features each row met since its last visit, rows grouped by
         # where they stopped (one dense product per group).

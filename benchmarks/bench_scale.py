@@ -11,7 +11,13 @@ per row: kB/row) and the quality on 10,000 held-out rows:
   ``n_components=2000`` (a pool of 2,000 feature seeds), beside random
   features + SGD (RBFSampler with the same gamma and 2,000 features,
   SGDClassifier with the log loss); accuracy. ``fdskl-default`` is the
-  default FDSKLClassifier (500 steps of fresh features, the paper's loop).
+  default FDSKLClassifier, whose ``"auto"`` settings choose by size (the
+  paper's fresh features up to 10,000 rows, the pool of 2,000 above), and
+  ``fdskl-paper`` the former defaults (``n_components=None,
+  n_components_per_iter=32, batch_size=256, max_iter=500``: 500 steps of
+  fresh features, the paper's loop, at any size); the defaults get their own
+  table (rows, settings chosen, bytes per step, total, accuracy beside the
+  same baseline, peak memory, CPU and wall seconds).
 - ``avfkam``: AVFKAMRanker, 3 parties, defaults, on a 10%-positive table,
   beside the same random features (3,000) + SGDClassifier; ROC AUC.
 - ``kkm``: FederatedKernelKMeans, 5 clusters, 4 users, defaults, beside
@@ -26,6 +32,7 @@ MiniBatchKMeans.partial_fit for 3): the full matrix would not fit. Run::
     python benchmarks/bench_scale.py                   # 8k and 64k rows
     python benchmarks/bench_scale.py --sizes 8000,64000,512000,1000000
     python benchmarks/bench_scale.py --estimators fdskl --sizes 2000,8000
+    python benchmarks/bench_scale.py --estimators fdskl-default --sizes 8000,64000
 
 The cores are shared: quote the load average printed with the table.
 """
@@ -44,11 +51,18 @@ import warnings
 import numpy as np
 
 N_TEST = 10_000
-ESTIMATORS = ("fdskl", "avfkam", "kkm")
-METHODS = {"fdskl": ("ours", "baseline"), "fdskl-default": ("ours",),
+ESTIMATORS = ("fdskl", "fdskl-default", "avfkam", "kkm")
+METHODS = {"fdskl": ("ours", "baseline"), "fdskl-default": ("ours", "baseline"),
+           "fdskl-paper": ("ours", "baseline"),
            "avfkam": ("ours", "baseline"), "kkm": ("ours", "baseline")}
-FDSKL_SCALE = dict(max_iter="auto", n_components=2000, n_components_per_iter=2000,
-                   batch_size=32)
+#: the FDSKL variants, all on the same table beside the same baseline
+FDSKL_PARAMS = {
+    "fdskl": dict(max_iter="auto", n_components=2000, n_components_per_iter=2000,
+                  batch_size=32),
+    "fdskl-default": {},
+    "fdskl-paper": dict(n_components=None, n_components_per_iter=32,
+                        batch_size=256, max_iter=500),
+}
 FDSKL_FEATURES = 2000
 
 
@@ -114,7 +128,7 @@ def _point(name, method, n):
 
     warnings.simplefilter("ignore")
     out = dict(estimator=name, method=method, n=n)
-    if name in ("fdskl", "fdskl-default"):
+    if name in FDSKL_PARAMS:
         Xtr, ytr, Xte, yte = _classification(n)
     elif name == "avfkam":
         Xtr, ytr, Xte, yte = _classification(n, weights=[0.9])
@@ -122,16 +136,21 @@ def _point(name, method, n):
         Xtr, ytr, Xte, yte = _blobs(n)
     t0, c0 = time.perf_counter(), time.process_time()
     steps = bytes_ = None
-    if name in ("fdskl", "fdskl-default") and method == "ours":
+    if name in FDSKL_PARAMS and method == "ours":
         from skfed.kernel_methods import FDSKLClassifier
 
-        params = FDSKL_SCALE if name == "fdskl" else {}
-        est = FDSKLClassifier(partition=3, random_state=0, **params).fit(Xtr, ytr)
+        est = FDSKLClassifier(partition=3, random_state=0,
+                              **FDSKL_PARAMS[name]).fit(Xtr, ytr)
         fit_s, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
         quality = float(np.mean(est.predict(Xte) == yte))
         steps, bytes_ = est.n_iter_, est.communication_.total_bytes
         out["features"] = int(est.n_components_)
-    elif name == "fdskl":
+        # the settings "auto" chose (absent before they were exposed)
+        out["pool"] = getattr(est, "pool_size_", est.n_components)
+        out["batch"] = getattr(est, "batch_size_", est.batch_size)
+        out["m"] = getattr(est, "n_components_per_iter_",
+                           est.n_components_per_iter)
+    elif name in FDSKL_PARAMS:
         model, _ = _rf_sgd(Xtr, ytr, Xte, FDSKL_FEATURES)
         fit_s, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
         quality = float(np.mean(model.predict(Xte) == yte))
@@ -277,12 +296,42 @@ def ratios(results):
                        "quality - baseline", "bytes/step x smallest"), rows)
 
 
+def defaults_table(results, name="fdskl-default"):
+    """FDSKL's defaults by size: the settings chosen, the traffic, the
+    accuracy beside random features + SGD, peak memory and time."""
+    from _common import text_table
+
+    base = {r["n"]: r for r in results if r["method"] == "baseline"
+            and r["estimator"] in FDSKL_PARAMS and "error" not in r}
+    ours = sorted((r for r in results if r["estimator"] == name
+                   and r["method"] == "ours"), key=lambda r: r["n"])
+    rows, first = [], None
+    for r in ours:
+        if "error" in r:
+            rows.append((f"{r['n']:,}", r["error"], *[""] * 11))
+            continue
+        b = base.get(r["n"])
+        first = first or r["step_bytes"]
+        setting = ("fresh" if r.get("pool") is None else f"pool {r['pool']}")
+        rows.append((
+            f"{r['n']:,}", f"{setting}, m {r.get('m')}, B {r.get('batch')}",
+            r["steps"], f"{r['step_bytes'] / 1e6:.3f}",
+            f"{r['step_bytes'] / first:.2f}", f"{r['bytes'] / 1e6:,.0f}",
+            f"{r['quality']:.4f}", "-" if b is None else f"{b['quality']:.4f}",
+            "-" if b is None else f"{r['quality'] - b['quality']:+.4f}",
+            f"{r['rss_mb']:.0f}", f"{r['cpu']:.1f}", f"{r['wall']:.1f}"))
+    return text_table(("rows", "settings", "steps", "MB/step",
+                       "x smallest", "MB sent", "accuracy", "RF+SGD acc",
+                       "acc - RF+SGD", "peak RSS MB", "CPU s", "wall s"), rows)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="8000,64000",
                         help="comma-separated row counts (default 8000,64000)")
     parser.add_argument("--estimators", default=",".join(ESTIMATORS),
-                        help="fdskl, fdskl-default, avfkam, kkm (comma-separated)")
+                        help="fdskl, fdskl-default, fdskl-paper, avfkam, kkm "
+                             "(comma-separated)")
     parser.add_argument("--methods", default="ours,baseline")
     parser.add_argument("--timeout", type=float, default=3600.0,
                         help="seconds per point before it is stopped")
@@ -297,13 +346,20 @@ def main():
     sizes = [2000, 8000] if args.quick else [int(s) for s in args.sizes.split(",")]
     methods = args.methods.split(",")
     print(f"load average before: {open('/proc/loadavg').read().split()[:3]}")
-    results = []
+    results, fdskl_baseline = [], {}
     for name in args.estimators.split(","):
         for n in sizes:
             for method in METHODS[name]:
                 if method not in methods:
                     continue
-                r = run_point(name, method, n, args.timeout)
+                if name in FDSKL_PARAMS and method == "baseline" \
+                        and n in fdskl_baseline:
+                    # the FDSKL variants share one table and one baseline
+                    r = dict(fdskl_baseline[n], estimator=name)
+                else:
+                    r = run_point(name, method, n, args.timeout)
+                    if name in FDSKL_PARAMS and method == "baseline":
+                        fdskl_baseline[n] = r
                 results.append(r)
                 print(json.dumps(r), flush=True)
     print(f"load average after: {open('/proc/loadavg').read().split()[:3]}")
@@ -311,6 +367,10 @@ def main():
     print(table(results))
     print()
     print(ratios(results))
+    for name in ("fdskl-default", "fdskl-paper"):
+        if any(r["estimator"] == name for r in results):
+            print(f"\n{name}: the settings chosen, by size")
+            print(defaults_table(results, name))
 
 
 if __name__ == "__main__":

@@ -38,13 +38,13 @@ _T2 = "sums of fresh ring masks only (no data)"
 
 
 def random_features(sizes):
-    """The random features a fit may draw: FDSKL's ``n_components_per_iter``
-    per step for at most ``max_iter`` steps (a diverged fit keeps fewer
-    than it sent), AVFKAM's ``n_random_features``."""
+    """The random features a fit may draw: FDSKL's feature ids (its
+    features per step for at most ``max_iter`` steps, at most the pool,
+    ``"auto"`` resolved; a diverged fit keeps fewer than it sent), AVFKAM's
+    ``n_random_features``."""
     est = sizes["est"]
-    per_step = getattr(est, "n_components_per_iter", None)
-    if per_step is not None:
-        return int(est.max_iter) * int(per_step)
+    if hasattr(est, "n_components_per_iter"):
+        return int(est._n_feature_ids)
     return int(est.n_random_features)
 
 

@@ -71,6 +71,19 @@ __SHARED__
     learning_rate_ : float
         The step size used (``"auto"`` resolved).
 
+    pool_size_ : int or None
+        The pool of feature seeds used (``n_components`` with ``"auto"``
+        resolved; ``None``: fresh features every step, the paper's loop).
+
+    n_components_per_iter_ : int
+        Random features per step (``"auto"`` resolved, capped at the pool).
+
+    batch_size_ : int
+        Rows per step (``"auto"`` resolved, capped at the training rows).
+
+    max_iter_ : int
+        The most steps the fit could run (``"auto"`` resolved).
+
     loss_curve_ : ndarray of shape (n_checks,)
         The label holder's mean minibatch loss between two checks (see
         ``n_iter_no_change`` for their schedule).
@@ -138,8 +151,9 @@ __NOTES__
     }
 
     def __init__(self, partition=None, *, loss="logistic", kernel="rbf",
-                 gamma="scale", alpha=1e-4, learning_rate="auto", max_iter=500,
-                 batch_size=256, n_components_per_iter=32, n_components=None,
+                 gamma="scale", alpha=1e-4, learning_rate="auto", max_iter="auto",
+                 batch_size="auto", n_components_per_iter="auto",
+                 n_components="auto",
                  early_stopping="auto", validation_fraction=0.1,
                  n_iter_no_change=10, tol=1e-3, cache_size=200.0,
                  class_weight=None, random_state=None,
@@ -288,6 +302,19 @@ __SHARED__
     learning_rate_ : float
         The step size used (``"auto"`` resolved).
 
+    pool_size_ : int or None
+        The pool of feature seeds used (``n_components`` with ``"auto"``
+        resolved; ``None``: fresh features every step, the paper's loop).
+
+    n_components_per_iter_ : int
+        Random features per step (``"auto"`` resolved, capped at the pool).
+
+    batch_size_ : int
+        Rows per step (``"auto"`` resolved, capped at the training rows).
+
+    max_iter_ : int
+        The most steps the fit could run (``"auto"`` resolved).
+
     loss_curve_ : ndarray of shape (n_checks,)
         The label holder's mean minibatch loss between two checks (see
         ``n_iter_no_change`` for their schedule).
@@ -364,8 +391,9 @@ __SHARED__
     _auto_min_steps = 800
 
     def __init__(self, partition=None, *, loss="squared", kernel="rbf",
-                 gamma="scale", alpha=1e-4, learning_rate="auto", max_iter=800,
-                 batch_size=256, n_components_per_iter=32, n_components=None,
+                 gamma="scale", alpha=1e-4, learning_rate="auto", max_iter="auto",
+                 batch_size="auto", n_components_per_iter="auto",
+                 n_components="auto",
                  early_stopping="auto", validation_fraction=0.1,
                  n_iter_no_change=10, tol=1e-3, cache_size=200.0,
                  random_state=None, party_keys="auto", verbose=0):

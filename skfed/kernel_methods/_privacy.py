@@ -130,9 +130,7 @@ def _fdskl_fit_sums(estimator, messages, n_rows):
     if q == 1 or facts is None or "cache_slot" not in facts:
         return []
     owners = list(facts["owners"])
-    n_total = getattr(estimator, "_n_feature_ids", None)
-    if n_total is None:
-        n_total = estimator.max_iter * estimator.n_components_per_iter
+    n_total = estimator._n_feature_ids
     state = PartyState(**facts, index=0, columns=np.zeros(1, dtype=np.int64),
                        X=np.arange(facts["n_samples"], dtype=float)[:, None],
                        key=b"\0" * 32)

@@ -10,12 +10,15 @@ import numpy as np
 import pytest
 from sklearn.datasets import make_classification
 
+from skfed._privacy_core._check import public_sizes
 from skfed.cluster import _dspgd
 from skfed.federation import record_messages
-from skfed.kernel_methods import AVFKAMRanker, FDSKLClassifier
+from skfed.kernel_methods import AVFKAMRanker, FDSKLClassifier, FDSKLRegressor
 from skfed.kernel_methods import _avfkam_protocol as avfkam_protocol
 from skfed.kernel_methods import _fdskl_base
+from skfed.kernel_methods._contracts import fdskl_contract
 from skfed.partition import VerticalPartition
+from skfed.privacy import check_messages
 
 from .test_fdskl import _binary_data, _central_fdskl
 
@@ -98,6 +101,83 @@ def test_max_iter_auto_counts_epochs_with_a_floor():
     fitted = FDSKLClassifier(partition=2, max_iter="auto", batch_size=100,
                              n_components_per_iter=2, random_state=0).fit(X, y)
     assert fitted.n_iter_ == 500
+
+
+def test_auto_settings_choose_the_pool_above_10000_rows():
+    # Up to 10,000 rows the defaults are the former ones (the paper's fresh
+    # features); above, a pool of 2,000 updated whole at every step, in
+    # batches of 32 for 5 epochs: at 64,000 rows (63,000 training rows
+    # beside 1,000 held out) 9,844 steps of 32 x 2,000 pairs.
+    fresh = (None, 32, 256)
+    for n_samples, n_train in [(569, 569), (10_000, 10_000)]:
+        assert FDSKLClassifier()._resolve_schedule(n_samples, n_train) == (
+            *fresh, 500)
+        assert FDSKLRegressor()._resolve_schedule(n_samples, n_train) == (
+            *fresh, 800)
+    assert FDSKLClassifier()._resolve_schedule(10_001, 9_001) == (
+        2000, 2000, 32, 1407)
+    assert FDSKLClassifier()._resolve_schedule(64_000, 63_000) == (
+        2000, 2000, 32, 9844)
+    assert FDSKLRegressor()._resolve_schedule(10**6, 999_000) == (
+        2000, 2000, 32, 156_094)
+    # The paper's loop stays selectable at any size: the former defaults
+    # given explicitly, or the "auto" values that follow a given pool.
+    former = dict(n_components=None, n_components_per_iter=32, batch_size=256,
+                  max_iter=500)
+    assert FDSKLClassifier(**former)._resolve_schedule(64_000, 63_000) == (
+        *fresh, 500)
+    assert FDSKLClassifier(n_components=None)._resolve_schedule(
+        64_000, 63_000) == (*fresh, 1231)
+    assert FDSKLClassifier(n_components=300)._resolve_schedule(500, 500) == (
+        300, 300, 32, 500)
+    assert FDSKLClassifier(n_components=300, n_components_per_iter=500,
+                           batch_size=8)._resolve_schedule(500, 500) == (
+        300, 300, 8, 500)
+
+
+def test_default_step_traffic_does_not_grow_above_10000_rows():
+    # The defaults above 10,000 rows: a step costs B x 2,000 pairs whatever
+    # the rows (before, 256 rows x every fresh feature since each row's last
+    # visit: 6.2 times the bytes per step of 8,000 rows at 64,000).
+    X, y = make_classification(30_000, 6, n_informative=4, random_state=0)
+    fits = [FDSKLClassifier(partition=3, max_iter=6, early_stopping=False,
+                            random_state=0).fit(X[:n], y[:n])
+            for n in (10_001, 30_000)]
+    for fit in fits:
+        assert (fit.pool_size_, fit.n_components_per_iter_, fit.batch_size_) == (
+            2000, 2000, 32)
+        assert fit.n_components_ == 2000
+    for phase in ("step/features/T1", "step/features/T2", "step/decision"):
+        assert (fits[0].communication_.by_phase[phase]["bytes"]
+                == fits[1].communication_.by_phase[phase]["bytes"])
+    # one Algorithm 3 sum per (row, feature) and party but the owner: 4
+    # bytes per angle over T1 and T2, a step's 32 x 2,000 pairs at most
+    per_step = fits[1].communication_.by_phase["step/features/T1"]["bytes"] / 6
+    assert per_step <= 2 * 4 * 32 * 2000 * 1.01
+    # At 10,000 rows the defaults are the former ones: the same model.
+    former = dict(n_components=None, n_components_per_iter=32, batch_size=256)
+    small = [FDSKLClassifier(partition=3, max_iter=6, random_state=0, **params)
+             .fit(X[:10_000], y[:10_000]) for params in ({}, former)]
+    assert small[0].pool_size_ is None
+    np.testing.assert_array_equal(small[0].decision_function(X[:500]),
+                                  small[1].decision_function(X[:500]))
+
+
+def test_max_iter_auto_fit_holds_its_contract(monkeypatch):
+    # max_iter="auto" (the default) is resolved in the contract's sizes
+    # (it raised on int("auto") before); 5 epochs of 2 batches here.
+    monkeypatch.setattr(FDSKLClassifier, "_auto_min_steps", 4)
+    X, y = _binary_data(n=80)
+    with record_messages() as rec:
+        est = FDSKLClassifier(partition=3, max_iter="auto",
+                              n_components_per_iter=2, batch_size=40,
+                              random_state=0).fit(X, y)
+    assert est.n_iter_ == 10
+    assert list(check_messages(est, rec.messages, X, y)) == []
+    # the size bound of a masked sum is enforced: rows x the 20 feature
+    # ids (before, it could not be evaluated and was skipped)
+    (rule,) = fdskl_contract(est).rules_for("step/features/T1")
+    assert rule.elements[0].size_bound(public_sizes(est, X)) == 80 * 20
 
 
 def test_a_step_uses_at_most_the_pool():
