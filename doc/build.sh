@@ -54,4 +54,15 @@ export MPLBACKEND=Agg
 # scikit-learn and numpy resolve only when their inventories are available).
 $SPHINXBUILD -b html -q -E -W --keep-going -D plot_gallery="$plot" \
     ${args[@]+"${args[@]}"} . _build/html
+# The math renders offline: MathJax comes from _static (sphinx-mathjax-offline),
+# never from a CDN.
+if grep -rlE '<script[^>]*src="(https?:)?//[^"]*mathjax' -i --include='*.html' \
+        _build/html; then
+    echo "error: the pages above load MathJax from the network" >&2
+    exit 1
+fi
+if [ ! -f _build/html/_static/mathjax/tex-chtml.js ]; then
+    echo "error: MathJax is missing from _build/html/_static/mathjax" >&2
+    exit 1
+fi
 echo "Built doc/_build/html/index.html"

@@ -32,6 +32,10 @@ extensions = [
     "sphinx.ext.autosummary",
     "sphinx.ext.intersphinx",
     "sphinx.ext.mathjax",
+    # MathJax itself, shipped inside the package and copied into
+    # _build/html/_static/mathjax: the pages render their math offline,
+    # with no CDN (sphinx.ext.mathjax alone loads it from jsdelivr).
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "numpydoc",
     "sphinx_gallery.gen_gallery",

@@ -27,9 +27,10 @@ partition : None, int or HorizontalPartition, default=None
     Which party (user) holds which rows. ``None`` means two parties, an int
     ``k`` means ``k``; rows go to parties by the partition's rule (``"even"``
     contiguous blocks or a seeded ``"random"`` split). To give the owner of
-    every row yourself, pass ``sample_party`` to ``fit``: it is split with
-    ``X`` by cross-validation (with metadata routing enabled, request it with
-    ``set_fit_request(sample_party=True)``).""",
+    every row yourself, pass ``sample_party`` to ``fit`` (integer party ids,
+    or labels numbered in sorted order, as scikit-learn's ``groups``): it is
+    split with ``X`` by cross-validation (with metadata routing enabled,
+    request it with ``set_fit_request(sample_party=True)``).""",
     "partition_hybrid": """
 partition : None, HybridPartition, VerticalPartition, HorizontalPartition or \
 list of column groups, default=None
@@ -37,7 +38,8 @@ list of column groups, default=None
     grid (two row groups times two column groups); a
     :class:`~skfed.partition.HybridPartition` sets the grid; a vertical spec
     (or list of column groups) means one row group, a horizontal one means
-    one column group. Row groups may come from ``fit(..., sample_party=...)``.""",
+    one column group. Row groups may come from ``fit(..., sample_party=...)``
+    (integer ids, or labels numbered in sorted order).""",
     "random_state": """
 random_state : int, RandomState instance or None, default=None
     Seeds every random choice of the protocol (per-party seeds are drawn

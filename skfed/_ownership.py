@@ -207,7 +207,35 @@ def row_owners(rule, n_samples, n_parties, random_state):
     return owners.astype(np.intp)
 
 
+def _label_codes(labels):
+    """Party ids of row labels: the labels sorted, numbered from 0.
+
+    As scikit-learn's ``groups`` (and :func:`numpy.unique`): any labels that
+    sort together (strings, floats, booleans, ...), party ``k`` is the
+    ``k``-th smallest label.
+    """
+    if labels.dtype.kind == "f" and np.isnan(labels).any():
+        raise ValueError("sample_party has missing values (NaN); every row "
+                         "needs an owner.")
+    if labels.dtype == object and any(v is None or v != v for v in labels):
+        raise ValueError("sample_party has missing values (None or NaN); "
+                         "every row needs an owner.")
+    try:
+        _, codes = np.unique(labels, return_inverse=True)
+    except TypeError as exc:
+        kinds = sorted({type(v).__name__ for v in labels})
+        raise ValueError(
+            "sample_party labels must sort together (all strings, or all "
+            f"numbers) to be numbered; got {', '.join(kinds)}.") from exc
+    return codes.reshape(-1)
+
+
 def owners_from_metadata(sample_party, n_samples, n_parties):
+    """Party ids of the rows from ``sample_party``.
+
+    Integers are party ids (0, 1, ...); any other labels (``"north"``,
+    ``"south"``) are numbered in sorted order, as scikit-learn's ``groups``.
+    """
     owners = np.asarray(sample_party)
     if owners.ndim != 1 or owners.shape[0] != n_samples:
         raise ValueError(
@@ -215,10 +243,7 @@ def owners_from_metadata(sample_party, n_samples, n_parties):
             f"got an array of shape {owners.shape}."
         )
     if not np.issubdtype(owners.dtype, np.integer):
-        raise ValueError(
-            "sample_party must hold integer party ids 0..n_parties-1, got dtype "
-            f"{owners.dtype}."
-        )
+        owners = _label_codes(owners)
     if owners.size and owners.min() < 0:
         raise ValueError(
             "sample_party holds negative ids "

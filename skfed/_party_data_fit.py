@@ -21,6 +21,7 @@ import numpy as np
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils.validation import validate_data
 
+from ._optional import import_optional
 from .alignment._contract import CONTRACT as PSI_CONTRACT
 from .alignment._psi import _kinds, run_psi
 from .base import check_labels_not_single_class
@@ -42,8 +43,7 @@ def load(data, label, allow_nan, encode):
 
 def _read(source):
     """The table of a source: a DataFrame (runs on the party's home)."""
-    import pandas as pd
-
+    pd = import_optional("pandas", "Reading a PartyData table")
     if callable(source):
         table = source()
     else:

@@ -18,6 +18,7 @@ import warnings
 
 from threadpoolctl import threadpool_limits
 
+from ._optional import import_optional
 from ._tour_case import TourCase
 
 __all__ = ["TourCase", "run_tour", "main"]
@@ -180,12 +181,14 @@ def main(argv=None):
     """Command-line entry point; returns the exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.plot is not None and not _has_matplotlib():
+    if args.plot is not None:
         # Checked first: the cases take a minute, the plot is drawn last.
-        print("python -m skfed: error: --plot needs matplotlib, which is not "
-              "installed; pip install 'skfed[plot]' (or matplotlib), or run "
-              "without --plot.", file=sys.stderr)
-        return 2
+        try:
+            _matplotlib()
+        except ImportError as exc:
+            print(f"python -m skfed: error: {exc} Or run without --plot.",
+                  file=sys.stderr)
+            return 2
     cases = _cases(args.quick, args.estimator)
     if not cases:
         parser.error(f"no tour case matches --estimator {args.estimator!r}; "
@@ -203,14 +206,8 @@ def main(argv=None):
     return 0
 
 
-def _has_matplotlib():
-    import importlib
-
-    try:
-        importlib.import_module("matplotlib")
-    except ImportError:
-        return False
-    return True
+def _matplotlib():
+    return import_optional("matplotlib", "python -m skfed --plot")
 
 
 def _small_key(case):
@@ -220,10 +217,8 @@ def _small_key(case):
 
 
 def _save_timeline(row, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    _matplotlib().use("Agg")
+    plt = import_optional("matplotlib.pyplot", "python -m skfed --plot")
 
     fig, (left, right) = plt.subplots(
         1, 2, figsize=(12, 8), gridspec_kw={"width_ratios": [3, 2]})

@@ -371,8 +371,10 @@ def resolve_partition(spec, X, *, kind, feature_names=None, sample_party=None):
         Column names of ``X`` when ``X`` itself is already a numpy array
         (estimators pass their ``feature_names_in_``).
 
-    sample_party : array-like of int of shape (n_samples,), default=None
-        Per-row owner ids (horizontal) or row-group ids (hybrid).
+    sample_party : array-like of shape (n_samples,), default=None
+        Per-row owner ids (horizontal) or row-group ids (hybrid): integers,
+        or any labels that sort together, numbered in sorted order (as
+        scikit-learn's ``groups``).
 
     Returns
     -------

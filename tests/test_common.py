@@ -33,6 +33,12 @@ def test_instance_settings_name_real_estimators():
 ESTIMATORS = list(_instances())
 
 
+# sklearn's checks fit tables of 10 to 100 rows, where SecureBoost's default
+# min_passive_rows=64 leaves the passive party out and fit says so (a
+# UserWarning, tests/ensemble/test_small_nodes.py). The instances keep the
+# default, so the checks run the estimator as users get it; no check asserts
+# that fit is silent, and the ~100 identical warnings are hidden here only.
+@pytest.mark.filterwarnings("ignore:SecureBoost.*min_passive_rows:UserWarning")
 @pytest.mark.skipif(not ESTIMATORS, reason="no estimators yet")
 @parametrize_with_checks(ESTIMATORS,
                          expected_failed_checks=_expected_failed)

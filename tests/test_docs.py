@@ -340,3 +340,78 @@ def test_imports_in_the_guide_name_real_objects():
                 if name and not hasattr(module, name):
                     problems.append(f"{page.name}: {modname}.{name}")
     assert not problems, f"the guide imports names that do not exist: {problems}"
+
+
+def test_math_renders_from_the_built_site_not_a_cdn(tmp_path, monkeypatch):
+    # The pages loaded MathJax from a CDN, so an offline copy showed raw TeX
+    # (91 formulas on the FDSKL page). The math extensions of conf.py, on a
+    # one-page site:
+    pytest.importorskip("sphinx")
+    from sphinx.application import Sphinx
+
+    monkeypatch.delenv("SKFED_DOC_ONLINE", raising=False)
+    conf = runpy.run_path(str(DOC / "conf.py"))
+    math = [e for e in conf["extensions"] if "math" in e]
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(f"extensions = {math!r}\n")
+    (src / "index.rst").write_text("Gain\n====\n\n.. math::\n\n   G_L^2 / H_L\n")
+    out = tmp_path / "html"
+    Sphinx(str(src), str(src), str(out), str(tmp_path / "doctrees"), "html",
+           status=None, warning=None, freshenv=True).build()
+    page = (out / "index.html").read_text()
+    scripts = re.findall(r'<script[^>]*src="([^"]*)"', page)
+    mathjax = [s for s in scripts if "mathjax" in s.lower()]
+    assert mathjax == ["_static/mathjax/tex-chtml.js"], scripts
+    assert (out / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    assert (out / "_static" / "mathjax" / "output" / "chtml" / "fonts").is_dir()
+
+
+def _code_lines(page):
+    """The lines of every literal block of an .rst page, without the block's
+    indentation (``::`` paragraphs and code-block directives)."""
+    lines, out, i = page.read_text().splitlines(), [], 0
+    while i < len(lines):
+        line = lines[i]
+        directive = re.match(r"\s*\.\. (code-block|code|sourcecode)::", line)
+        literal = (line.rstrip().endswith("::")
+                   and not line.lstrip().startswith(".. "))
+        i += 1
+        if not (directive or literal):
+            continue
+        base = len(line) - len(line.lstrip())
+        while i < len(lines) and (not lines[i].strip()
+                                  or re.match(r"\s*:\w[\w-]*:", lines[i])):
+            i += 1
+        if i == len(lines):
+            break
+        indent = len(lines[i]) - len(lines[i].lstrip())
+        if indent <= base:
+            continue
+        while i < len(lines) and (not lines[i].strip() or len(lines[i])
+                                  - len(lines[i].lstrip()) >= indent):
+            out.append((i + 1, lines[i][indent:]))
+            i += 1
+    return out
+
+
+@pytest.mark.parametrize("page", ["index.rst", "user_guide/getting_started.rst",
+                                  "user_guide/secureboost.rst"])
+def test_newcomer_snippets_fit_the_page_column(page):
+    # The install line and the SecureBoost calls were cut at the right edge
+    # of the article column (about 67 code characters beside both sidebars
+    # of the theme at 1,200 px): a newcomer's first pages fit it.
+    wide = [(n, text) for n, text in _code_lines(DOC / page) if len(text) > 66]
+    assert not wide, wide
+
+
+def test_getting_started_lists_every_required_dependency():
+    # It listed scikit-learn, numpy, scipy, phe and gmpy2 only.
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    text = (DOC / "user_guide" / "getting_started.rst").read_text()
+    install = text[text.index("Install\n"):text.index("The quick tour")]
+    for requirement in project["dependencies"]:
+        name = re.match(r"[\w.-]+", requirement).group(0)
+        assert name in install, name
+    assert "pandas is optional" in install

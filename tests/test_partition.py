@@ -216,3 +216,71 @@ def test_one_hot_columns_with_the_transformer_prefix_get_the_hint():
         VerticalPartition([["num__minutes", "num__calls", "cat__plan_a"],
                            ["international_plan", "cat__plan_b"]]).resolve(Xt)
     assert "'cat__international_plan_no'" in str(exc.value)
+
+
+# -- sample_party labels (issue 35) ----------------------------------------------
+
+def test_sample_party_labels_are_numbered_in_sorted_order():
+    X = np.zeros((6, 2))
+    labels = np.array(["south", "north", "west", "south", "north", "west"])
+    p = resolve_partition(None, X, kind="horizontal", sample_party=labels)
+    assert p.owners.tolist() == [1, 0, 2, 1, 0, 2]  # north < south < west
+    same = resolve_partition(None, X, kind="horizontal",
+                             sample_party=[1, 0, 2, 1, 0, 2])
+    assert same.owners.tolist() == p.owners.tolist()
+    # floats and booleans too, as numpy.unique sorts them
+    floats = resolve_partition(None, X, kind="horizontal",
+                               sample_party=[2.5, -1.0, 2.5, -1.0, 7.0, 7.0])
+    assert floats.owners.tolist() == [1, 0, 1, 0, 2, 2]
+    hybrid = resolve_partition(HybridPartition(2, 2), np.zeros((6, 4)),
+                               kind="hybrid",
+                               sample_party=labels)
+    assert hybrid.owners.tolist() == [1, 0, 2, 1, 0, 2]
+
+
+@pytest.mark.parametrize("labels, match", [
+    (np.array(["a", None, "b", "a", "b", "a"], dtype=object), "missing"),
+    ([0.0, 1.0, np.nan, 0.0, 1.0, 0.0], "missing"),
+    (np.array(["a", 1, "a", 1, "a", 1], dtype=object), "must sort together"),
+])
+def test_sample_party_labels_that_cannot_be_numbered(labels, match):
+    with pytest.raises(ValueError, match=match):
+        resolve_partition(None, np.zeros((6, 2)), kind="horizontal",
+                          sample_party=labels)
+
+
+def _takes_sample_party():
+    import inspect
+
+    from skfed.utils import all_estimators
+
+    return [(name, cls) for name, cls in all_estimators()
+            if "sample_party" in inspect.signature(cls.fit).parameters]
+
+
+def test_every_estimator_taking_sample_party_is_tested():
+    names = {name for name, _ in _takes_sample_party()}
+    assert {"FederatedKernelKMeans", "HyFDCAClassifier"} <= names
+
+
+@pytest.mark.parametrize("name, cls", _takes_sample_party())
+def test_labels_give_the_model_of_the_ids_they_sort_to(name, cls):
+    from sklearn.datasets import make_blobs
+
+    from ._instances import CHECK_PARAMS
+
+    X, y = make_blobs(90, n_features=4, centers=2, random_state=0)
+    labels = np.array(["south", "north", "west"])[np.arange(90) % 3]
+    ids = np.unique(labels, return_inverse=True)[1]  # north 0, south 1, west 2
+    models = []
+    for owners in (labels, ids):
+        model = cls(**{**CHECK_PARAMS.get(name, {}), "random_state": 0})
+        model.fit(X, y, sample_party=owners)
+        models.append(model)
+    by_label, by_id = models
+    assert by_label.partition_.owners.tolist() == ids.tolist()
+    np.testing.assert_array_equal(by_label.predict(X), by_id.predict(X))
+    for attr in ("coef_", "intercept_", "cluster_centers_"):
+        if hasattr(by_id, attr):
+            np.testing.assert_array_equal(getattr(by_label, attr),
+                                          getattr(by_id, attr))

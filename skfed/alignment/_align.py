@@ -11,13 +11,16 @@ that says which columns are whose.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import pandas as pd
-
+from .._optional import import_optional
 from ..partition import VerticalPartition
 from ._groups import DEFAULT_GROUP
 from ._psi import check_id_lists, run_psi
 
 __all__ = ["align"]
+
+
+def _pandas():
+    return import_optional("pandas", "skfed.alignment.align")
 
 
 def _format(items, limit=8):
@@ -28,6 +31,7 @@ def _format(items, limit=8):
 
 def _one_id_column(on):
     """``on`` as one column name: ``["id"]`` (pandas' merge idiom) is ``"id"``."""
+    pd = _pandas()
     if isinstance(on, (list, tuple, pd.Index)):
         if len(on) != 1:
             raise ValueError(
@@ -40,6 +44,7 @@ def _one_id_column(on):
 
 def _check_tables(tables, on, label):
     """Validate the tables; return (names, frames, label holder or None)."""
+    pd = _pandas()
     if isinstance(tables, pd.DataFrame):
         raise TypeError(
             "align takes one DataFrame per party (a list or a dict of them), "
@@ -225,6 +230,7 @@ def align(tables, on="id", label=None, *, group=DEFAULT_GROUP, exponent_bits=256
     >>> y.tolist(), partition
     ([0, 1], VerticalPartition(groups=[['income'], ['visits']], active_parties=(0,)))
     """
+    pd = _pandas()
     on = _one_id_column(on)
     names, frames, holder = _check_tables(tables, on, label)
     id_lists = check_id_lists([df[on].tolist() for df in frames], names,

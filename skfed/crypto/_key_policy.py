@@ -52,6 +52,7 @@ import sys
 import warnings
 
 from .._config import get_config
+from .._stacklevel import user_stacklevel
 
 __all__ = ["InsecureKeyWarning", "check_key_size", "warn_insecure",
            "MIN_KEY_SIZE", "RECOMMENDED_KEY_SIZE"]
@@ -87,7 +88,9 @@ def check_key_size(key_size, stacklevel=2, scheme="paillier", warn=True):
     key_size : int
         Bit length of the modulus ``n``.
     stacklevel : int, default=2
-        Passed to :func:`warnings.warn` (2: the caller of this function).
+        Where the warning points (2: the caller of this function) when no
+        frame outside skfed, scikit-learn, joblib and the standard library
+        calls it; otherwise it points at that frame, the user's line.
     scheme : {"paillier", "ou"}, default="paillier"
         Whose policy (see the module docstring for OU's estimate).
     warn : bool, default=True
@@ -177,10 +180,16 @@ def warn_insecure(message, stacklevel=1):
     caller). The caller's filters still decide: ``"ignore"`` hides it
     everywhere, ``"always"`` and ``"error"`` apply to every fit.
 
-    ``stacklevel`` counts from the caller of this function, as for
-    :func:`warnings.warn`.
+    The warning points at the user's line: the first frame outside skfed,
+    scikit-learn, joblib and the standard library
+    (:func:`~skfed._stacklevel.user_stacklevel`), so a fit inside a
+    ``Pipeline`` or a search names the line that called it. ``stacklevel``
+    (counted from the caller of this function, as for
+    :func:`warnings.warn`) is used only where no such frame exists, as in
+    a joblib worker process.
     """
-    stacklevel += 1  # this function's own frame
+    # + 1: this function's own frame
+    stacklevel = user_stacklevel(fallback=stacklevel + 1)
     if multiprocessing.parent_process() is not None:
         try:
             frame = sys._getframe(stacklevel - 1)

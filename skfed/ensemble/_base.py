@@ -33,6 +33,7 @@ from ._packing import GradientLayout
 from ._predictor import federated_raw_predict
 from ._privacy import SecureBoostPrivacyMixin, is_recording
 from ._scoring import Scorer
+from ._small_nodes import warn_if_withheld
 
 __all__ = ["_BaseSecureBoost", "party_name", "MIN_PASSIVE_ROWS"]
 
@@ -286,6 +287,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         self.validation_score_ = result["validation_score"]
         self.do_early_stopping_ = early_stopping
         self._set_importances(partition, active_index)
+        warn_if_withheld(self, result["passive_coverage"])
         return self
 
     def _set_importances(self, partition, active_index):

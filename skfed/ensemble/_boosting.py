@@ -28,7 +28,7 @@ import numpy as np
 from .._progress import Progress
 from ..crypto import generate_keypair
 from ..federation import Local, protocol_rounds
-from ._grower import grow_tree
+from ._grower import grow_tree, passive_coverage
 from ._histogram import passive_receive_gradients, setup_party
 from ._packing import GradientLayout
 from ._predictor import federated_raw_predict
@@ -51,6 +51,7 @@ def active_setup(state, max_bins, key_size, plaintext, scheme="paillier"):
     if state.y_val is not None:
         state.raw_val = np.tile(state.baseline, (state.y_val.shape[0], 1))
     state.trees = []
+    state.passive_coverage = {}
     return state.public_key
 
 
@@ -298,6 +299,7 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
         if stop:
             break
     A.call(active_precompute, False, phase="gradients").result()
+    coverage = A.call(passive_coverage, phase="model").result()
     models = fed.gather([fed[p].call(model_of, phase="model") for p in names])
     trees = models[names.index(active)][0]
     if len(trees) != (it + 1) * n_outputs or not all(
@@ -313,4 +315,5 @@ def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
         "audit_logs": {p: m[3] for p, m in zip(names, models) if m[3] is not None},
         "train_score": np.asarray(train_scores),
         "validation_score": np.asarray(val_scores),
+        "passive_coverage": coverage,
     }

@@ -78,7 +78,10 @@ _DOC_PARAMETERS = """
         every column). Rows that carry gradients are counted, not weights:
         with the default, integer ``sample_weight`` is not exactly repeated
         rows, and ``subsample`` or GOSS leave the passive parties out of
-        nodes a level earlier on small tables.
+        nodes a level earlier on small tables. When a passive party is left
+        out at the root of a tree, or for nodes holding more than half of
+        the rows searched for a split, ``fit`` warns (a table of under 64
+        rows always does); the user guide has the numbers.
 
     active_only_rounds : int, default=0
         RL-SecureBoost (section 7): the first ``active_only_rounds`` rounds

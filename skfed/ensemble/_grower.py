@@ -26,7 +26,7 @@ from ._predictor import Tree
 from ._sampling import tree_columns
 from ._split import break_tie, passive_split, record_split, split_gains
 
-__all__ = ["grow_tree"]
+__all__ = ["grow_tree", "passive_coverage"]
 
 
 class _Node:
@@ -155,6 +155,8 @@ def find_splits(state, params):
                     a - b for a, b in zip(sums, sibling.candidates[party]))
     if state.audit_log is not None:
         _log_candidates(state)
+    if tree.use_passives:
+        _count_withheld(state)
     decisions = []
     for node_id in tree.frontier:
         node = tree.nodes[node_id]
@@ -202,6 +204,40 @@ def find_splits(state, params):
             decisions.append((node_id, party, tree.candidate_ids[party][tied],
                               _row_ids(state, node.rows)))
     return decisions
+
+
+def _count_withheld(state):
+    """Active party: per passive party, the frontier nodes searched for a
+    split and their gradient rows, and of those the ones it sent no sums for
+    (``min_passive_rows``), roots apart.
+
+    The active party knows this anyway (it decrypts what it is sent); the
+    counts let the estimator tell its caller when a passive party was left
+    out of most of the fit (:func:`~._small_nodes.warn_if_withheld`).
+    """
+    tree = state.tree
+    for party in state.party_index:
+        if party == state.name:
+            continue
+        counts = state.passive_coverage.setdefault(party, dict.fromkeys(
+            ("nodes", "withheld", "rows", "rows_withheld", "roots",
+             "roots_withheld"), 0))
+        for node_id in tree.frontier:
+            node = tree.nodes[node_id]
+            withheld = party not in node.candidates
+            counts["nodes"] += 1
+            counts["withheld"] += withheld
+            counts["rows"] += node.positions.size
+            counts["rows_withheld"] += node.positions.size * withheld
+            if node.parent is None:
+                counts["roots"] += 1
+                counts["roots_withheld"] += withheld
+
+
+def passive_coverage(state):
+    """Active party: the counts of :func:`_count_withheld` over the fit."""
+    return {party: dict(counts)
+            for party, counts in state.passive_coverage.items()}
 
 
 def _log_candidates(state):

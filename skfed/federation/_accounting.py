@@ -15,6 +15,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from .._optional import import_optional
 from ._plots import plot_summary
 
 __all__ = ["Message", "CommunicationSummary", "measure"]
@@ -200,8 +201,7 @@ class CommunicationSummary:
 
     def to_frame(self):
         """The records as a pandas DataFrame (requires pandas)."""
-        import pandas as pd
-
+        pd = import_optional("pandas", "CommunicationSummary.to_frame")
         return pd.DataFrame(
             self.records,
             columns=["sender", "receiver", "phase", "messages", "scalars",

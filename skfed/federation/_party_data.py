@@ -115,7 +115,9 @@ class PartyData:
         file or a Parquet file (``.parquet``/``.pq``, needs pyarrow), or a
         callable with no arguments, run by the party, returning a DataFrame.
         Each table has the id column; the label holder's also has the label
-        column, named by the ``y`` given to ``fit``.
+        column, named by the ``y`` given to ``fit``. The parties read their
+        tables with pandas, which skfed does not require (``pip install
+        pandas`` where the parties run).
 
     id_column : str, default="id"
         The column the parties align on (integers or strings, distinct

@@ -11,6 +11,7 @@ Drawing code behind :meth:`CommunicationSummary.plot` and
 
 import numpy as np
 
+from .._optional import import_optional
 from .._progress import human_bytes
 
 __all__ = ["plot_summary", "plot_timeline"]
@@ -18,7 +19,7 @@ __all__ = ["plot_summary", "plot_timeline"]
 
 def plot_summary(summary, by="phase", ax=None):
     """Draw :meth:`CommunicationSummary.plot` (see there)."""
-    import matplotlib.pyplot as plt
+    plt = import_optional("matplotlib.pyplot", "CommunicationSummary.plot")
 
     fields, rows = summary._view(by)
     if ax is None:
@@ -53,8 +54,8 @@ def plot_summary(summary, by="phase", ax=None):
 def plot_timeline(messages, ax=None, *, contract=None, parties=None,
                   rounds=None, batch=True, max_arrows=150):
     """Draw :meth:`MessageRecorder.plot_timeline` (see there)."""
-    import matplotlib.pyplot as plt
-
+    plt = import_optional("matplotlib.pyplot",
+                          "MessageRecorder.plot_timeline")
     rules_of = _contract_classifier(contract)
     messages = [m for m in messages
                 if rounds is None or m.round in rounds]
@@ -103,8 +104,8 @@ def plot_timeline(messages, ax=None, *, contract=None, parties=None,
     ax.set_yticks([])
     for side in ("left", "right", "bottom"):
         ax.spines[side].set_visible(False)
-    from matplotlib.lines import Line2D
-
+    Line2D = import_optional("matplotlib.lines",
+                             "MessageRecorder.plot_timeline").Line2D
     ax.legend(handles=[Line2D([], [], color=_KIND_COLORS[k], label=label)
                        for k, label in enumerate(_KIND_NAMES)],
               loc="upper left", bbox_to_anchor=(1.0, 1.0),

@@ -12,17 +12,14 @@ what its home keeps (:class:`HomeRef`), with :func:`_resolve`.
 
 import numpy as np
 
+from .._optional import import_optional
+
 __all__ = ["RemoteValue", "HomeRef", "HomeList"]
 
 
 
 def import_ray():
-    try:
-        import ray
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError(
-            "The 'ray' backend needs Ray: pip install 'skfed[ray]'.") from exc
-    return ray
+    return import_optional("ray", "The 'ray' backend")
 
 
 def _writable(obj):

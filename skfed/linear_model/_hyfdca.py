@@ -307,10 +307,11 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
             weight (see Notes), so integer weights equal repeated rows and
             zero weights equal removed rows. ``None``: all ones.
 
-        sample_party : array-like of int of shape (n_samples,), default=None
-            Row group of every row (ids ``0..n_row_groups-1``), instead of
-            the partition's rule. Routed by metadata routing in
-            cross-validation.
+        sample_party : array-like of shape (n_samples,), default=None
+            Row group of every row, instead of the partition's rule: ids
+            ``0..n_row_groups-1``, or any labels (strings, ...), numbered in
+            sorted order as scikit-learn's ``groups``. Routed by metadata
+            routing in cross-validation.
 
         Returns
         -------

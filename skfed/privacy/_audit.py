@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from sklearn.base import clone
 
+from .._optional import import_optional
 from .._privacy_core import (ATTACK_COLUMNS, check_messages,
                              check_party_data_messages)
 from ..federation import record_messages
@@ -74,7 +75,8 @@ def audit(estimator, X, y=None, attacks=None, **fit_params):
     -------
     AuditReport
         ``.violations`` (from :func:`check_messages`, semantic checks
-        included) and ``.attacks`` (a pandas DataFrame).
+        included) and ``.attacks`` (a pandas DataFrame: ``audit`` needs
+        pandas, which skfed does not require).
 
     Notes
     -----
@@ -83,8 +85,7 @@ def audit(estimator, X, y=None, attacks=None, **fit_params):
     used only to score the attack. ``chance`` is the score of an attacker
     who learnt nothing.
     """
-    import pandas as pd
-
+    pd = import_optional("pandas", "skfed.privacy.audit")
     check_party_data_messages(estimator, (), X)  # PartyData: before any fit
     start = time.perf_counter()
     fitted = clone(estimator)

@@ -1,5 +1,6 @@
 """Key policy: warn below 2048 bits, refuse below 1024 unless opted in."""
 
+import sys
 import warnings
 
 import numpy as np
@@ -83,6 +84,33 @@ def test_estimators_warn_once_at_the_line_that_called_fit(make):
     keys = [w for w in caught if issubclass(w.category, InsecureKeyWarning)]
     assert len(keys) == 1
     assert keys[0].filename == __file__
+
+
+@pytest.mark.parametrize("wrap", ["bare", "pipeline", "cross_val_score"])
+def test_the_key_warning_points_at_the_users_line_through_sklearn(wrap):
+    # Inside a Pipeline it pointed at sklearn's pipeline.py (a fixed
+    # stacklevel counts from skfed's fit, whose caller was sklearn).
+    from sklearn.model_selection import cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skfed.ensemble import SecureBoostClassifier
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 4)), np.arange(40) % 2
+    clf = SecureBoostClassifier(n_estimators=1, max_depth=1, key_size=1024)
+    model = clf if wrap == "bare" else make_pipeline(StandardScaler(), clf)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if wrap == "cross_val_score":
+            line = sys._getframe().f_lineno + 1
+            cross_val_score(model, X, y, cv=2)
+        else:
+            line = sys._getframe().f_lineno + 1
+            model.fit(X, y)
+    keys = [w for w in caught if issubclass(w.category, InsecureKeyWarning)]
+    assert keys, caught
+    assert {(w.filename, w.lineno) for w in keys} == {(__file__, line)}
 
 
 _GRID_SEARCH = """

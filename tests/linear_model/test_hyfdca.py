@@ -490,7 +490,7 @@ def test_sample_party_metadata_sets_row_groups_and_routes():
     (HybridPartition(2, [[0, 1], [1, 2]]), None, "more than one group"),
     (HybridPartition(2, [[0, 1]]), None, "in no group"),
     (HybridPartition(200, 2), None, "Cannot split"),
-    (HybridPartition(2, 2), "float", "integer party ids"),
+    (HybridPartition(2, 2), "mixed", "must sort together"),
     (HybridPartition(2, 2), "short", "one party per row"),
     (HybridPartition(3, 2), "zeros", "hold.*no rows"),
     (VerticalPartition(2), "zeros", "partition is vertical"),
@@ -499,7 +499,9 @@ def test_sample_party_metadata_sets_row_groups_and_routes():
 def test_bad_partitions_give_clear_errors(partition, sample_party, match):
     X, y = _small()
     n = len(y)
-    sample_party = {None: None, "float": np.full(n, 0.5),
+    sample_party = {None: None,
+                    "mixed": np.array(["a", 1] * (n // 2) + ["a"] * (n % 2),
+                                      dtype=object),
                     "short": np.zeros(n - 1, dtype=int),
                     "zeros": np.zeros(n, dtype=int)}[sample_party]
     clf = HyFDCAClassifier(partition, encryption=None, max_iter=2)
