@@ -191,18 +191,24 @@ def converged(changes, tol):
             and float(np.mean(changes[-CHANGE_WINDOW:])) < tol)
 
 
-def warn_not_converged(changes, tol, max_iter):
+def warn_not_converged(changes, tol, max_iter, n_features, margin):
+    """The ``ConvergenceWarning`` of a fit that reached ``max_iter``."""
     if tol is None:
         return
     recent = changes[-CHANGE_WINDOW:]
     measured = (f"a mean embedding change of {np.mean(recent):.3g} over the "
                 f"last {len(recent)} iterations" if recent else
                 "no embedding change measured yet")
+    hint = ("" if margin > 0 else
+            " With threshold='paper', noise in the first iteration can set "
+            "lambda above the eigenvalues the embedding needs; "
+            "threshold='auto' keeps it below them.")
     warnings.warn(
         f"FederatedKernelKMeans stopped at max_iter={max_iter} with {measured}"
         f" (the rule needs a mean below tol={tol} over {CHANGE_WINDOW}). "
-        "Increase max_iter or n_random_features, or pass tol=None to run "
-        "exactly max_iter iterations.", ConvergenceWarning)
+        f"Increase max_iter or n_random_features (now {n_features}), or pass "
+        f"tol=None to run exactly max_iter iterations.{hint}",
+        ConvergenceWarning)
 
 
 def check_finite(values, t, gamma):

@@ -85,7 +85,8 @@ def dspgd_without_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
         if dspgd.converged(changes, tol):
             break
     else:
-        dspgd.warn_not_converged(changes, tol, max_iter)
+        dspgd.warn_not_converged(changes, tol, max_iter, n_random_features,
+                                 lambda_margin)
     # The server holds H; each user receives its own rows of it.
     scales = np.sqrt(values)
     for m, u in enumerate(users):

@@ -83,8 +83,8 @@ def ring_encoder(bound):
 
 
 def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
-                   n_samples, lanczos_seed, gamma, lambda_margin, verbose,
-                   monitor):
+                   n_random_features, n_samples, lanczos_seed, gamma,
+                   lambda_margin, verbose, monitor):
     """Algorithm 1, lines 4-18, with the stopping rule.
 
     Returns ``(lambda, eigenvalues of H's columns, trace, changes,
@@ -149,7 +149,8 @@ def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
         if dspgd.converged(changes, tol):
             break
     else:
-        dspgd.warn_not_converged(changes, tol, max_iter)
+        dspgd.warn_not_converged(changes, tol, max_iter, n_random_features,
+                                 lambda_margin)
     # Lines 16-18: each user builds its rows of H.
     scales = np.sqrt(values)
     fed.gather(fed[u].call(dspgd.user_build_h, scales, sender=SERVER,
@@ -208,7 +209,9 @@ def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
     """Algorithm 1 from setup to the published map; returns a dict of results."""
     gamma = setup(fed, users, gamma, draw_key=draw_key)
     common = dict(max_iter=max_iter, n_lambda=n_lambda,
-                  n_components=n_components, lanczos_seed=seeds["lanczos"],
+                  n_components=n_components,
+                  n_random_features=n_random_features,
+                  lanczos_seed=seeds["lanczos"],
                   lambda_margin=dspgd.lambda_margin(threshold,
                                                     n_random_features),
                   verbose=verbose, monitor=monitor, n_samples=n_samples)
@@ -217,8 +220,7 @@ def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
             fed, users, tol=tol, gamma=gamma, **common)
     else:
         lam, eigenvalues, trace, changes, per_iteration = dspgd_without_cem(
-            fed, users, tol=tol, gamma=gamma,
-            n_random_features=n_random_features, **common)
+            fed, users, tol=tol, gamma=gamma, **common)
     # Line 19: distributed linear k-means over the rows of H.
     centers = distributed_kmeans(fed, SERVER, users, n_clusters=n_clusters,
                                  coreset_size=coreset_size, seed=seeds["server"])

@@ -490,10 +490,19 @@ def test_tol_none_runs_max_iter_without_measuring(blobs):
 
 @pytest.mark.parametrize("cem", [True, False])
 def test_max_iter_reached_warns(blobs, cem):
-    with pytest.warns(ConvergenceWarning, match="max_iter=3.*n_random_features"):
+    # The warning names max_iter, tol and n_random_features with its value.
+    with pytest.warns(ConvergenceWarning, match=r"max_iter=3 .*tol=0\.02.*"
+                      r"n_random_features \(now 100\)") as caught:
         km = FederatedKernelKMeans(4, max_iter=3, communication_efficient=cem,
                                    random_state=0).fit(blobs[0])
     assert km.n_iter_ == 3
+    assert "threshold=" not in str(caught[0].message)
+
+
+def test_max_iter_reached_with_the_papers_threshold_names_auto(blobs):
+    with pytest.warns(ConvergenceWarning, match="threshold='auto'"):
+        FederatedKernelKMeans(4, max_iter=3, threshold="paper",
+                              random_state=0).fit(blobs[0])
 
 
 def test_auto_random_features():
