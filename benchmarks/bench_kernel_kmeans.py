@@ -16,20 +16,27 @@ Four tables, printed side by side with their baselines:
    several D. The cost is the paper's: floats uploaded by all users.
 4. Convergence (Figure 1): normalised recovery error ||K_t - K_hat||_F^2 / N^2
    of DSPGD with and without CEM, with t * error (bounded for O(1/t)).
+5. The threshold lambda (issue 35): how often the first iteration's
+   estimate puts it above the ``(s+1)``-th and the ``s``-th eigenvalue of the
+   kernel, with the paper's rule and with ``threshold="auto"``, over draws
+   of the first iteration's features at the default ``D``; then the moons
+   of issue 35 (1,000 rows, three users) fitted with both rules.
 
-Tables 2-4 fix ``n_random_features`` and run ``max_iter`` iterations
-(``tol=None``), as the paper's figures do.
+Tables 2-4 fix ``n_random_features``, run ``max_iter`` iterations
+(``tol=None``) and use the paper's threshold, as the paper's figures do.
 
-Run ``python benchmarks/bench_kernel_kmeans.py [--quick]``.
+Run ``python benchmarks/bench_kernel_kmeans.py [--quick] [--only 1 5]``.
 """
 
 import argparse
 import time
+import warnings
 
 import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.datasets import (load_digits, load_wine, make_blobs, make_circles,
                               make_moons)
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import normalized_mutual_info_score as nmi
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.preprocessing import StandardScaler
@@ -37,6 +44,8 @@ from sklearn.preprocessing import StandardScaler
 from skfed.base import party_seeds
 from skfed.cluster import FederatedKernelKMeans, dspgd_uploads
 from skfed.cluster._coreset import distributed_kmeans
+from skfed.cluster._dspgd import choose_lambda, lambda_margin
+from skfed.cluster._setup import auto_random_features
 from skfed.federation import Federation
 from skfed.kernel_approximation import RandomFourierBasis
 from skfed.partition import HorizontalPartition
@@ -70,7 +79,7 @@ def datasets(quick):
     X, y = make_circles(n, factor=0.2, noise=0.05, random_state=0)
     out["circles (gamma=5)"] = (X, y, 5.0)
     # Near-equal eigenvalue pairs (the two congruent moons): the stopping
-    # rule runs ~100-150 iterations here.
+    # rule runs ~150-170 iterations here (threshold="auto"; issue 35).
     X, y = make_moons(600, noise=0.05, random_state=0)
     out["moons (gamma=8)"] = (X, y, 8.0)
     X, y = load_wine(return_X_y=True)
@@ -129,6 +138,7 @@ def communication(quick):
         start = time.perf_counter()
         km = FederatedKernelKMeans(5, n_random_features=20, max_iter=10,
                                    tol=None, partition=5, random_state=0,
+                                   threshold="paper",
                                    communication_efficient=cem).fit(X)
         up = dspgd_uploads(km)
         per = np.mean([v for t in up.values() for v in t.values()])
@@ -185,6 +195,7 @@ def nmi_vs_communication(quick):
         for cem in (True, False):
             km = FederatedKernelKMeans(k, n_random_features=D, max_iter=10,
                                        tol=None, partition=M, random_state=0,
+                                       threshold="paper",
                                        communication_efficient=cem).fit(X)
             rows.append(("FK k-means" if cem else "DSPGD no CEM", D,
                          nmi(y, km.labels_), uploads_total(km.communication_)))
@@ -215,6 +226,7 @@ def convergence(quick):
 
         km = FederatedKernelKMeans(4, n_components=s, n_random_features=50,
                                    max_iter=T, tol=None, random_state=0,
+                                   threshold="paper",
                                    communication_efficient=cem, partition=4)
         km._monitor = monitor
         km.fit(X)
@@ -225,15 +237,77 @@ def convergence(quick):
     table(rows, ["t", "error CEM", "error no CEM", "t * error CEM", "1/t"])
 
 
+def first_threshold(X, gamma, D, n_lambda, s, margin, seed):
+    """lambda of a fit whose first-iteration features come from ``seed``."""
+    A = RandomFourierBasis(seed, gamma=gamma).transform(X, range(D))
+    theta = np.sort(np.linalg.eigvalsh(A.T @ A / D))[::-1]
+    return choose_lambda(theta, n_lambda, s, margin)
+
+
+def issue_moons():
+    X, y = make_moons(1000, noise=0.05, random_state=0)
+    return X, y, 8.0
+
+
+def thresholds(quick):
+    n_draws = 20 if quick else 40
+    print("5. The threshold lambda from the first iteration (default D, "
+          f"{n_draws} draws of its features): share of draws above the "
+          "(s+1)-th and the s-th eigenvalue of the kernel")
+    sets = dict(datasets(quick))
+    sets["moons 1000 (gamma=8)"] = issue_moons()
+    rows = []
+    for name, (X, y, gamma) in sets.items():
+        k = s = len(np.unique(y))
+        n_lambda = max(k + 2, s + 1)
+        D = auto_random_features(k, n_lambda, len(X))
+        w = np.sort(np.linalg.eigvalsh(rbf_kernel(X, gamma=gamma)))[::-1]
+        seeds = np.random.RandomState(0).randint(2**31 - 1, size=n_draws)
+        row = [name, D, w[s - 1], w[s]]
+        for rule in ("paper", "auto"):
+            margin = lambda_margin(rule, D)
+            lam = np.array([first_threshold(X, gamma, D, n_lambda, s, margin,
+                                            seed) for seed in seeds])
+            row += [float(np.mean(lam > w[s])), float(np.mean(lam > w[s - 1])),
+                    float(np.mean(lam) / w[s])]
+        rows.append(tuple(row))
+    table(rows, ["data", "D", "lambda_s", "lambda_s+1", "paper >s+1",
+                 "paper >s", "paper mean/(s+1)", "auto >s+1", "auto >s",
+                 "auto mean/(s+1)"])
+    X, y, gamma = issue_moons()
+    exact = nmi(y, exact_kernel_kmeans(X, 2, 2, gamma))
+    print("   moons of issue 35 (1,000 rows, gamma=8, three users, defaults); "
+          f"exact kernel k-means NMI {exact:.3f}")
+    rows = []
+    for rule in ("paper", "auto"):
+        for seed in range(3):
+            start, cpu = time.perf_counter(), time.process_time()
+            km = FederatedKernelKMeans(2, gamma=gamma, partition=3,
+                                       random_state=seed, threshold=rule)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                km.fit(X)
+            score = nmi(y, km.labels_)
+            rows.append((rule, seed, score, score / exact, km.n_iter_,
+                         km.threshold_, km.communication_.total_bytes / 1e6,
+                         time.perf_counter() - start,
+                         time.process_time() - cpu))
+    table(rows, ["threshold", "seed", "NMI", "NMI/exact", "n_iter", "lambda",
+                 "MB", "s", "CPU s"])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller runs")
+    parser.add_argument("--only", nargs="*", type=int, choices=range(1, 6),
+                        help="tables to print (default: all)")
     args = parser.parse_args()
     start = time.perf_counter()
-    acceptance(args.quick)
-    communication(args.quick)
-    nmi_vs_communication(args.quick)
-    convergence(args.quick)
+    tables = (acceptance, communication, nmi_vs_communication, convergence,
+              thresholds)
+    for number, print_table in enumerate(tables, start=1):
+        if not args.only or number in args.only:
+            print_table(args.quick)
     print(f"total {time.perf_counter() - start:.0f} s (shared machine, under load)")
 
 

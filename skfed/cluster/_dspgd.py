@@ -32,6 +32,7 @@ __all__ = [
     "PHASE_EIGENPAIRS",
     "PHASE_CONVERGENCE",
     "choose_lambda",
+    "lambda_margin",
     "random_features",
     "user_form_w",
     "user_gram_product",
@@ -79,10 +80,35 @@ PHASE_EIGENPAIRS = "dspgd: eigenpairs"    # server -> users: Ritz pairs
 PHASE_CONVERGENCE = "dspgd: convergence"  # masked overlaps of the stopping rule
 
 
-def choose_lambda(theta, n_lambda):
-    """Section 6.1: lambda is the (k+2)-th eigenvalue of the first iteration."""
+def lambda_margin(rule, n_features):
+    """The relative margin ``rho`` of the threshold rule (``0`` for the paper's).
+
+    ``"auto"``: ``rho = 2 sqrt(2 / D)``, at most 1/2. An eigenvalue
+    ``theta`` of the first iteration's estimate ``xi_1 = A_1 A_1^T / D``
+    averages ``D`` random features; with near-Gaussian features its
+    standard deviation is about ``theta sqrt(2 / D)`` (14% at ``D = 100``).
+    """
+    if rule == "paper":
+        return 0.0
+    return min(2.0 * np.sqrt(2.0 / n_features), 0.5)
+
+
+def choose_lambda(theta, n_lambda, n_components=None, margin=0.0):
+    """Section 6.1: lambda is the (k+2)-th eigenvalue of the first iteration.
+
+    With ``margin > 0`` (skfed's ``threshold="auto"``) lambda is also at
+    most ``(1 - margin) theta_{s+1}``, ``s = n_components``: the limit ``Z*``
+    then keeps the ``(s+1)``-th eigenpair, as the paper's rule intends, even
+    when the first iteration's noise puts its ``(k+2)``-th value above the
+    true ``(s+1)``-th (or ``s``-th) eigenvalue; otherwise the ``s``-th column
+    of ``H`` would follow each iteration's fresh features and never settle.
+    ``theta`` must hold at least ``n_lambda > s`` values.
+    """
     floor = 1e-9 * max(theta[0], 0.0)
-    return max(float(theta[min(n_lambda, len(theta)) - 1]), floor)
+    lam = float(theta[min(n_lambda, len(theta)) - 1])
+    if margin > 0 and n_components is not None and len(theta) > n_components:
+        lam = min(lam, (1.0 - margin) * float(theta[n_components]))
+    return max(lam, floor)
 
 
 def random_features(X, seed, gamma, n_features, out=None, scale=1.0):
@@ -165,18 +191,24 @@ def converged(changes, tol):
             and float(np.mean(changes[-CHANGE_WINDOW:])) < tol)
 
 
-def warn_not_converged(changes, tol, max_iter):
+def warn_not_converged(changes, tol, max_iter, n_features, margin):
+    """The ``ConvergenceWarning`` of a fit that reached ``max_iter``."""
     if tol is None:
         return
     recent = changes[-CHANGE_WINDOW:]
     measured = (f"a mean embedding change of {np.mean(recent):.3g} over the "
                 f"last {len(recent)} iterations" if recent else
                 "no embedding change measured yet")
+    hint = ("" if margin > 0 else
+            " With threshold='paper', noise in the first iteration can set "
+            "lambda above the eigenvalues the embedding needs; "
+            "threshold='auto' keeps it below them.")
     warnings.warn(
         f"FederatedKernelKMeans stopped at max_iter={max_iter} with {measured}"
         f" (the rule needs a mean below tol={tol} over {CHANGE_WINDOW}). "
-        "Increase max_iter or n_random_features, or pass tol=None to run "
-        "exactly max_iter iterations.", ConvergenceWarning)
+        f"Increase max_iter or n_random_features (now {n_features}), or pass "
+        f"tol=None to run exactly max_iter iterations.{hint}",
+        ConvergenceWarning)
 
 
 def check_finite(values, t, gamma):
@@ -363,14 +395,17 @@ def server_select_pairs(state, threshold, n_keep, tiny_ratio=1e-9):
 
 
 def server_eigenpairs(fed, dim, matvec, *, t, lam, eta, n_lambda, s, seed,
-                      gamma, combine=None):
+                      gamma, margin=0.0, combine=None):
     """Line 10 of Algorithm 1 and the pairs kept: DLA, then the eigenpairs
     above the soft threshold ``eta lambda``, on the server.
 
     On the first iteration (``lam`` None) DLA runs to ``n_lambda`` pairs
-    and ``lambda`` is chosen from them (appendix G); afterwards only pairs
-    above the threshold are needed. At least ``s`` pairs are kept every
-    iteration, so ``H`` can be built whenever the stopping rule fires.
+    and ``lambda`` is chosen from them (section 6.1, with ``margin`` as in
+    :func:`choose_lambda`); if that puts ``lambda`` below the
+    ``n_lambda``-th value, the same run continues until every Ritz value
+    above ``lambda`` has converged too. Afterwards only pairs above the
+    threshold are needed. At least ``s`` pairs are kept every iteration, so
+    ``H`` can be built whenever the stopping rule fires.
 
     Returns
     -------
@@ -387,7 +422,12 @@ def server_eigenpairs(fed, dim, matvec, *, t, lam, eta, n_lambda, s, seed,
     if first:
         theta_all = fed[SERVER].call(server_select_pairs, np.inf,
                                      n_lambda).result()[0]
-        lam = choose_lambda(theta_all, n_lambda)
+        lam = choose_lambda(theta_all, n_lambda, s, margin)
+        if lam < theta_all[-1]:
+            # Appendix B: every eigenvalue above the threshold must converge.
+            n_steps = distributed_lanczos(
+                fed, SERVER, dim, matvec, threshold=lam, n_min=n_lambda,
+                seed=None, combine=combine, resume=True)
     shrink = eta * lam
     theta, V = fed[SERVER].call(server_select_pairs, shrink, s).result()
     check_finite(theta, t, gamma)

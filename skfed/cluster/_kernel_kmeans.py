@@ -71,6 +71,16 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
         eigenvectors to separate. An int must be at least ``n_lambda``.
         The paper uses values below 50 with a fixed ``T``; see Notes.
 
+    threshold : {"auto", "paper"}, default="auto"
+        How the threshold ``lambda`` of the proximal step is read off the
+        eigenvalues ``theta_1 >= theta_2 >= ...`` of the first iteration's
+        kernel estimate. ``"paper"``: ``theta_{n_lambda}`` (the paper's
+        ``(k+2)``-th, section 6.1). ``"auto"``: that, but at most
+        ``(1 - rho) theta_{s+1}`` with ``rho = min(2 sqrt(2 / D), 1/2)``,
+        so that the estimate's noise cannot lift ``lambda`` above the
+        ``(s+1)``-th eigenvalue, which the embedding needs kept (skfed's
+        rule; see Notes).
+
     max_iter : int, default=300
         Cap on the number ``T`` of DSPGD iterations.
 
@@ -163,7 +173,7 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
         The kernel width used.
 
     threshold_ : float
-        The threshold ``lambda`` of the proximal step.
+        The threshold ``lambda`` of the proximal step (see ``threshold``).
 
     eigenvalues_ : ndarray of shape (n_components_,)
         Estimates of the top eigenvalues of the kernel matrix,
@@ -218,21 +228,40 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
       With ``D`` of 100-120 the defaults reach, on the moons, circles,
       blobs, wine and digits of the benchmark, 0.95 of the NMI of exact
       kernel k-means (the moons, whose top eigenvalues come in near-equal
-      pairs, in about 200 iterations; see the User Guide). Non-finite values
+      pairs, in 90-190 iterations, the circles in 25-45; see the User
+      Guide). Non-finite values
       stop the fit with an error naming ``gamma``; reaching ``max_iter``
       gives a ``ConvergenceWarning``.
     - Small tables: CEM saves about ``1 - (D + r_t) / (D + n_m)`` of the
       uploads per iteration (Theorem 2), so no ``D`` saves 90% below ``9 D
       + 10 r`` rows per user (208 with ten clusters); the defaults save
-      20-55% at 20-130 rows per user (User Guide, "Small tables").
+      19-55% at 20-130 rows per user (User Guide, "Small tables").
     - A user holding fewer than ``MIN_USER_ROWS = 5`` rows is refused
       before any party starts, so that every value a user sends sums
       several rows.
-    - ``lambda`` is the ``max(k + 2, s + 1)``-th eigenvalue of the first
-      iteration: the paper's ``(k+2)``-th whenever ``s <= k + 1``, and
-      otherwise one further down so that the limit ``Z*`` keeps the ``s``
-      eigenpairs that ``H`` needs. In the last iteration at least ``s``
-      pairs are converged and broadcast in every iteration.
+    - ``lambda`` starts from the ``max(k + 2, s + 1)``-th eigenvalue of the
+      first iteration: the paper's ``(k+2)``-th whenever ``s <= k + 1``,
+      and otherwise one further down so that the limit ``Z* = sum (lambda_i
+      - lambda)_+ u_i u_i^T`` keeps the ``s`` eigenpairs that ``H`` needs.
+      At least ``s`` pairs are converged and broadcast in every iteration.
+    - ``threshold="auto"`` (skfed's rule, the default) also caps ``lambda``
+      at ``(1 - rho) theta_{s+1}``, ``rho = min(2 sqrt(2 / D), 1/2)``. The
+      first iteration's eigenvalues average only ``D`` random features
+      (noise about ``theta sqrt(2 / D)``, 14% at ``D = 100``). Where the
+      kernel's eigenvalues lie close together (the moons and circles of the
+      User Guide) the paper's ``(k+2)``-th value then often lands above the
+      true ``(s+1)``-th or even ``s``-th eigenvalue (35-55% and 15% of the
+      draws at ``D = 100``, table 5 of ``benchmarks/bench_kernel_kmeans.py``;
+      with the cap none above the ``s``-th, at most one in twenty above the
+      ``(s+1)``-th). ``Z*`` then lacks the eigenpairs below ``H``'s last
+      column, which follows each iteration's fresh features: the stopping
+      rule fires late or never (400 circles over eight users: 300
+      iterations; 1,000 moons: 181-300, NMI 0.65-0.81; with the cap 27-44
+      and 92-138). If the cap lowers ``lambda``, the first Lanczos run goes
+      on until every Ritz value above it has converged (appendix B). The
+      cost where it binds: a few more eigenpairs in ``Z_t`` and Lanczos
+      steps (3-24% more bytes on digits and wine, 17% at 64,000
+      overlapping blobs). ``threshold="paper"`` keeps the paper's rule.
     - A Ritz pair is converged when its residual ``beta_q |e_q^T p|`` is
       below ``1e-6`` times the largest Ritz value.
     - Distributed k-means: the two rounds of Balcan et al. (2013) (local
@@ -305,6 +334,7 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
         "n_components": [None, Interval(Integral, 1, None, closed="left")],
         "n_random_features": [StrOptions({"auto"}),
                               Interval(Integral, 1, None, closed="left")],
+        "threshold": [StrOptions({"auto", "paper"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [None, Interval(Real, 0, None, closed="left")],
         "gamma": [None, Interval(Real, 0, None, closed="neither")],
@@ -317,13 +347,14 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
     }
 
     def __init__(self, n_clusters=8, *, n_components=None,
-                 n_random_features="auto", max_iter=300, tol=0.02, gamma=None,
-                 communication_efficient=True, coreset_size=1000,
-                 party_keys="random_state", partition=None, random_state=None,
-                 verbose=0):
+                 n_random_features="auto", threshold="auto", max_iter=300,
+                 tol=0.02, gamma=None, communication_efficient=True,
+                 coreset_size=1000, party_keys="random_state", partition=None,
+                 random_state=None, verbose=0):
         self.n_clusters = n_clusters
         self.n_components = n_components
         self.n_random_features = n_random_features
+        self.threshold = threshold
         self.max_iter = max_iter
         self.tol = tol
         self.gamma = gamma
@@ -419,7 +450,8 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
                 fed, users, gamma=self.gamma, draw_key=draw_key,
                 communication_efficient=self.communication_efficient,
                 max_iter=self.max_iter, tol=self.tol, n_lambda=n_lambda,
-                n_components=s, n_random_features=D, n_samples=n_samples,
+                n_components=s, n_random_features=D,
+                threshold=self.threshold, n_samples=n_samples,
                 n_clusters=k, coreset_size=self.coreset_size,
                 seeds=dict(server=seeds[-3], lanczos=seeds[-2]),
                 n_oos_features=min(D * self.max_iter, _MAX_OOS_FEATURES),

@@ -38,6 +38,7 @@ __all__ = [
     "server_begin",
     "server_collect",
     "server_advance",
+    "server_converged",
     "distributed_lanczos",
 ]
 
@@ -169,6 +170,12 @@ def server_advance(state, threshold, n_min, combine=None):
     return run.converged(threshold, n_min), run.n_steps
 
 
+def server_converged(state, threshold, n_min):
+    """Whether the current run already meets a (new) target; ``(done, Q)``."""
+    run = state.stash["lanczos"]
+    return run.converged(threshold, n_min), run.n_steps
+
+
 def server_ritz_pairs(state):
     """The Ritz pairs of the finished run (kept on the server)."""
     return state.stash["lanczos"].pairs()
@@ -177,7 +184,7 @@ def server_ritz_pairs(state):
 # -- driver -------------------------------------------------------------------
 
 def distributed_lanczos(fed, server, dim, matvec, *, threshold, n_min, seed,
-                        combine=None):
+                        combine=None, resume=False):
     """Run DLA on a ``dim`` x ``dim`` matrix; the Ritz pairs stay on the server.
 
     Parameters
@@ -206,12 +213,24 @@ def distributed_lanczos(fed, server, dim, matvec, *, threshold, n_min, seed,
     combine : callable, optional
         Server function ``combine(state, parts) -> g`` (default: the sum).
 
+    resume : bool, default=False
+        Continue the server's current run (same Krylov basis) towards the
+        new ``threshold`` and ``n_min`` instead of starting a new one; no
+        product is requested if the run already meets them.
+
     Returns
     -------
     n_steps : int
-        Number of Lanczos steps ``Q`` (= rounds of user uploads).
+        Number of Lanczos steps ``Q`` (= rounds of user uploads) of the
+        run, counting those before a resume.
     """
-    fed[server].call(server_begin, dim, seed).result()
+    if resume:
+        done, n_steps = fed[server].call(server_converged, threshold,
+                                         n_min).result()
+        if done:
+            return n_steps
+    else:
+        fed[server].call(server_begin, dim, seed).result()
     while True:
         c = fed[server].call(server_current_vector).result()
         matvec(c)

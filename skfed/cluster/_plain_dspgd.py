@@ -27,7 +27,7 @@ __all__ = ["dspgd_without_cem"]
 
 def dspgd_without_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
                       lanczos_seed, n_random_features, n_samples, gamma,
-                      verbose, monitor):
+                      lambda_margin, verbose, monitor):
     """Section 4.1: Lanczos on the n x n matrix R_t; Z_t lives on the server.
 
     Returns ``(lambda, eigenvalues of H's columns, trace, changes,
@@ -65,7 +65,7 @@ def dspgd_without_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
 
         q, lam, shrink, theta, V = dspgd.server_eigenpairs(
             fed, n_samples, matvec, t=t, lam=lam, eta=eta, n_lambda=n_lambda,
-            s=s, seed=lanczos_seed, gamma=gamma,
+            s=s, seed=lanczos_seed, gamma=gamma, margin=lambda_margin,
             combine=dspgd.server_plain_combine(eta, n_random_features))
         values = theta[:s] + (1.0 - eta) * lam
         change = fed[SERVER].call(dspgd.server_plain_update, theta, V, shrink,
@@ -85,7 +85,8 @@ def dspgd_without_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
         if dspgd.converged(changes, tol):
             break
     else:
-        dspgd.warn_not_converged(changes, tol, max_iter)
+        dspgd.warn_not_converged(changes, tol, max_iter, n_random_features,
+                                 lambda_margin)
     # The server holds H; each user receives its own rows of it.
     scales = np.sqrt(values)
     for m, u in enumerate(users):

@@ -83,7 +83,8 @@ def ring_encoder(bound):
 
 
 def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
-                   n_samples, lanczos_seed, gamma, verbose, monitor):
+                   n_random_features, n_samples, lanczos_seed, gamma,
+                   lambda_margin, verbose, monitor):
     """Algorithm 1, lines 4-18, with the stopping rule.
 
     Returns ``(lambda, eigenvalues of H's columns, trace, changes,
@@ -116,7 +117,7 @@ def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
 
         q, lam, shrink, theta, V = dspgd.server_eigenpairs(
             fed, dims[0], matvec, t=t, lam=lam, eta=eta, n_lambda=n_lambda,
-            s=s, seed=lanczos_seed, gamma=gamma)
+            s=s, seed=lanczos_seed, gamma=gamma, margin=lambda_margin)
         # Lines 11-14: the server broadcasts the eigenpairs; each user forms
         # its rows of the eigenvectors and of B_{t+1} (soft threshold).
         fed.gather(fed[u].call(dspgd.user_update_from_eigenpairs, theta, V,
@@ -148,7 +149,8 @@ def dspgd_with_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
         if dspgd.converged(changes, tol):
             break
     else:
-        dspgd.warn_not_converged(changes, tol, max_iter)
+        dspgd.warn_not_converged(changes, tol, max_iter, n_random_features,
+                                 lambda_margin)
     # Lines 16-18: each user builds its rows of H.
     scales = np.sqrt(values)
     fed.gather(fed[u].call(dspgd.user_build_h, scales, sender=SERVER,
@@ -202,20 +204,23 @@ def user_embed_and_assign(state, embedding_map, centers):
 
 def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
                  max_iter, tol, n_lambda, n_components, n_random_features,
-                 n_samples, n_clusters, coreset_size, seeds, n_oos_features,
-                 verbose, monitor):
+                 threshold, n_samples, n_clusters, coreset_size, seeds,
+                 n_oos_features, verbose, monitor):
     """Algorithm 1 from setup to the published map; returns a dict of results."""
     gamma = setup(fed, users, gamma, draw_key=draw_key)
     common = dict(max_iter=max_iter, n_lambda=n_lambda,
-                  n_components=n_components, lanczos_seed=seeds["lanczos"],
+                  n_components=n_components,
+                  n_random_features=n_random_features,
+                  lanczos_seed=seeds["lanczos"],
+                  lambda_margin=dspgd.lambda_margin(threshold,
+                                                    n_random_features),
                   verbose=verbose, monitor=monitor, n_samples=n_samples)
     if communication_efficient:
         lam, eigenvalues, trace, changes, per_iteration = dspgd_with_cem(
             fed, users, tol=tol, gamma=gamma, **common)
     else:
         lam, eigenvalues, trace, changes, per_iteration = dspgd_without_cem(
-            fed, users, tol=tol, gamma=gamma,
-            n_random_features=n_random_features, **common)
+            fed, users, tol=tol, gamma=gamma, **common)
     # Line 19: distributed linear k-means over the rows of H.
     centers = distributed_kmeans(fed, SERVER, users, n_clusters=n_clusters,
                                  coreset_size=coreset_size, seed=seeds["server"])

@@ -80,3 +80,33 @@ def test_distributed_run_sums_user_products(n_users):
     # One broadcast and one upload of 12 floats per user and step.
     up = [m for m in rec.messages if m.receiver == "server"]
     assert len(up) == q * n_users and {m.n_scalars for m in up} == {12}
+
+
+def test_resumed_run_continues_to_a_lower_threshold():
+    # DSPGD's first iteration: the run stops at two converged pairs, the
+    # threshold is then chosen lower (threshold="auto"), and the same run
+    # continues until every Ritz value above it has converged; a run that
+    # already meets the new target asks for no further product.
+    rng = np.random.RandomState(4)
+    Q, _ = np.linalg.qr(rng.standard_normal((60, 60)))
+    values = np.concatenate([[50.0, 40.0, 10.6, 10.4], rng.uniform(0, 10, 56)])
+    R = (Q * values) @ Q.T
+    values = np.sort(values)[::-1]
+    states = {"server": {}}
+    products = []
+    with Federation(states) as fed:
+        def matvec(c):
+            products.append(c)
+            fed["server"].call(server_collect, R @ c).result()
+
+        first = distributed_lanczos(fed, "server", 60, matvec,
+                                    threshold=np.inf, n_min=2, seed=0)
+        theta, _ = fed["server"].call(server_ritz_pairs).result()
+        assert not np.allclose(theta[2:4], values[2:4], rtol=1e-6)
+        total = distributed_lanczos(fed, "server", 60, matvec, threshold=10.0,
+                                    n_min=2, seed=None, resume=True)
+        theta, _ = fed["server"].call(server_ritz_pairs).result()
+        again = distributed_lanczos(fed, "server", 60, matvec, threshold=10.0,
+                                    n_min=2, seed=None, resume=True)
+    assert first < total == again == len(products)
+    np.testing.assert_allclose(theta[:4], values[:4], rtol=1e-8)
