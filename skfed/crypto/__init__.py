@@ -69,8 +69,7 @@ array([1.5 , 1.75])
 array([-0.5  ,  0.375])
 """
 
-from ._array import EncryptedArray
-from ._concatenate import concatenate
+from ._array import EncryptedArray, concatenate
 from ._key_policy import InsecureKeyWarning, check_key_size
 from ._ou import OUPublicKey
 from ._ou_private_key import OUPrivateKey
