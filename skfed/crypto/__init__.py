@@ -71,8 +71,7 @@ array([-0.5  ,  0.375])
 
 from ._array import EncryptedArray, concatenate
 from ._key_policy import InsecureKeyWarning, check_key_size
-from ._ou import OUPublicKey
-from ._ou_private_key import OUPrivateKey
+from ._ou import OUPrivateKey, OUPublicKey
 from ._plaintext import PlaintextArray, PlaintextPrivateKey, PlaintextPublicKey
 from ._scheme import plaintext_bits
 from .encoding import PackedEncoder
