@@ -7,10 +7,10 @@ from these counts is what fitted estimators expose as ``communication_``, and
 :func:`record_messages` collects the messages themselves (with their payloads)
 for teaching and for the privacy tests.
 
-The sizes and the summary (:func:`measure`, :class:`Message`,
-:class:`CommunicationSummary`) are in :mod:`skfed.federation._accounting` and
-importable from here as before; this module records and delivers messages and
-runs the parties (:class:`Federation`).
+The sizes, the round marks and the summary (:func:`measure`,
+:class:`Message`, :func:`protocol_round`, :class:`CommunicationSummary`) are
+in :mod:`skfed.federation._accounting`; this module records and delivers
+messages and runs the parties (:class:`Federation`).
 """
 
 # Authors: The skfed developers
@@ -22,16 +22,10 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ._accounting import CommunicationSummary, Message, measure
+from ._accounting import CommunicationSummary, Message, current_round, measure
 from ._plots import plot_timeline
-from ._rounds import (
-    current_round,
-    protocol_round,
-    protocol_rounds,
-)
 
-__all__ = ["Message", "CommunicationSummary", "measure", "record_messages",
-           "protocol_round", "protocol_rounds", "current_round"]
+__all__ = ["Federation", "MessageRecorder", "record_messages"]
 
 
 class MessageRecorder:
