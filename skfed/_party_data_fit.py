@@ -28,7 +28,7 @@ from .base import check_labels_not_single_class
 from .federation import PartyData
 from .federation._party_data import _at_homes, _local_homes, _on_ray
 from .federation._party_inputs import binarized_codes, standardised_target
-from .federation._remote import HomeList, HomeRef
+from .federation._ray import HomeList, HomeRef
 
 __all__ = ["party_data_fit_input", "party_data_predict_input",
            "validate_data_or_party_data", "binarized_fit_input",

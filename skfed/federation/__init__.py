@@ -29,6 +29,7 @@ from ._accounting import (
 )
 from .network import Federation, MessageRecorder, record_messages
 from ._party_data import PartyData
+from ._ray import RemoteValue
 from .party import (
     FederationTimeoutError,
     Local,
@@ -50,6 +51,7 @@ __all__ = [
     "check_stop",
     "Local",
     "PartyData",
+    "RemoteValue",
     "Federation",
     "Message",
     "MessageRecorder",

@@ -22,7 +22,7 @@ import uuid
 import weakref
 
 from .. import _config
-from ._remote import HomeRef
+from ._ray import HomeRef
 
 __all__ = ["PartyData"]
 
@@ -50,7 +50,7 @@ def _at_homes(calls, fn):
     out = {}
     if _on_ray():
         from ._ray import home_actor
-        from ._remote import import_ray
+        from ._ray import import_ray
 
         ray = import_ray()
         refs = {name: home_actor(name).at_home.remote(fn, args)

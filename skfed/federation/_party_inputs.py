@@ -15,7 +15,7 @@ import numpy as np
 
 from ..partition import VerticalPartition
 from ._party_data import _at_home, _on_ray, _resolve_local
-from ._remote import HomeRef
+from ._ray import HomeRef
 
 __all__ = ["at_home_apply", "at_home_value", "binarized_codes", "signed_codes",
            "standardised_target"]

@@ -2,7 +2,7 @@
 
 After a fit on a :class:`~skfed.federation.PartyData` with the Ray backend,
 every value a party learned (a lookup table, coefficients, a party key) is
-a :class:`~skfed.federation._remote.RemoteValue` kept by that party's home;
+a :class:`~skfed.federation.RemoteValue` kept by that party's home;
 the estimator in the driver holds the references. :func:`save_shares` has
 each home write its values to a file on its own host (and, if asked, the
 driver its part, with each reference replaced by a :class:`SavedShare`
@@ -18,7 +18,7 @@ import copy
 import os
 
 from ._fingerprint import new_fingerprint, open_sealed, seal
-from ._remote import RemoteValue, import_ray, leaves
+from ._ray import RemoteValue, import_ray, leaves
 
 __all__ = ["SavedShare", "save_shares", "load_shares"]
 

@@ -22,8 +22,11 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from .._config import get_config
 from ._accounting import CommunicationSummary, Message, current_round, measure
 from ._plots import plot_timeline
+from ._ray import RayParty
+from .party import FederationTimeoutError, Party, PartyError, PartyStopped
 
 __all__ = ["Federation", "MessageRecorder", "record_messages"]
 
@@ -213,9 +216,6 @@ class Federation:
     stop_wait = 1.0
 
     def __init__(self, states, timeout=None, backend=None):
-        from .._config import get_config
-        from .party import Party
-
         config = get_config()
         self.backend = backend or config["backend"]
         self.log = MessageLog()
@@ -228,8 +228,6 @@ class Federation:
                 for name, state in states.items()
             }
         elif self.backend == "ray":
-            from ._ray import RayParty
-
             options = config["ray_actor_options"] or {}
             peers = {}  # each party's waits watch every party's actor
             self._parties = {
@@ -311,8 +309,6 @@ class Federation:
         failure is re-raised. An interrupt of the caller is re-raised at
         once.
         """
-        from .party import PartyError, PartyStopped, FederationTimeoutError
-
         futures = list(futures)
         results, first_error, deadline = [], None, None
         for future in futures:
