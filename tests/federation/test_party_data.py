@@ -11,7 +11,7 @@ import pytest
 from skfed.alignment import align
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
 from skfed.federation import PartyData, PartyError, record_messages
-from skfed.federation._party_inputs import at_home_apply
+from skfed.federation._party_data import at_home_apply
 from skfed.federation._ray import HomeRef
 
 

@@ -294,7 +294,7 @@ def test_driver_never_holds_a_block_or_a_payload(fits):
 def test_shares_saved_at_home_load_back_at_new_homes(fits):
     import joblib
 
-    from skfed.federation._party_shares import SavedShare
+    from skfed.federation._party_data import SavedShare
     from skfed.federation._ray import RemoteValue, leaves
 
     asked = {ref.hex() for ref in fits["gets"].refs}
