@@ -1,4 +1,4 @@
-"""Message accounting: what crossed between which parties, in which phase.
+"""The federation: runs the parties, delivers and records their messages.
 
 Every call made with a ``sender`` (see :class:`~skfed.federation.Party`) is a
 message; its arguments are measured as a count of plain scalars, a count
