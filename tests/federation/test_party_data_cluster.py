@@ -24,7 +24,7 @@ from skfed.partition import VerticalPartition
 
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
-pytestmark = [pytest.mark.xdist_group("ray")]
+pytestmark = [pytest.mark.xdist_group("ray"), pytest.mark.slow]
 
 PARTIES = ["party0", "party1"]
 N = 40
