@@ -21,11 +21,10 @@ from threadpoolctl import threadpool_limits
 from . import _tour_cases
 from ._config import config_context
 from ._optional import import_optional
-from ._tour_case import TourCase
 from .crypto import InsecureKeyWarning
 from .federation import record_messages
 
-__all__ = ["TourCase", "run_tour", "main"]
+__all__ = ["run_tour", "main"]
 
 QUICK_NOTE = (
     "--quick: smaller data, fewer iterations and 512-bit Paillier keys, "
