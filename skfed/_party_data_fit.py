@@ -4,12 +4,20 @@ The glue between the estimators and :class:`~skfed.federation.PartyData`:
 :func:`party_data_fit_input` and :func:`party_data_predict_input` have
 every party read its table at its home, align the rows with the private set
 intersection of :mod:`skfed.alignment` run between the homes, and return
-the stand-ins (:class:`~skfed.federation._party_inputs._PartyBlocks`) the
+the stand-ins (:class:`~skfed.federation._party_data._PartyBlocks`) the
 estimator uses in place of ``X`` and ``y``; :func:`check_supported` refuses,
-before any party starts, what such a fit cannot do. Nothing here names an
-estimator: an estimator says that it takes a PartyData
-(``_accepts_party_data``) and whether its early stopping draws rows in the
-driver (``_held_out_in_driver``), see :class:`skfed.base.FederatedMixin`.
+before any party starts, what such a fit cannot do. The label holder encodes
+its labels at its home (:func:`binarized_codes`, :func:`signed_codes`,
+:func:`standardised_target`). Nothing here names an estimator: an estimator
+says that it takes a PartyData (``_accepts_party_data``) and whether its
+early stopping draws rows in the driver (``_held_out_in_driver``), see
+:class:`skfed.base.FederatedMixin`.
+
+It sits above :mod:`skfed.alignment` (the PSI a PartyData runs when it
+loads) and :mod:`skfed.base`, below the algorithms; the PartyData object,
+its homes, blocks and shares are the runtime's
+(:mod:`skfed.federation._party_data`), which is handed the loading
+(:meth:`~skfed.federation.PartyData._load` takes it as ``align``).
 """
 
 # Authors: The skfed developers
@@ -18,7 +26,9 @@ driver (``_held_out_in_driver``), see :class:`skfed.base.FederatedMixin`.
 import os
 
 import numpy as np
-from sklearn.preprocessing import LabelBinarizer
+from sklearn.preprocessing import LabelBinarizer, LabelEncoder
+from sklearn.utils import check_array
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from ._optional import import_optional
@@ -26,13 +36,19 @@ from .alignment._contract import CONTRACT as PSI_CONTRACT
 from .alignment._psi import _kinds, run_psi
 from .base import check_labels_not_single_class
 from .federation import PartyData
-from .federation._party_data import _at_homes, _local_homes, _on_ray
-from .federation._party_inputs import binarized_codes, standardised_target
-from .federation._remote import HomeList, HomeRef
+from .federation._party_data import (
+    _at_homes,
+    _local_homes,
+    _on_ray,
+    at_home_apply,
+    at_home_value,
+)
+from .federation._ray import HomeList, HomeRef
 
 __all__ = ["party_data_fit_input", "party_data_predict_input",
            "validate_data_or_party_data", "binarized_fit_input",
-           "standardised_fit_input", "check_supported", "load"]
+           "standardised_fit_input", "check_supported", "load",
+           "binarized_codes", "signed_codes", "standardised_target"]
 
 
 def load(data, label, allow_nan, encode):
@@ -83,8 +99,6 @@ def _read_at_home(home, key, source, id_column, label):
 
 def _keep_rows(home, key, rows, id_column, label, allow_nan, encode):
     """Home: keep the aligned rows, sorted by id; validate; split the label."""
-    from sklearn.utils import check_array
-
     table = home.pop(key + ("table",))
     home.pop(key + ("ids",), None)
     block = table.iloc[np.asarray(rows, dtype=np.intp)]
@@ -95,9 +109,6 @@ def _keep_rows(home, key, rows, id_column, label, allow_nan, encode):
         if encode is None:  # prediction: the labels are not used
             y = None
         elif encode:
-            from sklearn.preprocessing import LabelEncoder
-            from sklearn.utils.multiclass import check_classification_targets
-
             check_classification_targets(y)
             encoder = LabelEncoder().fit(y)
             classes, y = encoder.classes_, encoder.transform(y)
@@ -139,6 +150,49 @@ def _align_at_homes(data, names, key, label, allow_nan, encode):
                                     allow_nan, encode)
                              for k, name in enumerate(names)}, _keep_rows).values())
     return hub, summary, shapes
+
+
+def _binarize_codes(codes, binarizer):
+    return binarizer.transform(binarizer.classes_[codes]).astype(float)
+
+
+def binarized_codes(codes, binarizer):
+    """The label holder's +-1 columns (``binarizer``, a LabelBinarizer fitted
+    on the classes) of its class codes, computed at its home."""
+    n_outputs = 1 if binarizer.classes_.size == 2 else binarizer.classes_.size
+    return at_home_apply(codes, _binarize_codes, binarizer,
+                         shape=(len(codes), n_outputs))
+
+
+def _signed(codes):
+    return np.where(codes == 1, 1.0, -1.0)
+
+
+def signed_codes(codes):
+    """+1 for the second class, -1 for the first, at the label holder."""
+    return at_home_apply(codes, _signed, shape=(len(codes),))
+
+
+def _moments(y, weight):
+    # exactly FDSKLRegressor's in-memory standardisation
+    w = np.ones(len(y)) if weight is None else weight
+    mean = float(np.average(y, weights=w))
+    scale = float(np.sqrt(np.average((y - mean) ** 2, weights=w)))
+    return mean, scale if scale > 0 else 1.0
+
+
+def _standardise(y, mean, scale):
+    return ((y - mean) / scale)[:, None]
+
+
+def standardised_target(y, weight=None):
+    """``(mean, scale, Y)``: the label holder centres and scales its target
+    (weighted by ``weight``, the row weights it is given) and tells the
+    estimator the two numbers, which prediction needs; ``Y`` (n x 1) stays
+    at its home."""
+    mean, scale = at_home_value(y, _moments, weight)
+    return mean, scale, at_home_apply(y, _standardise, mean, scale,
+                                      shape=(len(y), 1))
 
 
 def check_supported(estimator, n_rows):

@@ -18,10 +18,13 @@ import warnings
 
 from threadpoolctl import threadpool_limits
 
+from . import _tour_cases
+from ._config import config_context
 from ._optional import import_optional
-from ._tour_case import TourCase
+from .crypto import InsecureKeyWarning
+from .federation import record_messages
 
-__all__ = ["TourCase", "run_tour", "main"]
+__all__ = ["run_tour", "main"]
 
 QUICK_NOTE = (
     "--quick: smaller data, fewer iterations and 512-bit Paillier keys, "
@@ -54,8 +57,6 @@ def _cases(quick=False, estimator=None):
 
     ``estimator`` keeps the cases whose name starts with it (case-insensitive).
     """
-    from . import _tour_cases
-
     cases = sorted((make(quick=quick) for make in _tour_cases.CASES), key=_rank)
     if estimator is not None:
         prefix = estimator.lower()
@@ -64,8 +65,6 @@ def _cases(quick=False, estimator=None):
 
 
 def _names():
-    from . import _tour_cases
-
     return [c.name.split(" ")[0] for c in
             sorted((make() for make in _tour_cases.CASES), key=_rank)]
 
@@ -74,9 +73,6 @@ def _names():
 def _tour_keys(quick):
     """The tour's small keys, stated once (QUICK_NOTE, KEY_NOTE) instead of
     an InsecureKeyWarning per fit; --quick also opts in below 1024 bits."""
-    from . import config_context
-    from .crypto import InsecureKeyWarning
-
     with config_context(**({"allow_insecure_keys": True} if quick else {})), \
             warnings.catch_warnings():
         warnings.simplefilter("ignore", InsecureKeyWarning)
@@ -90,8 +86,6 @@ def run_tour(cases=None, out=print, quick=False, record=False):
     :class:`~skfed.federation.MessageRecorder` and fitted estimator
     (``"recorder"``, ``"model"``; not printed).
     """
-    from .federation import record_messages
-
     cases = _cases(quick) if cases is None else cases
     rows = []
     with _tour_keys(quick):

@@ -3,8 +3,23 @@
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import numpy as np
+from sklearn.cluster import KMeans
+from sklearn.datasets import load_breast_cancer, load_digits
+from sklearn.decomposition import KernelPCA
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.metrics import normalized_mutual_info_score, roc_auc_score
 from sklearn.model_selection import train_test_split
+from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC, LinearSVC
+
+from ._tour_case import TourCase
+from .cluster import FederatedKernelKMeans
+from .ensemble import SecureBoostClassifier
+from .kernel_methods import AVFKAMRanker, FDSKLClassifier
+from .linear_model import HyFDCAClassifier
+from .partition import HybridPartition, VerticalPartition
 
 
 def _split(X, y, random_state=0):
@@ -27,15 +42,6 @@ CASES = []
 
 
 def _case_avfkam(quick=False):
-    import numpy as np
-    from sklearn.datasets import load_breast_cancer
-    from sklearn.metrics import roc_auc_score
-    from sklearn.svm import SVC
-
-    from skfed._tour_case import TourCase
-    from skfed.kernel_methods import AVFKAMRanker
-    from skfed.partition import VerticalPartition
-
     def make_data():
         # Malignant (the positive class) cut to 10% of the rows.
         X, y = load_breast_cancer(return_X_y=True)
@@ -64,12 +70,6 @@ CASES.append(_case_avfkam)
 
 
 def _case_secureboost(quick=False):
-    from sklearn.datasets import load_breast_cancer
-    from sklearn.ensemble import HistGradientBoostingClassifier
-
-    from skfed._tour_case import TourCase
-    from skfed.ensemble import SecureBoostClassifier
-
     def make_data():
         X, y = load_breast_cancer(return_X_y=True)
         return _split(X, y)
@@ -94,13 +94,6 @@ CASES.append(_case_secureboost)
 
 
 def _case_hyfdca(quick=False):
-    from sklearn.datasets import load_breast_cancer
-    from sklearn.svm import LinearSVC
-
-    from skfed._tour_case import TourCase
-    from skfed.linear_model import HyFDCAClassifier
-    from skfed.partition import HybridPartition
-
     def make_data():
         X, y = load_breast_cancer(return_X_y=True)
         return _scaled_split(X, y)
@@ -125,12 +118,6 @@ CASES.append(_case_hyfdca)
 
 
 def _case_fdskl(quick=False):
-    from sklearn.datasets import load_breast_cancer
-    from sklearn.svm import SVC
-
-    from skfed._tour_case import TourCase
-    from skfed.kernel_methods import FDSKLClassifier
-
     def make_data():
         X, y = load_breast_cancer(return_X_y=True)
         return _scaled_split(X, y)
@@ -150,16 +137,6 @@ CASES.append(_case_fdskl)
 
 
 def _case_federated_kernel_kmeans(quick=False):
-    import numpy as np
-    from sklearn.cluster import KMeans
-    from sklearn.datasets import load_digits
-    from sklearn.decomposition import KernelPCA
-    from sklearn.metrics import normalized_mutual_info_score
-    from sklearn.pipeline import make_pipeline
-
-    from skfed._tour_case import TourCase
-    from skfed.cluster import FederatedKernelKMeans
-
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     if quick:

@@ -9,6 +9,8 @@ import pkgutil
 
 from sklearn.base import BaseEstimator
 
+import skfed
+
 __all__ = ["all_estimators"]
 
 
@@ -19,8 +21,6 @@ def all_estimators():
     estimators live in them; only classes re-exported by a public subpackage
     and not starting with ``_`` are returned.
     """
-    import skfed
-
     found = {}
     for info in pkgutil.walk_packages(skfed.__path__, prefix="skfed."):
         parts = info.name.split(".")

@@ -95,7 +95,8 @@ def test_the_tour_states_its_key_choice_once_without_warnings(monkeypatch, capsy
     from sklearn.dummy import DummyClassifier
 
     import skfed._tour as tour
-    from skfed._tour import KEY_NOTE, TourCase, run_tour
+    from skfed._tour import KEY_NOTE, run_tour
+    from skfed._tour_case import TourCase
     from skfed.ensemble import SecureBoostClassifier
 
     rng = np.random.default_rng(0)

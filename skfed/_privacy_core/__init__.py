@@ -12,7 +12,7 @@ and below the algorithms; :mod:`skfed.privacy` is its public face, with
 # SPDX-License-Identifier: BSD-3-Clause
 
 from ._attack_table import ATTACK_COLUMNS, attack_row
-from ._check import R2_THRESHOLD, RANK_THRESHOLD, ROW_TOLERANCE, check_messages
+from ._check import check_messages
 from ._contract import (
     Aggregate,
     Ciphertext,
@@ -29,6 +29,7 @@ from ._contract import (
 )
 from ._party_data_checks import check_party_data_messages
 from ._secure_sum_rules import SEED_SIZE, secure_sum_rules
+from ._semantic import R2_THRESHOLD, RANK_THRESHOLD, ROW_TOLERANCE
 
 __all__ = [
     "Contract",

@@ -9,11 +9,9 @@ from ..crypto._array import EncryptedArray
 from ._contract import Ciphertext, Violation
 from ._leaves import element_size, leaves, structural_problems
 from ._party_data_checks import check_party_data_messages
-from ._semantic import (R2_THRESHOLD, RANK_THRESHOLD, ROW_TOLERANCE,
-                        SemanticChecker)
+from ._semantic import SemanticChecker
 
-__all__ = ["check_messages", "R2_THRESHOLD", "RANK_THRESHOLD", "ROW_TOLERANCE",
-           "public_sizes"]
+__all__ = ["check_messages", "public_sizes"]
 
 
 class _CiphertextLedger:

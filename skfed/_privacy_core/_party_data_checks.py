@@ -7,7 +7,7 @@ homes (:class:`~skfed.federation.PartyData`), refused with what to do instead.""
 from fnmatch import fnmatchcase
 
 from ..federation import PartyData
-from ..federation._remote import RemoteValue, leaves
+from ..federation._ray import RemoteValue, leaves
 
 __all__ = ["check_party_data_messages"]
 

@@ -54,6 +54,14 @@ Security and speed
     id column per feature shares row products between features (a joint
     histogram per group of features, then one product per cell).
 
+Building blocks
+    Protocol code that works on raw ciphertexts uses the same pieces as the
+    arrays: :func:`object_array` (an object array of ``mpz``),
+    :func:`raw_group_sum` and :func:`feature_groups` (grouped products),
+    :func:`parallel_map`, :func:`parallel_tasks`, :func:`effective_n_jobs`
+    and :func:`fork_available` (the worker threads and forked processes),
+    and :func:`warn_insecure` (a key-policy warning, shown once per line).
+
 Examples
 --------
 >>> import numpy as np
@@ -69,12 +77,13 @@ array([1.5 , 1.75])
 array([-0.5  ,  0.375])
 """
 
-from ._array import EncryptedArray
-from ._concatenate import concatenate
-from ._key_policy import InsecureKeyWarning, check_key_size
-from ._ou import OUPublicKey
-from ._ou_private_key import OUPrivateKey
+from ._array import EncryptedArray, concatenate
+from ._group_sum import feature_groups, raw_group_sum
+from ._key_policy import InsecureKeyWarning, check_key_size, warn_insecure
+from ._ou import OUPrivateKey, OUPublicKey
+from ._parallel import effective_n_jobs, fork_available, parallel_map, parallel_tasks
 from ._plaintext import PlaintextArray, PlaintextPrivateKey, PlaintextPublicKey
+from ._raw import object_array
 from ._scheme import plaintext_bits
 from .encoding import PackedEncoder
 from .paillier import PaillierPrivateKey, PaillierPublicKey, generate_keypair
@@ -92,6 +101,14 @@ __all__ = [
     "PlaintextPublicKey",
     "check_key_size",
     "concatenate",
+    "effective_n_jobs",
+    "feature_groups",
+    "fork_available",
     "generate_keypair",
+    "object_array",
+    "parallel_map",
+    "parallel_tasks",
     "plaintext_bits",
+    "raw_group_sum",
+    "warn_insecure",
 ]

@@ -14,6 +14,12 @@ plaintext operation         ciphertext operation (mod ciphertext modulus)
 ``a * 2**d`` (rescale)      ``E(a)**(2**d)``
 ==========================  =============================================
 
+A sum of ciphertexts is their product modulo the ciphertext modulus: the
+reductions protocols are built from are sums over all rows
+(:meth:`EncryptedArray.sum`) and per group of rows, e.g. SecureBoost's
+gradient histograms (:meth:`EncryptedArray.group_sum`). :func:`concatenate`
+joins arrays along an axis, aligning their exponents to the smallest.
+
 The array calls only the key's raw operations (``raw_add_plain``,
 ``raw_obfuscators``, ``ciphertext_modulus``; see :mod:`skfed.crypto._scheme`),
 so every operation below serves both schemes.
@@ -22,6 +28,9 @@ so every operation below serves both schemes.
 import gmpy2
 import numpy as np
 
+from ._group_sum import group_counts, raw_group_sum
+from ._parallel import parallel_map
+from ._plaintext import PlaintextArray, concatenate_plaintext
 from ._raw import (
     as_object,
     max_abs,
@@ -30,10 +39,9 @@ from ._raw import (
     plain_operand,
     powmod,
 )
-from ._sums import SumsMixin
 from .encoding import FLOAT_MANTISSA_BITS, encode
 
-__all__ = ["EncryptedArray"]
+__all__ = ["EncryptedArray", "concatenate"]
 
 # Exponent of plaintext float operands (addends and factors). It is fixed, not
 # chosen from the operand's values, because the exponent of the result travels
@@ -41,9 +49,10 @@ __all__ = ["EncryptedArray"]
 # private plaintext to whoever receives the result.
 PLAINTEXT_FLOAT_EXPONENT = -FLOAT_MANTISSA_BITS
 _KEEP = object()
+_ONE = gmpy2.mpz(1)  # the raw encryption of 0 with obfuscator 1
 
 
-class EncryptedArray(SumsMixin):
+class EncryptedArray:
     """Array of ciphertexts sharing one fixed-point exponent.
 
     Created by ``encrypt`` or ``encrypt_packed`` of a
@@ -77,8 +86,9 @@ class EncryptedArray(SumsMixin):
     (exponents aligned to the smaller one, at the cost of ``d`` modular
     squarings per element for a difference ``d``), ``+``/``-`` with a plaintext
     array or scalar, ``*`` by a plaintext int or float array or scalar
-    (broadcast as numpy does), :meth:`sum`, :meth:`group_sum` (both in
-    :mod:`skfed.crypto._sums`), indexing, and :func:`concatenate`.
+    (broadcast as numpy does), :meth:`sum`, :meth:`group_sum` (whose raw
+    products are in :mod:`skfed.crypto._group_sum`), indexing, and
+    :func:`concatenate`.
 
     Plaintext float operands are encoded with the fixed exponent
     ``f = -53`` (absolute error ``2**-54`` each): adding them gives exponent
@@ -416,6 +426,113 @@ class EncryptedArray(SumsMixin):
         other = plain_operand(other).astype(np.float64)
         return self * (1.0 / other)
 
+    def sum(self, axis=None, n_jobs=None):
+        """Homomorphic sum over ``axis`` (all elements if None).
+
+        Parameters
+        ----------
+        axis : int or None, default=None
+            Axis to sum over; None sums every element.
+        n_jobs : int or None, default=None
+            Worker threads (used for ``axis=None``).
+
+        Returns
+        -------
+        EncryptedArray
+            0-d for ``axis=None``, otherwise the shape without ``axis``.
+        """
+        modulus = self.public_key.ciphertext_modulus
+        if axis is None:
+            def product(chunk):
+                acc = _ONE
+                for c in chunk:
+                    acc = acc * c % modulus
+                return [acc]
+
+            partials = parallel_map(
+                product, self.ciphertexts.ravel().tolist(), n_jobs,
+                release_gil=False,  # short products
+            )
+            total = product(partials)[0]
+            counts = None if self.counts is None else np.asarray(self.counts.sum())
+            return self._new(
+                object_array([total], ()), counts=counts,
+                bound=self._scaled_bound(self.size),
+            )
+        moved = np.moveaxis(self.ciphertexts, axis, 0)
+        if moved.shape[0] == 0:
+            acc = object_array([_ONE] * int(np.prod(moved.shape[1:])), moved.shape[1:])
+        else:
+            acc = moved[0]
+            for row in moved[1:]:
+                acc = mulmod(acc, row, modulus)
+        counts = None if self.counts is None else self.counts.sum(axis=axis)
+        return self._new(
+            as_object(acc, moved.shape[1:]), counts=counts,
+            bound=self._scaled_bound(moved.shape[0]),
+        )
+
+    def group_sum(self, group_ids, n_groups, n_jobs=None):
+        """Sum the elements of each group: the encrypted histogram primitive.
+
+        Parameters
+        ----------
+        group_ids : array-like of int, shape (n,) or (n, n_features)
+            Group of each row (row = element along axis 0). Negative ids
+            are skipped (e.g. rows outside a tree node, or missing values).
+        n_groups : int
+            Number of groups; ids must be < n_groups.
+        n_jobs : int or None, default=None
+            Worker threads; work is split over features and row blocks.
+
+        Returns
+        -------
+        EncryptedArray
+            With 1-D ``group_ids``: shape ``(n_groups,) + self.shape[1:]``,
+            ``out[g] = sum(self[i] for i with group_ids[i] == g)`` (like
+            ``np.add.at(out, group_ids, x)``).
+            With 2-D ``group_ids`` (``self`` must be 1-D): shape
+            ``(n_features, n_groups)``, ``out[f, g] = sum(self[i] for i with
+            group_ids[i, f] == g)``: one histogram per feature, e.g. the
+            gradient histograms of SecureBoost from the bin indices of all
+            features in one call.
+
+        Notes
+        -----
+        Each row costs one modular multiplication per feature (see
+        :func:`skfed.crypto._group_sum.raw_group_sum`). An empty group gets
+        the constant ``1`` (an encryption of 0 without randomness):
+        rerandomize before sending.
+        """
+        ids = np.asarray(group_ids)
+        if ids.dtype.kind not in "iu":
+            raise TypeError(f"group_ids must be integers, got dtype {ids.dtype}.")
+        n_groups = int(n_groups)
+        if self.ndim == 0 or ids.ndim not in (1, 2) or ids.shape[0] != self.shape[0]:
+            raise ValueError(
+                f"group_ids of shape {ids.shape} do not match an EncryptedArray of "
+                f"shape {self.shape}: expected ({self.shape[0] if self.ndim else 0},) "
+                "or (n_rows, n_features)."
+            )
+        if ids.size and ids.max() >= n_groups:
+            raise ValueError(f"group id {int(ids.max())} >= n_groups={n_groups}.")
+        if ids.ndim == 2 and self.ndim != 1:
+            raise ValueError("2-D group_ids need a 1-D EncryptedArray.")
+        ciphertexts = raw_group_sum(
+            self.ciphertexts, ids, n_groups, self.public_key.ciphertext_modulus, n_jobs
+        )
+        counts = None
+        if self.counts is not None:
+            counts = group_counts(self.counts, ids, n_groups)
+        largest_group = max(
+            (int(np.bincount(column[column >= 0]).max(initial=0))
+             for column in ids.reshape(ids.shape[0], -1).T),
+            default=0,
+        )
+        return self._new(
+            ciphertexts, counts=counts, bound=self._scaled_bound(largest_group)
+        )
+
     def rerandomize(self, obfuscation=None, n_jobs=None):
         """Fresh obfuscation of every element: same plaintexts, new ciphertexts.
 
@@ -453,8 +570,6 @@ class EncryptedArray(SumsMixin):
 
 
 def _is_plaintext_array(obj):
-    from ._plaintext import PlaintextArray
-
     return isinstance(obj, PlaintextArray)
 
 
@@ -468,4 +583,43 @@ def _rebuild_encrypted_array(public_key, blob, shape, exponent, is_integer, enco
     return EncryptedArray(
         public_key, object_array(ciphertexts, shape), exponent,
         is_integer=is_integer, encoder=encoder, counts=counts,
+    )
+
+
+def concatenate(arrays, axis=0):
+    """Join EncryptedArrays (or PlaintextArrays) along an existing axis.
+
+    Parameters
+    ----------
+    arrays : sequence of EncryptedArray or of PlaintextArray
+        Same key (and same PackedEncoder if packed); exponents are aligned to
+        the smallest.
+    axis : int, default=0
+        Axis along which to join (as :func:`numpy.concatenate`).
+
+    Returns
+    -------
+    EncryptedArray or PlaintextArray
+    """
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    if all(_is_plaintext_array(a) for a in arrays):
+        return concatenate_plaintext(arrays, axis)
+    if not all(isinstance(a, EncryptedArray) for a in arrays):
+        raise TypeError("concatenate needs all EncryptedArrays or all PlaintextArrays.")
+    first = arrays[0]
+    for other in arrays[1:]:
+        first._check_same_key(other)
+    exponent = min(a.exponent for a in arrays)
+    aligned = [a.decrease_exponent_to(exponent) for a in arrays]
+    ciphertexts = np.concatenate([a.ciphertexts for a in aligned], axis=axis)
+    counts = None
+    if first.counts is not None:
+        counts = np.concatenate([a.counts for a in arrays], axis=axis)
+    bounds = [a.mantissa_bound for a in aligned]
+    return EncryptedArray(
+        first.public_key, ciphertexts, exponent,
+        is_integer=all(a.is_integer for a in arrays), encoder=first.encoder,
+        counts=counts, mantissa_bound=None if None in bounds else max(bounds),
     )

@@ -23,7 +23,7 @@ import numpy as np
 from ._parallel import effective_n_jobs, parallel_tasks
 from ._raw import object_array
 
-__all__ = ["group_counts", "raw_group_sum"]
+__all__ = ["feature_groups", "group_counts", "raw_group_sum"]
 
 _ONE = gmpy2.mpz(1)
 

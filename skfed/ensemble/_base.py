@@ -23,9 +23,8 @@ from sklearn.utils.validation import (
 
 from .._party_data_fit import party_data_predict_input
 from ..base import FederatedMixin, check_class_weight, party_seeds
-from ..federation import PartyData
+from ..federation import PartyData, RemoteValue
 from ..federation._fingerprint import new_fingerprint
-from ..federation._remote import RemoteValue
 from ._boosting import run_secureboost, weighted_row_bound
 from ._contract import MIN_PASSIVE_ROWS
 from ._loss import LOSSES

@@ -18,18 +18,18 @@ from .aggregation import (
     tree_sum,
     unmaskable,
 )
-from .network import (
+from ._accounting import (
     CommunicationSummary,
-    Federation,
     Message,
-    MessageRecorder,
     current_round,
     measure,
     protocol_round,
     protocol_rounds,
-    record_messages,
+    set_round,
 )
+from .network import Federation, MessageRecorder, record_messages
 from ._party_data import PartyData
+from ._ray import RemoteValue
 from .party import (
     FederationTimeoutError,
     Local,
@@ -51,6 +51,7 @@ __all__ = [
     "check_stop",
     "Local",
     "PartyData",
+    "RemoteValue",
     "Federation",
     "Message",
     "MessageRecorder",
@@ -60,6 +61,7 @@ __all__ = [
     "protocol_round",
     "protocol_rounds",
     "current_round",
+    "set_round",
     "balanced_tree",
     "tree_leaves",
     "tree_leader",

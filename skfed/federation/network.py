@@ -1,4 +1,4 @@
-"""Message accounting: what crossed between which parties, in which phase.
+"""The federation: runs the parties, delivers and records their messages.
 
 Every call made with a ``sender`` (see :class:`~skfed.federation.Party`) is a
 message; its arguments are measured as a count of plain scalars, a count
@@ -7,10 +7,10 @@ from these counts is what fitted estimators expose as ``communication_``, and
 :func:`record_messages` collects the messages themselves (with their payloads)
 for teaching and for the privacy tests.
 
-The sizes and the summary (:func:`measure`, :class:`Message`,
-:class:`CommunicationSummary`) are in :mod:`skfed.federation._accounting` and
-importable from here as before; this module records and delivers messages and
-runs the parties (:class:`Federation`).
+The sizes, the round marks and the summary (:func:`measure`,
+:class:`Message`, :func:`protocol_round`, :class:`CommunicationSummary`) are
+in :mod:`skfed.federation._accounting`; this module records and delivers
+messages and runs the parties (:class:`Federation`).
 """
 
 # Authors: The skfed developers
@@ -22,16 +22,13 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ._accounting import CommunicationSummary, Message, measure
+from .._config import get_config
+from ._accounting import CommunicationSummary, Message, current_round, measure
 from ._plots import plot_timeline
-from ._rounds import (
-    current_round,
-    protocol_round,
-    protocol_rounds,
-)
+from ._ray import RayParty
+from .party import FederationTimeoutError, Party, PartyError, PartyStopped
 
-__all__ = ["Message", "CommunicationSummary", "measure", "record_messages",
-           "protocol_round", "protocol_rounds", "current_round"]
+__all__ = ["Federation", "MessageRecorder", "record_messages"]
 
 
 class MessageRecorder:
@@ -219,9 +216,6 @@ class Federation:
     stop_wait = 1.0
 
     def __init__(self, states, timeout=None, backend=None):
-        from .._config import get_config
-        from .party import Party
-
         config = get_config()
         self.backend = backend or config["backend"]
         self.log = MessageLog()
@@ -234,8 +228,6 @@ class Federation:
                 for name, state in states.items()
             }
         elif self.backend == "ray":
-            from ._ray import RayParty
-
             options = config["ray_actor_options"] or {}
             peers = {}  # each party's waits watch every party's actor
             self._parties = {
@@ -317,8 +309,6 @@ class Federation:
         failure is re-raised. An interrupt of the caller is re-raised at
         once.
         """
-        from .party import PartyError, PartyStopped, FederationTimeoutError
-
         futures = list(futures)
         results, first_error, deadline = [], None, None
         for future in futures:

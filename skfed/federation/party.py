@@ -35,9 +35,8 @@ from types import SimpleNamespace
 import sklearn
 
 from .. import _cancel, _config
+from ._accounting import current_round, set_round
 from ._pool import _pool
-from ._rounds import _set_round
-from . import network as _network
 
 __all__ = ["Party", "PartyState", "PartyFuture", "PartyError", "PartyStopped",
            "FederationTimeoutError", "Local", "check_stop"]
@@ -353,7 +352,7 @@ class Party:
                     return
                 future, fn, args, kwargs, where, round_ = item
                 item = None
-                _set_round(round_)  # the caller's protocol round
+                set_round(round_)  # the caller's protocol round
                 if not future.set_running_or_notify_cancel():
                     continue
                 if self._stop_event.is_set():  # between protocol steps
@@ -412,7 +411,7 @@ class Party:
             if self._stopping:
                 raise RuntimeError(f"Party '{self.name}' is not running.")
             self._queue.put((future, fn, args, kwargs, where,
-                             _network.current_round()))
+                             current_round()))
         return PartyFuture(future, self.name, phase, where[1], self._timeout,
                            last_phase=last_phase, on_timeout=self._timed_out)
 

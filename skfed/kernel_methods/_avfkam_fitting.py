@@ -19,9 +19,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from .. import _party_data_fit as party_data
+from .._party_data_fit import signed_codes
 from ..base import check_labels_not_single_class
 from ..federation import Local, PartyData, balanced_tree, tree_sum
-from ..federation._party_inputs import signed_codes
 from ..kernel_approximation import KERNELS
 from ..losses import get_loss
 from ..partition import VerticalPartition

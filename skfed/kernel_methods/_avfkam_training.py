@@ -29,8 +29,8 @@ from collections import deque
 import numpy as np
 
 from .._progress import Progress
-from ..federation import Local, balanced_tree, protocol_rounds, tree_sum
-from ..federation._rounds import _set_round
+from ..federation import (Local, balanced_tree, protocol_rounds, set_round,
+                          tree_sum)
 from . import _avfkam_protocol as protocol
 
 __all__ = ["TrainingPlan", "run_asynchronous", "run_synchronous"]
@@ -231,7 +231,7 @@ def _asynchronous_loop(plan, party):
     pending_decays = deque()
     straggler = plan.slowdown(party) > 1
     while n_iter := plan.claim(party):
-        _set_round(n_iter)  # this driver thread's messages: round n_iter
+        set_round(n_iter)  # this driver thread's messages: round n_iter
         # 2: sample positive rows, negative rows and feature seeds.
         (sample, own), work = _timed(fed[party].call(
             protocol.sample_step, phase="train/sample"))

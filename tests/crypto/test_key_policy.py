@@ -135,6 +135,7 @@ search.fit(X, y)
 """
 
 
+@pytest.mark.slow
 def test_grid_search_with_workers_warns_once_per_process():
     # 9 fits in 2 joblib workers, then the refit in the caller: sklearn
     # re-installs the caller's filters around every task, which made each

@@ -22,7 +22,7 @@ from skfed.crypto import (
     generate_keypair,
     plaintext_bits,
 )
-from skfed.crypto._ou_private_key import ou_subgroup_bits
+from skfed.crypto._ou import ou_subgroup_bits
 from skfed.crypto._parallel import fork_available
 
 

@@ -100,10 +100,10 @@ def test_secureboost_with_precomputed_obfuscators_is_lossless(monkeypatch):
     # so the path is exercised whatever the machine's load.
     from sklearn.datasets import make_classification
 
-    from skfed.crypto import _private_key
+    from skfed.crypto import paillier
     from skfed.ensemble import SecureBoostClassifier
 
-    monkeypatch.setattr(_private_key, "_MIN_ITEMS_PER_PROCESS_2048", 1)
+    monkeypatch.setattr(paillier, "_MIN_ITEMS_PER_PROCESS_2048", 1)
     take, taken = ObfuscatorPool.take, []
 
     def finished_take(self, count):

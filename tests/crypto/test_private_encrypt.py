@@ -7,7 +7,7 @@ import gmpy2
 import numpy as np
 import pytest
 
-from skfed.crypto import PackedEncoder, _private_key, generate_keypair
+from skfed.crypto import PackedEncoder, generate_keypair, paillier
 from skfed.crypto._obfuscation import CRTDJNObfuscator
 from skfed.crypto._parallel import fork_map, parallel_map
 
@@ -15,7 +15,7 @@ from skfed.crypto._parallel import fork_map, parallel_map
 @pytest.fixture(autouse=True)
 def fork_small_batches(monkeypatch):
     # Test keys are small: fork from 100 values per process, as at 2048 bits.
-    monkeypatch.setattr(_private_key, "_MIN_ITEMS_PER_PROCESS_2048", 100 // 16)
+    monkeypatch.setattr(paillier, "_MIN_ITEMS_PER_PROCESS_2048", 100 // 16)
 
 
 def _public_table_obfuscator(djn, raw):

@@ -11,8 +11,8 @@ import pytest
 from skfed.alignment import align
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
 from skfed.federation import PartyData, PartyError, record_messages
-from skfed.federation._party_inputs import at_home_apply
-from skfed.federation._remote import HomeRef
+from skfed.federation._party_data import at_home_apply
+from skfed.federation._ray import HomeRef
 
 
 def _tables(seed=0, n=60):

@@ -24,7 +24,7 @@ from skfed.partition import VerticalPartition
 
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
-pytestmark = [pytest.mark.xdist_group("ray")]
+pytestmark = [pytest.mark.xdist_group("ray"), pytest.mark.slow]
 
 PARTIES = ["party0", "party1"]
 N = 40
@@ -260,7 +260,7 @@ def _public(contract, phase, position):
 
 def test_driver_never_holds_a_block_or_a_payload(fits):
     from skfed.crypto import EncryptedArray
-    from skfed.federation._remote import RemoteValue
+    from skfed.federation._ray import RemoteValue
 
     gets = fits["gets"]
     got = [a for value in gets.values for a in _arrays(value)]
@@ -294,8 +294,8 @@ def test_driver_never_holds_a_block_or_a_payload(fits):
 def test_shares_saved_at_home_load_back_at_new_homes(fits):
     import joblib
 
-    from skfed.federation._party_shares import SavedShare
-    from skfed.federation._remote import RemoteValue, leaves
+    from skfed.federation._party_data import SavedShare
+    from skfed.federation._ray import RemoteValue, leaves
 
     asked = {ref.hex() for ref in fits["gets"].refs}
     for name, (loaded, predicted, paths, driver_file, _) in fits["reloaded"].items():

@@ -8,7 +8,7 @@ import skfed
 from skfed.federation import Federation
 
 ray = pytest.importorskip("ray")
-pytestmark = [pytest.mark.xdist_group("ray")]
+pytestmark = [pytest.mark.xdist_group("ray"), pytest.mark.slow]
 
 
 def _niceness(state):
