@@ -3,7 +3,7 @@
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from ._export import (
+from ._shares import (
     SecureBoostActiveShare,
     SecureBoostConsolidated,
     SecureBoostPassiveShare,

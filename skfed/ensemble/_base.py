@@ -326,7 +326,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
             joblib-dump it and hand it to its party.
         """
         check_is_fitted(self)
-        from ._export import export_shares
+        from ._shares import export_shares
 
         return export_shares(self)
 
@@ -341,7 +341,7 @@ class _BaseSecureBoost(SecureBoostPrivacyMixin, FederatedMixin, BaseEstimator):
         -------
         model : SecureBoostConsolidated
         """
-        from ._export import consolidate_shares
+        from ._shares import consolidate_shares
 
         return consolidate_shares(self.export_shares())
 
