@@ -2,7 +2,7 @@
 
 ``_BaseSecureBoost._fit`` lays out each party's private state (its columns;
 for the active party also the labels, the sample weights and the loss) and
-hands it to the driver :func:`~._boosting.run_secureboost`; the protocol
+hands it to the driver :func:`~._protocol.run_secureboost`; the protocol
 itself lives in the private modules next to this one.
 """
 
@@ -26,7 +26,7 @@ from ..base import FederatedMixin, check_class_weight, party_seeds
 from ..federation import PartyData
 from ..federation._fingerprint import new_fingerprint
 from ..federation._remote import RemoteValue
-from ._boosting import run_secureboost, weighted_row_bound
+from ._protocol import run_secureboost, weighted_row_bound
 from ._contract import MIN_PASSIVE_ROWS
 from ._loss import LOSSES
 from ._packing import GradientLayout

@@ -1,6 +1,6 @@
 """The privacy contract of SecureBoost: what every message may contain.
 
-One rule per message of :func:`~._boosting.run_secureboost` (fit) and of
+One rule per message of :func:`~._protocol.run_secureboost` (fit) and of
 :func:`~._predictor.federated_raw_predict` (predict, and the validation
 predictions of early stopping), by phase and direction. Roles: the label
 holder is ``"active"``, every other party ``"passive"``.

@@ -16,7 +16,7 @@ import numpy as np
 from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
-__all__ = ["Scorer", "should_stop"]
+__all__ = ["Scorer"]
 
 # As sklearn's HistGradientBoosting: a scorer sees at most this many
 # training rows (drawn once from the model seed), the loss sees them all.
@@ -103,14 +103,3 @@ class Scorer:
             return float(self.scorer(view, positions, target))
         return float(self.scorer(view, positions, target, sample_weight=w[rows]))
 
-
-def should_stop(scores, n_iter_no_change, tol):
-    """sklearn's rule: no score in the last n rounds beats the reference by tol.
-
-    ``scores[0]`` is the score before the first round, as in
-    HistGradientBoosting.
-    """
-    if len(scores) <= n_iter_no_change:
-        return False
-    reference = scores[-(n_iter_no_change + 1)] + tol
-    return not any(s > reference for s in scores[-n_iter_no_change:])

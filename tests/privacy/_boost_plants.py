@@ -1,6 +1,6 @@
 """A planted SecureBoost leak shared by the privacy tests."""
 
-from skfed.ensemble import _boosting
+from skfed.ensemble import _protocol
 
 
 def plant_in_row_ids_slot(monkeypatch, leak):
@@ -10,8 +10,8 @@ def plant_in_row_ids_slot(monkeypatch, leak):
 
     Only the semantic check can tell what the planted integers are.
     """
-    original_active = _boosting.active_gradients
-    original_passive = _boosting.passive_receive_gradients
+    original_active = _protocol.active_gradients
+    original_passive = _protocol.passive_receive_gradients
 
     def leaky_active(state, *args):
         message = original_active(state, *args)
@@ -23,5 +23,5 @@ def plant_in_row_ids_slot(monkeypatch, leak):
     def passive(state, layout, rows, encrypted):
         return original_passive(state, layout, rows[0], encrypted)
 
-    monkeypatch.setattr(_boosting, "active_gradients", leaky_active)
-    monkeypatch.setattr(_boosting, "passive_receive_gradients", passive)
+    monkeypatch.setattr(_protocol, "active_gradients", leaky_active)
+    monkeypatch.setattr(_protocol, "passive_receive_gradients", passive)

@@ -14,7 +14,7 @@ from sklearn.datasets import make_classification, make_regression
 
 from skfed.crypto import EncryptedArray
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
-from skfed.ensemble import _boosting, _grower, _histogram
+from skfed.ensemble import _grower, _histogram, _protocol
 from skfed.federation import record_messages
 from skfed.privacy import audit, check_messages
 
@@ -66,7 +66,7 @@ def test_clean_fit_deshuffle_at_chance():
 def test_plaintext_gradients_beside_the_ciphertexts(monkeypatch):
     # The fixed-point gradients go along with the encrypted ones, in the
     # slot declared as ciphertexts.
-    original = _boosting.active_gradients
+    original = _protocol.active_gradients
 
     def leaky(state, *args):
         message = original(state, *args)
@@ -75,7 +75,7 @@ def test_plaintext_gradients_beside_the_ciphertexts(monkeypatch):
         layout, rows, encrypted = message
         return layout, rows, encrypted + [state.qg[0]]
 
-    monkeypatch.setattr(_boosting, "active_gradients", leaky)
+    monkeypatch.setattr(_protocol, "active_gradients", leaky)
     fitted, messages = _fit_recorded(SecureBoostClassifier(**SMALL))
     found = _found(check_messages(fitted, messages, X, Y), "gradients")
     assert "int64 array" in found and "where a ciphertext is declared" in found
@@ -179,7 +179,7 @@ def test_leaves_of_the_first_tree_sent_to_passive_parties(monkeypatch):
     # active party's columns only), the active party tells every passive
     # party the instance space of each leaf, in a well-formed message.
     original_finish = _grower.finish_tree
-    original_grow = _boosting.grow_tree
+    original_grow = _protocol.grow_tree
 
     def finish_tree(state, *args):
         tree = state.tree
@@ -203,7 +203,7 @@ def test_leaves_of_the_first_tree_sent_to_passive_parties(monkeypatch):
                         for p in passives])
 
     monkeypatch.setattr(_grower, "finish_tree", finish_tree)
-    monkeypatch.setattr(_boosting, "grow_tree", grow_tree)
+    monkeypatch.setattr(_protocol, "grow_tree", grow_tree)
     report = audit(SecureBoostClassifier(**RL), X, Y)
     first = _first_tree(report)
     assert report.violations == []  # well-formed: only the attack sees it

@@ -12,7 +12,8 @@
 4. with validation rows, the round's trees are applied to them by
    federated inference (:func:`~._predictor.federated_raw_predict`); the
    active party scores the training and validation predictions
-   (:mod:`._scoring`) and stops early on them.
+   (the active party's :class:`~._scoring.Scorer`) and stops early on them
+   (:func:`should_stop`).
 
 The party functions below run on the active party's thread.
 """
@@ -33,9 +34,8 @@ from ._histogram import passive_receive_gradients, setup_party
 from ._packing import GradientLayout
 from ._predictor import federated_raw_predict
 from ._sampling import goss_rows, uniform_rows
-from ._scoring import should_stop
 
-__all__ = ["run_secureboost", "model_of", "weighted_row_bound"]
+__all__ = ["run_secureboost", "model_of", "weighted_row_bound", "should_stop"]
 
 
 def active_setup(state, max_bins, key_size, plaintext, scheme="paillier"):
@@ -216,6 +216,18 @@ def model_of(state):
                "missing_left": state.cand_missing_left, "trees": list(log)}
     return (getattr(state, "trees", None), getattr(state, "baseline", None),
             list(state.records), log)
+
+
+def should_stop(scores, n_iter_no_change, tol):
+    """sklearn's rule: no score in the last n rounds beats the reference by tol.
+
+    ``scores[0]`` is the score before the first round, as in
+    HistGradientBoosting.
+    """
+    if len(scores) <= n_iter_no_change:
+        return False
+    reference = scores[-(n_iter_no_change + 1)] + tol
+    return not any(s > reference for s in scores[-n_iter_no_change:])
 
 
 def run_secureboost(fed, names, active, params, early_stopping, verbose, label):
