@@ -34,9 +34,9 @@ orders, kept aside only while messages are recorded (``_audit_log``), as
 for ``deshuffle``; the attacker's own view (gradients, node rows and
 decrypted sums) is logged by the active party in the same fits.
 
-The defence is ``min_passive_rows`` (:mod:`._small_nodes`): a passive party
-reveals no sums from which one over fewer gradient rows can be formed, so
-with the default no node is small enough for this search.
+The defence is ``min_passive_rows`` (:class:`~._histogram.RevealedNodes`):
+a passive party reveals no sums from which one over fewer gradient rows can
+be formed, so with the default no node is small enough for this search.
 """
 
 # Authors: The skfed developers

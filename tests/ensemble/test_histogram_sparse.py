@@ -5,7 +5,7 @@ import pytest
 
 from skfed.crypto import EncryptedArray, generate_keypair
 from skfed.ensemble._packing import GradientLayout, pack_candidates, unpack_candidates
-from skfed.ensemble._sparse_histogram import NodeBins, candidate_sums
+from skfed.ensemble._histogram import NodeBins, candidate_sums
 
 MISSING = 6  # missing_bin of these tests: bins 0..5 and the missing bin 6
 

@@ -14,7 +14,7 @@ from sklearn.datasets import make_classification
 
 from skfed.ensemble import SecureBoostClassifier, _histogram
 from skfed.ensemble._attack_subset_sum import invert_sums
-from skfed.ensemble._small_nodes import RevealedNodes
+from skfed.ensemble._histogram import RevealedNodes
 from skfed.privacy import audit
 
 X, Y = make_classification(300, 10, n_informative=5, random_state=0)
