@@ -245,7 +245,7 @@ def _log_candidates(state):
 
     The frontier nodes' gradient rows and the passive parties' decrypted
     candidate sums, kept with the tree's fixed-point gradients (see
-    :func:`start_tree`) so that :func:`~._attack_subset_sum.subset_sum` can
+    :func:`start_tree`) so that :func:`~._attacks.subset_sum` can
     be played with exactly the active party's knowledge.
     """
     tree = state.tree

@@ -55,7 +55,7 @@ its own fixed-point gradients, so a decrypted left sum ``(G_left, H_left)``
 of a node with few gradient rows is a subset-sum instance it can solve: the
 unique subset of the node's rows with those sums is the set of rows with
 ``x_f <= t`` for the passive party's (anonymous) feature ``f`` and threshold
-``t`` (:func:`~._attack_subset_sum.subset_sum`). A passive party therefore
+``t`` (:func:`~._attacks.subset_sum`). A passive party therefore
 withholds its sums for nodes it cannot reveal safely, deciding from row
 counts it knows itself.
 

@@ -5,46 +5,28 @@
 SecureBoost protocol computes from them and must keep: the active party's
 first-round gradients and hessians, the labels of the rows sampled in each
 round, and every passive party's bin indices; ``_privacy_attacks`` lists
-``deshuffle`` and ``leaf_purity`` (:mod:`skfed.ensemble._attacks`) and
-``subset_sum`` (:mod:`skfed.ensemble._attack_subset_sum`).
+``deshuffle``, ``leaf_purity`` and ``subset_sum``
+(:mod:`skfed.ensemble._attacks`).
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
 import numpy as np
-from sklearn.model_selection import train_test_split
 
 from ..federation import network as _network
+from ._attacks import deshuffle, leaf_purity, subset_sum
 from ._binning import BinMapper
 from ._contract import CONTRACT
 from ._loss import LOSSES
-from ._sampling import goss_rows, uniform_rows
+from ._sampling import goss_rows, training_rows, uniform_rows
 
-__all__ = ["SecureBoostPrivacyMixin", "is_recording", "training_rows",
-           "round_sample"]
+__all__ = ["SecureBoostPrivacyMixin", "is_recording", "round_sample"]
 
 
 def is_recording():
     """Whether a :func:`~skfed.federation.record_messages` recorder is active."""
     return bool(_network._active_recorders)
-
-
-def training_rows(estimator, n_rows, y=None):
-    """Positions in ``X`` of the rows the trees were grown on.
-
-    Early stopping holds out a validation split drawn from ``random_state``
-    (model randomness, reproduced here exactly); otherwise every row.
-    """
-    if (not getattr(estimator, "do_early_stopping_", False)
-            or estimator.validation_fraction is None):
-        return np.arange(n_rows)
-    seeds = estimator._model_seeds
-    stratify = y if hasattr(estimator, "classes_") else None
-    train, _ = train_test_split(np.arange(n_rows),
-                                test_size=estimator.validation_fraction,
-                                random_state=seeds[-1], stratify=stratify)
-    return train
 
 
 def round_sample(estimator, n_rows, round_index):
@@ -63,9 +45,6 @@ class SecureBoostPrivacyMixin:
         return CONTRACT
 
     def _privacy_attacks(self):
-        from ._attack_subset_sum import subset_sum
-        from ._attacks import deshuffle, leaf_purity
-
         return [deshuffle, leaf_purity, subset_sum]
 
     def _encoded_target(self, y):

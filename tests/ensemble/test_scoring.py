@@ -6,7 +6,7 @@ from sklearn.datasets import make_classification, make_regression
 from sklearn.metrics import balanced_accuracy_score, log_loss, r2_score
 
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
-from skfed.ensemble._privacy import training_rows
+from skfed.ensemble._sampling import training_rows
 
 X, Y = make_classification(600, 10, n_informative=5, weights=[0.8], flip_y=0.1,
                            random_state=0)

@@ -13,7 +13,7 @@ import pytest
 from sklearn.datasets import make_classification
 
 from skfed.ensemble import SecureBoostClassifier, _histogram
-from skfed.ensemble._attack_subset_sum import invert_sums
+from skfed.ensemble._attacks import invert_sums
 from skfed.ensemble._histogram import RevealedNodes
 from skfed.privacy import audit
 
