@@ -113,7 +113,6 @@ def _names(estimator):
 
 
 # -- deshuffle ---------------------------------------------------------------
-
 def _candidate_ids_by_tree(messages, active, passive):
     """``{tree key: ids}`` the active party received from ``passive``.
 
@@ -222,7 +221,6 @@ deshuffle.attack_name = "deshuffle"
 
 
 # -- leaf_purity -------------------------------------------------------------
-
 def _row_sets(messages, active, passive, tree_key):
     """Every set of training rows ``passive`` saw for one tree (row ids)."""
     sets = []
@@ -310,7 +308,6 @@ leaf_purity.attack_name = "leaf_purity"
 
 
 # -- subset_sum --------------------------------------------------------------
-
 #: Largest node (gradient rows) the shipped search tries: two halves of
 #: 2**12 subsets. A patient attacker goes further (2**20 per half is a
 #: laptop's work), which the default ``min_passive_rows`` allows for.

@@ -213,7 +213,7 @@ def _count_withheld(state):
 
     The active party knows this anyway (it decrypts what it is sent); the
     counts let the estimator tell its caller when a passive party was left
-    out of most of the fit (:func:`~._small_nodes.warn_if_withheld`).
+    out of most of the fit (:func:`~._estimator.warn_if_withheld`).
     """
     tree = state.tree
     for party in state.party_index:

@@ -12,7 +12,7 @@
 4. with validation rows, the round's trees are applied to them by
    federated inference (:func:`~._predictor.federated_raw_predict`); the
    active party scores the training and validation predictions
-   (the active party's :class:`~._scoring.Scorer`) and stops early on them
+   (the active party's :class:`~._estimator.Scorer`) and stops early on them
    (:func:`should_stop`).
 
 The party functions below run on the active party's thread.
@@ -186,7 +186,7 @@ def _weighted_fixed_point(layout, values, w):
 def active_scores(state, validation_contribution=None):
     """Active party: training score, and validation score after adding a round.
 
-    Scores (:class:`~._scoring.Scorer`: the negative loss, or a scikit-learn
+    Scores (:class:`~._estimator.Scorer`: the negative loss, or a scikit-learn
     scorer) come from the raw predictions, labels and weights the active
     party holds; a round's validation contribution is the federated
     prediction of its new trees on the held-out rows.
