@@ -62,9 +62,9 @@ from ._attacks import deshuffle, leaf_purity, subset_sum
 from ._binning import BinMapper
 from ._contract import CONTRACT, MIN_PASSIVE_ROWS
 from ._loss import LOSSES
-from ._packing import GradientLayout
+from ._packing import GradientLayout, weighted_row_bound
 from ._predictor import federated_raw_predict
-from ._protocol import run_secureboost, weighted_row_bound
+from ._protocol import run_secureboost
 from ._sampling import goss_rows, training_rows, uniform_rows
 from ._shares import consolidate_shares, export_shares
 
