@@ -28,7 +28,7 @@ def _subset_sum_rows(report):
     return rows
 
 
-# -- the search and the bookkeeping, by hand -------------------------------------
+# -- the search, by hand ---------------------------------------------------------
 
 def test_invert_sums_by_hand():
     g = np.array([5, 9, 17, 33, 9])
@@ -45,19 +45,6 @@ def test_invert_sums_by_hand():
     # Two different subsets with the same sums: nothing is fixed.
     left, known, counts = invert_sums([1, 2, 3], [1, 1, 2], [3], [2])
     assert not known.any() and counts.tolist() == [[0, 0]]
-
-
-def test_revealed_nodes_keep_every_atom_at_min_rows():
-    ledger = RevealedNodes(3)
-    assert ledger.reveal(np.arange(10))
-    assert not ledger.reveal(np.arange(2))        # a node of 2 rows
-    assert not ledger.reveal(np.arange(8))        # leaves 2 rows of the root
-    assert ledger.reveal(np.arange(7))            # leaves 3
-    assert ledger.reveal(np.arange(7, 10))        # leaves 0: P = L + R
-    assert ledger.reveal(np.arange(4))            # inside [0, 7): leaves 3
-    assert not ledger.reveal(np.array([4, 5]))
-    assert not ledger.reveal(np.array([4, 5, 6, 7]))  # not nested: 2 of 2 atoms
-    assert RevealedNodes(0).reveal(np.arange(1))  # the paper: everything
 
 
 # -- the attack: negative control, then the default --------------------------------
