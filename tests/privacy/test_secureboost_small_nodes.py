@@ -103,10 +103,3 @@ def test_paillier_same_sums_same_result(min_passive_rows):
     np.testing.assert_array_equal(plain.attacks.value, secure.attacks.value)
     assert len(plain.violations) == len(secure.violations)
     assert (plain.attacks.value.max() > 0.01) == (min_passive_rows == 0)
-
-
-def test_min_passive_rows_must_be_a_non_negative_integer():
-    with pytest.raises(ValueError, match="min_passive_rows"):
-        SecureBoostClassifier(min_passive_rows=-1, encryption=None).fit(X, Y)
-    with pytest.raises(ValueError, match="min_passive_rows"):
-        SecureBoostClassifier(min_passive_rows=2.5, encryption=None).fit(X, Y)
