@@ -68,7 +68,8 @@ def _trees(model):
 
 # -- accuracy against the centralized baseline -------------------------------
 
-@pytest.mark.parametrize("data", ["breast_cancer", "digits", "credit"])
+@pytest.mark.parametrize(
+    "data", ["breast_cancer", pytest.param("digits", marks=pytest.mark.slow), "credit"])
 def test_classifier_matches_hist_gradient_boosting(data):
     X, y = {"breast_cancer": lambda: load_breast_cancer(return_X_y=True),
             "digits": lambda: load_digits(return_X_y=True),
@@ -697,6 +698,7 @@ def test_packed_classes_are_lossless_and_one_tree_per_round():
     assert sum(len(r) for r in secure._records) == n_splits
 
 
+@pytest.mark.slow
 def test_multi_output_accuracy_close_to_one_tree_per_class():
     X_train, X_test, y_train, y_test = train_test_split(
         X_DIGITS, Y_DIGITS, test_size=0.3, random_state=0, stratify=Y_DIGITS)
