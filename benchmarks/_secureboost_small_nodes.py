@@ -53,7 +53,7 @@ from sklearn.model_selection import KFold, StratifiedKFold, cross_val_score
 from sklearn.preprocessing import StandardScaler
 
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
-from skfed.ensemble._attack_subset_sum import (
+from skfed.ensemble._attacks import (
     _first_output,
     _key,
     _passive_bins,

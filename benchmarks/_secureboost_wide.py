@@ -92,11 +92,11 @@ def fit_splits(clf, X, y, on_round=None, patches=()):
     ``patches`` are more context managers held during the fit. Returns the
     splits and the model after each round (see :func:`tree_splits`).
     """
-    from skfed.ensemble import _boosting, _grower, _histogram
+    from skfed.ensemble import _grower, _histogram, _protocol
 
     trees = clf.n_estimators
     packing, marks = [], []
-    pack, gradients = _histogram.pack_candidates, _boosting.active_gradients
+    pack, gradients = _histogram.pack_candidates, _protocol.active_gradients
 
     def timed_pack(*args, **kwargs):
         start = cpu_seconds()
@@ -113,8 +113,8 @@ def fit_splits(clf, X, y, on_round=None, patches=()):
     cpu_clock = types.SimpleNamespace(perf_counter=cpu_seconds)
     out = io.StringIO()
     with mock.patch.object(_histogram, "pack_candidates", timed_pack), \
-            mock.patch.object(_boosting, "active_gradients", marked_gradients), \
-            mock.patch.object(_boosting, "time", cpu_clock), \
+            mock.patch.object(_protocol, "active_gradients", marked_gradients), \
+            mock.patch.object(_protocol, "time", cpu_clock), \
             mock.patch.object(_grower, "time", cpu_clock), \
             contextlib.ExitStack() as more, contextlib.redirect_stdout(out):
         for patch in patches:

@@ -26,7 +26,7 @@ EXTRA_INSTANCES = [
 ]
 
 # SecureBoost: integer weights equal repeated rows bit for bit
-# (tests/ensemble/test_weights.py), but the passive parties bin their own
+# (tests/ensemble/test_estimator.py), but the passive parties bin their own
 # columns over every row, since the weights never leave the label holder;
 # a row of weight 0 still shapes the thresholds (so its own prediction
 # differs from a fit without it). sklearn xfails HistGradientBoosting here too.

@@ -35,7 +35,7 @@ ESTIMATORS = list(_instances())
 
 # sklearn's checks fit tables of 10 to 100 rows, where SecureBoost's default
 # min_passive_rows=64 leaves the passive party out and fit says so (a
-# UserWarning, tests/ensemble/test_small_nodes.py). The instances keep the
+# UserWarning, tests/ensemble/test_estimator.py). The instances keep the
 # default, so the checks run the estimator as users get it; no check asserts
 # that fit is silent, and the ~100 identical warnings are hidden here only.
 @pytest.mark.filterwarnings("ignore:SecureBoost.*min_passive_rows:UserWarning")

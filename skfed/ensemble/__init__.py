@@ -3,13 +3,13 @@
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from ._export import (
+from ._estimator import SecureBoostClassifier, SecureBoostRegressor
+from ._shares import (
     SecureBoostActiveShare,
     SecureBoostConsolidated,
     SecureBoostPassiveShare,
     consolidate_shares,
 )
-from ._secureboost import SecureBoostClassifier, SecureBoostRegressor
 
 __all__ = [
     "SecureBoostClassifier",

@@ -1,6 +1,6 @@
 """The privacy contract of SecureBoost: what every message may contain.
 
-One rule per message of :func:`~._boosting.run_secureboost` (fit) and of
+One rule per message of :func:`~._protocol.run_secureboost` (fit) and of
 :func:`~._predictor.federated_raw_predict` (predict, and the validation
 predictions of early stopping), by phase and direction. Roles: the label
 holder is ``"active"``, every other party ``"passive"``.
@@ -24,7 +24,7 @@ CSPRNG.
 import numpy as np
 
 from .._privacy_core import Ciphertext, Contract, Inherent, Public, RandomIds, Rule
-from ._small_nodes import RevealedNodes
+from ._histogram import RevealedNodes
 
 __all__ = ["CONTRACT", "MIN_PASSIVE_ROWS", "MinPassiveRows"]
 
@@ -46,7 +46,7 @@ class MinPassiveRows:
     passive party with the last ``histogram/rows`` request it received (one
     request is answered before the next is sent), takes each node's gradient rows from the last ``gradients``
     message the party received, and holds the revealed nodes of each tree
-    to :class:`~._small_nodes.RevealedNodes` with ``min_rows``: a node of
+    to :class:`~._histogram.RevealedNodes` with ``min_rows``: a node of
     fewer gradient rows, or one that lets the active party subtract its way
     to fewer, is a violation. A fit with ``min_passive_rows`` below
     ``min_rows`` (the paper's protocol at 0) shows up here.

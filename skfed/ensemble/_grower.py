@@ -213,7 +213,7 @@ def _count_withheld(state):
 
     The active party knows this anyway (it decrypts what it is sent); the
     counts let the estimator tell its caller when a passive party was left
-    out of most of the fit (:func:`~._small_nodes.warn_if_withheld`).
+    out of most of the fit (:func:`~._estimator.warn_if_withheld`).
     """
     tree = state.tree
     for party in state.party_index:
@@ -245,7 +245,7 @@ def _log_candidates(state):
 
     The frontier nodes' gradient rows and the passive parties' decrypted
     candidate sums, kept with the tree's fixed-point gradients (see
-    :func:`start_tree`) so that :func:`~._attack_subset_sum.subset_sum` can
+    :func:`start_tree`) so that :func:`~._attacks.subset_sum` can
     be played with exactly the active party's knowledge.
     """
     tree = state.tree

@@ -48,7 +48,8 @@ import numpy as np
 from ..crypto import EncryptedArray, PlaintextArray, PlaintextPublicKey, plaintext_bits
 from ..crypto._parallel import parallel_tasks
 
-__all__ = ["GradientLayout", "histogram_sums", "pack_candidates", "unpack_candidates"]
+__all__ = ["GradientLayout", "weighted_row_bound", "weighted_fixed_point",
+           "histogram_sums", "pack_candidates", "unpack_candidates"]
 
 
 class GradientLayout:
@@ -195,6 +196,35 @@ class GradientLayout:
                 for gs, hs in zip(qg.tolist(), qh.tolist())]
         ciphertexts = encrypter.raw_encrypt(plaintexts, n_jobs=n_jobs)
         return EncryptedArray(public_key, ciphertexts, 0, is_integer=True)
+
+
+def weighted_row_bound(n_rows, w):
+    """What the fixed-point layout must budget for: rows, or the weight total.
+
+    With weights the sums of ``w * q`` are bounded by ``sum(w) * 2**p``
+    (``q`` an unweighted fixed-point value); counts still need ``n_rows``.
+    """
+    if w is None:
+        return n_rows
+    return max(n_rows, int(np.ceil(w.sum())))
+
+
+def weighted_fixed_point(layout, values, w):
+    """``round(w * round(values / 2**e))`` and its exponent (active party only).
+
+    Weights scale each row's ``g`` and ``h`` here, before encryption: nobody
+    else ever sees a weight. The unweighted values are rounded first, at the
+    precision of the layout, and only then multiplied by the weights: an
+    integer weight ``m`` then gives exactly the fixed-point sums of ``m``
+    repeated rows (sklearn's sample-weight semantics, bit for bit). Rows of
+    weight 0 do not set the scale.
+    """
+    if w is None:
+        exponent = layout.exponent_for(values)
+        return layout.quantize(values, exponent), exponent
+    values = np.where(w > 0, values, 0.0)
+    exponent = layout.exponent_for(values)
+    return np.rint(w * layout.quantize(values, exponent)).astype(np.int64), exponent
 
 
 def histogram_sums(encrypted, bins, n_groups, n_jobs=None):

@@ -14,14 +14,18 @@ seed): the same ``random_state`` gives the same rows and columns.
 - Columns (every party, its own): ``colsample_bytree``, a share of the
   party's own columns drawn per tree with the party's seed and the tree's
   key. Nobody else learns which columns a party kept.
+- Training rows (the estimator, before any party starts): with early
+  stopping, a validation split drawn from ``random_state``;
+  :func:`training_rows` replays it for the privacy checks and the attacks.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
 import numpy as np
+from sklearn.model_selection import train_test_split
 
-__all__ = ["uniform_rows", "goss_rows", "tree_columns"]
+__all__ = ["uniform_rows", "goss_rows", "tree_columns", "training_rows"]
 
 
 def uniform_rows(seed, round_index, n_rows, subsample):
@@ -62,3 +66,20 @@ def tree_columns(seed, tree_key, n_features, colsample):
     rng = np.random.default_rng([seed, *tree_key, 2])
     size = max(1, int(round(colsample * n_features)))
     return np.sort(rng.choice(n_features, size=size, replace=False))
+
+
+def training_rows(estimator, n_rows, y=None):
+    """Positions in ``X`` of the rows the trees were grown on.
+
+    Early stopping holds out a validation split drawn from ``random_state``
+    (model randomness, reproduced here exactly); otherwise every row.
+    """
+    if (not getattr(estimator, "do_early_stopping_", False)
+            or estimator.validation_fraction is None):
+        return np.arange(n_rows)
+    seeds = estimator._model_seeds
+    stratify = y if hasattr(estimator, "classes_") else None
+    train, _ = train_test_split(np.arange(n_rows),
+                                test_size=estimator.validation_fraction,
+                                random_state=seeds[-1], stratify=stratify)
+    return train

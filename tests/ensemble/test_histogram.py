@@ -1,11 +1,16 @@
-"""Sparse-aware encrypted histograms: same sums as summing every row, fewer products."""
+"""SecureBoost's histogram stage.
+
+Sparse-aware encrypted histograms: same sums as summing every row, fewer
+products. The passive party's reveal rule (``min_passive_rows``): every atom
+of its revealed nodes keeps at least ``min_rows`` gradient rows.
+"""
 
 import numpy as np
 import pytest
 
 from skfed.crypto import EncryptedArray, generate_keypair
+from skfed.ensemble._histogram import NodeBins, RevealedNodes, candidate_sums
 from skfed.ensemble._packing import GradientLayout, pack_candidates, unpack_candidates
-from skfed.ensemble._sparse_histogram import NodeBins, candidate_sums
 
 MISSING = 6  # missing_bin of these tests: bins 0..5 and the missing bin 6
 
@@ -128,3 +133,18 @@ def test_sparse_table_paillier_equals_plaintext():
     assert paillier._records == plain._records
     assert sum(len(r) for r in paillier._records[1:]) > 0  # passive splits
     np.testing.assert_array_equal(paillier.predict_proba(X), plain.predict_proba(X))
+
+
+# -- the reveal rule (min_passive_rows), by hand ------------------------------
+
+def test_revealed_nodes_keep_every_atom_at_min_rows():
+    ledger = RevealedNodes(3)
+    assert ledger.reveal(np.arange(10))
+    assert not ledger.reveal(np.arange(2))        # a node of 2 rows
+    assert not ledger.reveal(np.arange(8))        # leaves 2 rows of the root
+    assert ledger.reveal(np.arange(7))            # leaves 3
+    assert ledger.reveal(np.arange(7, 10))        # leaves 0: P = L + R
+    assert ledger.reveal(np.arange(4))            # inside [0, 7): leaves 3
+    assert not ledger.reveal(np.array([4, 5]))
+    assert not ledger.reveal(np.array([4, 5, 6, 7]))  # not nested: 2 of 2 atoms
+    assert RevealedNodes(0).reveal(np.arange(1))  # the paper: everything

@@ -1,16 +1,28 @@
-"""SecureBoostClassifier / SecureBoostRegressor: baselines, protocol, privacy, API."""
+"""SecureBoostClassifier / SecureBoostRegressor: baselines, protocol, privacy, API.
+
+Then row weights, scores and early stopping, the small-table warning of
+``min_passive_rows`` and multi-output trees.
+"""
 
 import pickle
+import sys
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.datasets import load_breast_cancer, load_digits, make_classification
-from sklearn.datasets import make_friedman1
+from sklearn.datasets import (
+    load_breast_cancer,
+    load_digits,
+    make_classification,
+    make_friedman1,
+    make_regression,
+)
 from sklearn.ensemble import (
     HistGradientBoostingClassifier,
     HistGradientBoostingRegressor,
 )
+from sklearn.metrics import balanced_accuracy_score, log_loss, r2_score
 from sklearn.model_selection import (
     GridSearchCV,
     StratifiedKFold,
@@ -23,6 +35,7 @@ from threadpoolctl import threadpool_limits
 
 from skfed.crypto import EncryptedArray, OUPublicKey, PaillierPublicKey
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
+from skfed.ensemble._sampling import training_rows
 from skfed.federation import record_messages
 from skfed.partition import VerticalPartition
 from skfed.privacy import check_messages
@@ -55,7 +68,8 @@ def _trees(model):
 
 # -- accuracy against the centralized baseline -------------------------------
 
-@pytest.mark.parametrize("data", ["breast_cancer", "digits", "credit"])
+@pytest.mark.parametrize(
+    "data", ["breast_cancer", pytest.param("digits", marks=pytest.mark.slow), "credit"])
 def test_classifier_matches_hist_gradient_boosting(data):
     X, y = {"breast_cancer": lambda: load_breast_cancer(return_X_y=True),
             "digits": lambda: load_digits(return_X_y=True),
@@ -385,3 +399,314 @@ def test_sparse_input_gives_the_dense_model(fmt):
                                   dense.decision_function(X))
     np.testing.assert_array_equal(sparse.predict(Xs), dense.predict(X))
     np.testing.assert_array_equal(sparse.predict(X), dense.predict(Xs))
+
+
+# -- sample_weight and class_weight (held by the label holder) ----------------
+
+def _coarse(X):
+    # Few distinct values per column: the bins do not depend on repetitions.
+    return np.round(X * 2) / 2
+
+
+@pytest.mark.parametrize("Estimator", [SecureBoostClassifier, SecureBoostRegressor])
+def test_integer_weights_equal_repeated_rows_exactly(Estimator):
+    if Estimator is SecureBoostClassifier:
+        X, y = make_classification(120, 6, n_classes=3, n_informative=4,
+                                   random_state=0)
+    else:
+        X, y = make_regression(120, 6, noise=5.0, random_state=0)
+    X = _coarse(X)
+    w = np.random.default_rng(0).integers(1, 4, size=y.size)
+    # min_passive_rows counts rows (what the subset-sum attack searches),
+    # not weights: repeated rows reveal more nodes. The paper's protocol
+    # (0) has no such count.
+    params = dict(n_estimators=4, encryption=None, random_state=0,
+                  min_passive_rows=0)
+    weighted = Estimator(**params).fit(X, y, sample_weight=w)
+    repeated = Estimator(**params).fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+    method = "predict_proba" if Estimator is SecureBoostClassifier else "predict"
+    # Same splits (fixed-point sums of w * q equal the repeated rows' sums);
+    # the baseline's mean may differ in the last bit (summation order).
+    structure = [(t.children_left.tolist(), t.record.tolist())
+                 for model in (weighted, repeated) for _, t in model._trees]
+    half = len(structure) // 2
+    assert structure[:half] == structure[half:]
+    # (The side unseen NaN would take follows the larger child by row count,
+    # which the owner decides without the weights: not compared.)
+    assert ([[r[:2] for r in records] for records in weighted._records]
+            == [[r[:2] for r in records] for records in repeated._records])
+    np.testing.assert_allclose(getattr(weighted, method)(X),
+                               getattr(repeated, method)(X), rtol=1e-12)
+    unweighted = Estimator(**params).fit(X, y)
+    assert not np.array_equal(getattr(weighted, method)(X),
+                              getattr(unweighted, method)(X))
+
+
+def test_weighted_federated_fit_equals_a_centralized_rerun():
+    # One party holding every column runs no protocol at all: the centralized
+    # booster. With the paper's protocol (min_passive_rows=0), two and three
+    # parties with the same weights build the same trees.
+    X, y = make_classification(300, 8, weights=[0.8], random_state=1)
+    w = np.random.default_rng(1).uniform(0.2, 3.0, size=y.size)
+    params = dict(n_estimators=4, max_depth=3, encryption=None, random_state=0,
+                  class_weight="balanced", min_passive_rows=0)
+    central = SecureBoostClassifier(partition=1, **params).fit(X, y, sample_weight=w)
+    for partition in (2, 3):
+        fed = SecureBoostClassifier(partition=partition, **params).fit(
+            X, y, sample_weight=w)
+        np.testing.assert_array_equal(fed.predict_proba(X), central.predict_proba(X))
+        np.testing.assert_array_equal(fed.train_score_, central.train_score_)
+
+
+def test_weighted_paillier_and_plaintext_are_bit_identical_and_weights_stay():
+    X, y = make_classification(200, 8, weights=[0.8], random_state=2)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, size=y.size)
+    params = dict(n_estimators=2, max_depth=2, subsample=0.8, random_state=0,
+                  class_weight={0: 1.0, 1: 3.0})
+    with record_messages() as rec:
+        secure = SecureBoostClassifier(key_size=512, **params).fit(
+            X, y, sample_weight=w)
+    plain = SecureBoostClassifier(encryption=None, **params).fit(X, y, sample_weight=w)
+    assert _trees(secure) == _trees(plain) and secure._records == plain._records
+    np.testing.assert_array_equal(secure.predict_proba(X), plain.predict_proba(X))
+    # The contract holds, and the weights are among the secrets checked.
+    assert check_messages(secure, rec.messages, X, y, sample_weight=w) == []
+    kinds = [s.kind for s in secure._privacy_secrets(X, y, sample_weight=w)]
+    assert "weights" in kinds
+
+
+def test_class_weight_dict_names_original_labels():
+    X, y = make_classification(200, 6, weights=[0.8], random_state=3)
+    labels = np.array(["no", "yes"])[y]
+    params = dict(n_estimators=3, encryption=None, random_state=0)
+    by_dict = SecureBoostClassifier(class_weight={"no": 1.0, "yes": 4.0}, **params)
+    by_weight = SecureBoostClassifier(**params)
+    by_dict.fit(X, labels)
+    by_weight.fit(X, labels, sample_weight=np.where(y == 1, 4.0, 1.0))
+    np.testing.assert_array_equal(by_dict.predict_proba(X), by_weight.predict_proba(X))
+
+
+def test_balanced_class_weight_on_an_imbalanced_table():
+    X, y = make_classification(2000, 12, n_informative=6, weights=[0.93],
+                               flip_y=0.02, random_state=0)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.5,
+                                                        random_state=0, stratify=y)
+    same = dict(learning_rate=0.3, max_depth=3, max_bins=32, early_stopping=False)
+    ours = dict(n_estimators=20, min_samples_leaf=20, reg_lambda=0.0,
+                encryption=None, random_state=0, **same)
+    plain = SecureBoostClassifier(**ours).fit(X_train, y_train)
+    balanced = SecureBoostClassifier(class_weight="balanced", **ours).fit(
+        X_train, y_train)
+    with threadpool_limits(1):
+        hgb = HistGradientBoostingClassifier(max_iter=20, class_weight="balanced",
+                                             **same).fit(X_train, y_train)
+    score = {name: balanced_accuracy_score(y_test, model.predict(X_test))
+             for name, model in [("plain", plain), ("balanced", balanced),
+                                 ("hgb", hgb)]}
+    assert score["balanced"] > score["plain"] + 0.05, score
+    assert score["balanced"] >= score["hgb"] - 0.01, score
+
+
+def test_bad_weights():
+    X, y = make_classification(50, 4, random_state=0)
+    with pytest.raises(ValueError, match="Negative"):
+        SecureBoostClassifier(encryption=None).fit(X, y, sample_weight=-np.ones(50))
+    with pytest.raises(ValueError):
+        SecureBoostClassifier(encryption=None, class_weight="nope").fit(X, y)
+    with pytest.raises(ValueError, match="Divide sample_weight"):
+        SecureBoostClassifier(encryption=None).fit(X, y, sample_weight=np.full(50, 1e9))
+
+
+# -- scores and early stopping, as HistGradientBoosting's ---------------------
+
+X_SCORE, Y_SCORE = make_classification(600, 10, n_informative=5, weights=[0.8],
+                                       flip_y=0.1, random_state=0)
+
+
+def _validation_rows(model, y):
+    train = training_rows(model, y.size, y)
+    return np.setdiff1d(np.arange(y.size), train)
+
+
+def test_validation_score_is_the_scorer_on_the_held_out_rows():
+    clf = SecureBoostClassifier(n_estimators=6, early_stopping=True,
+                                n_iter_no_change=50, scoring="balanced_accuracy",
+                                encryption=None, random_state=0).fit(X_SCORE, Y_SCORE)
+    assert clf.validation_score_.shape == (clf.n_iter_ + 1,) == (7,)
+    val = _validation_rows(clf, Y_SCORE)
+    assert val.size == 60
+    expected = [balanced_accuracy_score(Y_SCORE[val], p)
+                for p in clf.staged_predict(X_SCORE[val])]
+    np.testing.assert_allclose(clf.validation_score_[1:], expected)
+    assert clf.validation_score_[0] == 0.5  # the baseline predicts one class
+
+
+def test_loss_scores_and_sample_weight():
+    w = np.random.default_rng(0).uniform(0.5, 2.0, size=Y_SCORE.size)
+    clf = SecureBoostClassifier(n_estimators=4, early_stopping=False,
+                                encryption=None, random_state=0)
+    clf.fit(X_SCORE, Y_SCORE, sample_weight=w)
+    assert clf.validation_score_.size == 0
+    expected = [-log_loss(Y_SCORE, p, sample_weight=w) for p in
+                clf.staged_predict_proba(X_SCORE)]
+    np.testing.assert_allclose(clf.train_score_[1:], expected, rtol=1e-10)
+    assert np.all(np.diff(clf.train_score_) > 0)
+
+
+def test_regressor_scorer_on_training_rows():
+    X_r, y_r = make_regression(300, 5, noise=10.0, random_state=0)
+    reg = SecureBoostRegressor(n_estimators=3, scoring="r2", early_stopping=False,
+                               encryption=None, random_state=0).fit(X_r, y_r)
+    assert reg.train_score_[0] == pytest.approx(0.0, abs=1e-12)  # the mean
+    assert reg.train_score_[-1] == pytest.approx(r2_score(y_r, reg.predict(X_r)))
+
+
+def test_early_stopping_on_training_scores_without_a_validation_split():
+    clf = SecureBoostClassifier(n_estimators=100, early_stopping=True,
+                                validation_fraction=None, n_iter_no_change=2,
+                                scoring="accuracy", encryption=None,
+                                random_state=0).fit(X_SCORE, Y_SCORE)
+    assert clf.n_iter_ < 100 and clf.validation_score_.size == 0
+    # No held-out rows: no federated prediction during fit.
+    assert not any(p.startswith("predict") for p in clf.communication_.by_phase)
+    best = clf.train_score_[-3]
+    assert not np.any(clf.train_score_[-2:] > best + clf.tol)
+
+
+def test_verbose_prints_the_score(capsys):
+    SecureBoostClassifier(n_estimators=2, early_stopping=True, scoring="roc_auc",
+                          encryption=None, random_state=0,
+                          verbose=1).fit(X_SCORE, Y_SCORE)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2
+    assert "train score 0." in lines[0] and "validation score 0." in lines[0]
+
+
+# -- min_passive_rows on a small table: the caller is told (issue 35) ---------
+# With the default (64) a passive party sends no candidate sums for a node of
+# fewer gradient rows, so on a small table only the label holder's columns
+# split and the model is silently a one-party model. The fit now warns,
+# naming the parameter and what it protects, when a passive party was left
+# out at the root of a tree or for most of the fit (nodes holding more than
+# half of the rows searched for a split).
+
+FAST = dict(encryption=None, n_estimators=5, random_state=0)
+
+
+def _fit_recording(model, X, y):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        model.fit(X, y)
+    return [w for w in caught if "min_passive_rows" in str(w.message)], line
+
+
+@pytest.mark.parametrize("Estimator, make", [
+    (SecureBoostRegressor, make_regression),
+    (SecureBoostClassifier, make_classification)])
+def test_a_40_row_table_warns_naming_min_passive_rows(Estimator, make):
+    X, y = make(n_samples=40, n_features=4, random_state=0)
+    model = Estimator(**FAST)
+    caught, line = _fit_recording(model, X, y)
+    assert len(caught) == 1
+    warning = caught[0]
+    assert warning.category is UserWarning
+    text = str(warning.message)
+    assert "min_passive_rows=64" in text
+    assert "party1: the root of 5 of 5 trees" in text
+    assert "subset-sum" in text and "protects" in text
+    assert (warning.filename, warning.lineno) == (__file__, line)
+    # and it is true: no passive column splits anywhere
+    assert model.feature_importances_[2:].sum() == 0
+
+
+def test_most_rows_withheld_below_the_root_warns_too():
+    # 100 rows: each root is revealed, but its children and grandchildren
+    # (under 64 rows, or leaving a sibling under 64) hold 66% of the rows
+    # searched for a split.
+    X, y = make_regression(n_samples=100, n_features=4, random_state=0)
+    caught, _ = _fit_recording(SecureBoostRegressor(**FAST), X, y)
+    assert len(caught) == 1
+    assert "party1: the root of 0 of 5 trees" in str(caught[0].message)
+
+
+@pytest.mark.parametrize("n_rows, params", [
+    (2000, {}),                       # a large table, default settings
+    (40, {"min_passive_rows": 0}),    # the paper's protocol
+    (40, {"min_passive_rows": None}),
+])
+def test_no_warning_when_the_passive_parties_take_part(n_rows, params):
+    X, y = make_regression(n_samples=n_rows, n_features=4, random_state=0)
+    model = SecureBoostRegressor(**FAST, **params)
+    caught, _ = _fit_recording(model, X, y)
+    assert caught == []
+    assert model.feature_importances_[2:].sum() > 0
+
+
+def test_three_parties_name_each_left_out_party():
+    X, y = make_classification(n_samples=60, n_features=6, random_state=0)
+    caught, _ = _fit_recording(
+        SecureBoostClassifier(partition=3, **FAST), X, y)
+    text = str(caught[0].message)
+    assert "party1: the root of 5 of 5" in text
+    assert "party2: the root of 5 of 5" in text
+
+
+X_NODES, Y_NODES = make_classification(300, 10, n_informative=5, random_state=0)
+
+
+def test_min_passive_rows_must_be_a_non_negative_integer():
+    with pytest.raises(ValueError, match="min_passive_rows"):
+        SecureBoostClassifier(min_passive_rows=-1,
+                              encryption=None).fit(X_NODES, Y_NODES)
+    with pytest.raises(ValueError, match="min_passive_rows"):
+        SecureBoostClassifier(min_passive_rows=2.5,
+                              encryption=None).fit(X_NODES, Y_NODES)
+
+
+# -- multiclass with one multi-output tree per round (multi_mode) -------------
+
+X_DIGITS, Y_DIGITS = load_digits(return_X_y=True)
+
+
+def test_packed_classes_are_lossless_and_one_tree_per_round():
+    # 512-bit keys hold 4 of the 10 (h, g) pairs: three ciphertexts per row.
+    params = dict(n_estimators=2, max_depth=2, multi_mode="multi_output",
+                  min_samples_leaf=3, random_state=0)
+    with record_messages() as rec:
+        secure = SecureBoostClassifier(key_size=512, **params).fit(X_DIGITS[:300],
+                                                                   Y_DIGITS[:300])
+    plain = SecureBoostClassifier(encryption=None, **params).fit(X_DIGITS[:300],
+                                                                 Y_DIGITS[:300])
+    assert _trees(secure) == _trees(plain) and secure._records == plain._records
+    np.testing.assert_array_equal(secure.predict_proba(X_DIGITS[300:400]),
+                                  plain.predict_proba(X_DIGITS[300:400]))
+    gradients = [m for m in rec.messages if m.phase == "gradients"]
+    assert len(gradients) == 2
+    layouts, _, encrypted = gradients[0].payload
+    assert layouts.shape == (3, 3) and [e.size for e in encrypted] == [300] * 3
+    assert check_messages(secure, rec.messages, X_DIGITS[:300], Y_DIGITS[:300]) == []
+    # One tree per round, kept per class with the same splits.
+    assert secure.n_iter_ == 2 and len(secure._trees) == 20
+    for r in range(2):
+        shapes = {(tuple(t.children_left), tuple(t.record))
+                  for _, t in secure._trees[10 * r:10 * (r + 1)]}
+        assert len(shapes) == 1
+    # Each split is recorded once by its owner.
+    n_splits = sum(int((t.children_left >= 0).sum())
+                   for _, t in secure._trees[::10])
+    assert sum(len(r) for r in secure._records) == n_splits
+
+
+@pytest.mark.slow
+def test_multi_output_accuracy_close_to_one_tree_per_class():
+    X_train, X_test, y_train, y_test = train_test_split(
+        X_DIGITS, Y_DIGITS, test_size=0.3, random_state=0, stratify=Y_DIGITS)
+    common = dict(n_estimators=10, encryption=None, random_state=0)
+    per_class = SecureBoostClassifier(max_depth=3, **common).fit(X_train, y_train)
+    multi = SecureBoostClassifier(max_depth=5, multi_mode="multi_output",
+                                  **common).fit(X_train, y_train)
+    assert multi.score(X_test, y_test) >= per_class.score(X_test, y_test) - 0.01
+    consolidated = multi.consolidate()
+    np.testing.assert_array_equal(consolidated.predict_proba(X_test),
+                                  multi.predict_proba(X_test))

@@ -12,7 +12,8 @@
 4. with validation rows, the round's trees are applied to them by
    federated inference (:func:`~._predictor.federated_raw_predict`); the
    active party scores the training and validation predictions
-   (:mod:`._scoring`) and stops early on them.
+   (the active party's :class:`~._estimator.Scorer`) and stops early on them
+   (:func:`should_stop`).
 
 The party functions below run on the active party's thread.
 """
@@ -30,12 +31,11 @@ from ..crypto import generate_keypair
 from ..federation import Local, protocol_rounds
 from ._grower import grow_tree, passive_coverage
 from ._histogram import passive_receive_gradients, setup_party
-from ._packing import GradientLayout
+from ._packing import GradientLayout, weighted_fixed_point, weighted_row_bound
 from ._predictor import federated_raw_predict
 from ._sampling import goss_rows, uniform_rows
-from ._scoring import should_stop
 
-__all__ = ["run_secureboost", "model_of", "weighted_row_bound"]
+__all__ = ["run_secureboost", "model_of", "should_stop"]
 
 
 def active_setup(state, max_bins, key_size, plaintext, scheme="paillier"):
@@ -94,7 +94,7 @@ def active_gradients(state, round_index, subsample, send, with_counts=False):
     state.with_counts = with_counts
     state.qg, state.qh, state.exponents = [], [], []
     for k in range(state.n_outputs):
-        (qg, eg), (qh, eh) = (_weighted_fixed_point(state.layout, v[:, k], w)
+        (qg, eg), (qh, eh) = (weighted_fixed_point(state.layout, v[:, k], w)
                               for v in (g, h))
         state.qg.append(qg)
         state.qh.append(qh)
@@ -154,39 +154,10 @@ def active_precompute(state, start=True):
     return None
 
 
-def weighted_row_bound(n_rows, w):
-    """What the fixed-point layout must budget for: rows, or the weight total.
-
-    With weights the sums of ``w * q`` are bounded by ``sum(w) * 2**p``
-    (``q`` an unweighted fixed-point value); counts still need ``n_rows``.
-    """
-    if w is None:
-        return n_rows
-    return max(n_rows, int(np.ceil(w.sum())))
-
-
-def _weighted_fixed_point(layout, values, w):
-    """``round(w * round(values / 2**e))`` and its exponent (active party only).
-
-    Weights scale each row's ``g`` and ``h`` here, before encryption: nobody
-    else ever sees a weight. The unweighted values are rounded first, at the
-    precision of the layout, and only then multiplied by the weights: an
-    integer weight ``m`` then gives exactly the fixed-point sums of ``m``
-    repeated rows (sklearn's sample-weight semantics, bit for bit). Rows of
-    weight 0 do not set the scale.
-    """
-    if w is None:
-        exponent = layout.exponent_for(values)
-        return layout.quantize(values, exponent), exponent
-    values = np.where(w > 0, values, 0.0)
-    exponent = layout.exponent_for(values)
-    return np.rint(w * layout.quantize(values, exponent)).astype(np.int64), exponent
-
-
 def active_scores(state, validation_contribution=None):
     """Active party: training score, and validation score after adding a round.
 
-    Scores (:class:`~._scoring.Scorer`: the negative loss, or a scikit-learn
+    Scores (:class:`~._estimator.Scorer`: the negative loss, or a scikit-learn
     scorer) come from the raw predictions, labels and weights the active
     party holds; a round's validation contribution is the federated
     prediction of its new trees on the held-out rows.
@@ -216,6 +187,18 @@ def model_of(state):
                "missing_left": state.cand_missing_left, "trees": list(log)}
     return (getattr(state, "trees", None), getattr(state, "baseline", None),
             list(state.records), log)
+
+
+def should_stop(scores, n_iter_no_change, tol):
+    """sklearn's rule: no score in the last n rounds beats the reference by tol.
+
+    ``scores[0]`` is the score before the first round, as in
+    HistGradientBoosting.
+    """
+    if len(scores) <= n_iter_no_change:
+        return False
+    reference = scores[-(n_iter_no_change + 1)] + tol
+    return not any(s > reference for s in scores[-n_iter_no_change:])
 
 
 def run_secureboost(fed, names, active, params, early_stopping, verbose, label):

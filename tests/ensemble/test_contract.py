@@ -1,11 +1,11 @@
-"""SecureBoost: planted leaks are detected, clean fits are not flagged.
+"""SecureBoost's privacy contract: planted leaks are caught, clean fits are not.
 
 Each planted-leak test monkeypatches one step of the protocol so that it
-leaks, fits while recording, and asserts that the leak is caught: by
-``check_messages`` (naming the message and the secret) or by an attack
-crossing its threshold. Each has a clean counterpart. The leaked value
-rides along with the normal message so that the fit still completes, as a
-real bug would.
+leaks, fits while recording, and asserts that ``check_messages`` catches the
+leak, naming the message and the secret. Each has a clean counterpart. The
+leaked value rides along with the normal message so that the fit still
+completes, as a real bug would. The attacks, and leaks only an attack sees,
+are in test_attacks.py.
 """
 
 import numpy as np
@@ -14,11 +14,9 @@ from sklearn.datasets import make_classification, make_regression
 
 from skfed.crypto import EncryptedArray
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
-from skfed.ensemble import _boosting, _grower, _histogram
+from skfed.ensemble import _grower, _protocol
 from skfed.federation import record_messages
-from skfed.privacy import audit, check_messages
-
-from ._boost_plants import plant_in_row_ids_slot
+from skfed.privacy import check_messages
 
 X, Y = make_classification(240, 10, n_informative=5, random_state=0)
 SMALL = dict(n_estimators=2, max_depth=3, key_size=512, random_state=0)
@@ -36,7 +34,31 @@ def _found(violations, phase):
     return " | ".join(v.found for v in violations if v.phase == phase)
 
 
-# -- clean fits ----------------------------------------------------------------
+def plant_in_row_ids_slot(monkeypatch, leak):
+    """Make the active party send ``leak(state)`` beside the row ids of its
+    gradient message (a slot where integers are allowed), and the passive
+    parties read the row ids back, so the fit runs as before.
+
+    Only the semantic check can tell what the planted integers are.
+    """
+    original_active = _protocol.active_gradients
+    original_passive = _protocol.passive_receive_gradients
+
+    def leaky_active(state, *args):
+        message = original_active(state, *args)
+        if message is None:
+            return None
+        layout, rows, encrypted = message
+        return layout, [rows, leak(state)], encrypted
+
+    def passive(state, layout, rows, encrypted):
+        return original_passive(state, layout, rows[0], encrypted)
+
+    monkeypatch.setattr(_protocol, "active_gradients", leaky_active)
+    monkeypatch.setattr(_protocol, "passive_receive_gradients", passive)
+
+
+# -- clean fits ---------------------------------------------------------------
 
 @pytest.mark.parametrize("estimator, data", [
     (SecureBoostClassifier(**SMALL), (X, Y)),
@@ -52,21 +74,12 @@ def test_clean_fit_and_predict_satisfy_the_contract(estimator, data):
     assert check_messages(fitted, messages, *data) == []
 
 
-def test_clean_fit_deshuffle_at_chance():
-    report = audit(SecureBoostClassifier(**{**SMALL, "n_estimators": 3},
-                                         partition=3), X, Y)
-    rows = report.attacks[report.attacks.attack == "deshuffle"]
-    assert len(rows) == 2
-    assert np.all(np.abs(rows.value - rows.chance) <= 0.05)
-    assert report.violations == []
-
-
-# -- planted leaks ----------------------------------------------------------------
+# -- planted leaks ------------------------------------------------------------
 
 def test_plaintext_gradients_beside_the_ciphertexts(monkeypatch):
     # The fixed-point gradients go along with the encrypted ones, in the
     # slot declared as ciphertexts.
-    original = _boosting.active_gradients
+    original = _protocol.active_gradients
 
     def leaky(state, *args):
         message = original(state, *args)
@@ -75,7 +88,7 @@ def test_plaintext_gradients_beside_the_ciphertexts(monkeypatch):
         layout, rows, encrypted = message
         return layout, rows, encrypted + [state.qg[0]]
 
-    monkeypatch.setattr(_boosting, "active_gradients", leaky)
+    monkeypatch.setattr(_protocol, "active_gradients", leaky)
     fitted, messages = _fit_recorded(SecureBoostClassifier(**SMALL))
     found = _found(check_messages(fitted, messages, X, Y), "gradients")
     assert "int64 array" in found and "where a ciphertext is declared" in found
@@ -136,75 +149,26 @@ def test_histogram_sums_not_rerandomised(monkeypatch):
     assert "repeated" in found or "already received" in found
 
 
-def _seeded_tree_order(state, tree_key):
-    """How skfed drew the candidate order before: from random_state."""
-    new = state.stash.get("tree_key") != tree_key
-    if new:
-        rng = np.random.default_rng([state.seed, *tree_key])
-        n = state.cand_features.size
-        state.stash["tree_key"] = tree_key
-        state.stash["order"] = rng.permutation(n)
-        state.stash["ids"] = rng.choice(2**62, size=n, replace=False).astype(np.int64)
-    return state.stash["order"], state.stash["ids"], new
+# -- row weights stay with the label holder -----------------------------------
+
+X_W, Y_W = make_classification(200, 8, random_state=0)
+W_ROWS = np.random.default_rng(0).integers(1, 6, size=Y_W.size).astype(np.float64)
+SMALL_W = dict(n_estimators=2, max_depth=2, key_size=512, random_state=0)
 
 
-def test_candidate_ids_from_random_state(monkeypatch):
-    monkeypatch.setattr(_histogram, "_tree_order", _seeded_tree_order)
-    report = audit(SecureBoostClassifier(**{**SMALL, "n_estimators": 3},
-                                         partition=3), X, Y)
-    rows = report.attacks[report.attacks.attack == "deshuffle"]
-    assert len(rows) == 2
-    assert np.all(rows.value >= 0.95) and np.all(rows.chance < 0.05)
+def _violations():
+    with record_messages() as rec:
+        fitted = SecureBoostClassifier(**SMALL_W).fit(X_W, Y_W, sample_weight=W_ROWS)
+    return check_messages(fitted, rec.messages, X_W, Y_W, sample_weight=W_ROWS)
 
 
-# -- leaf purity (paper section 7) --------------------------------------------------
-
-RL = dict(n_estimators=2, max_depth=3, encryption=None, random_state=0,
-          active_only_rounds=1)
+def test_clean_weighted_fit():
+    assert _violations() == []
 
 
-def _first_tree(report):
-    rows = report.attacks[report.attacks.attack == "leaf_purity"]
-    return rows[rows.target.str.contains("tree 1")]
-
-
-def test_rl_secureboost_first_tree_tells_passive_parties_nothing():
-    first = _first_tree(audit(SecureBoostClassifier(**RL), X, Y))
-    assert len(first) == 1
-    assert first.value.iloc[0] == pytest.approx(first.chance.iloc[0])
-
-
-def test_leaves_of_the_first_tree_sent_to_passive_parties(monkeypatch):
-    # RL-SecureBoost's promise broken: after the first tree (grown on the
-    # active party's columns only), the active party tells every passive
-    # party the instance space of each leaf, in a well-formed message.
-    original_finish = _grower.finish_tree
-    original_grow = _boosting.grow_tree
-
-    def finish_tree(state, *args):
-        tree = state.tree
-        state.stash["leaves"] = [node.rows.astype(np.int32)
-                                 for i, node in enumerate(tree.nodes)
-                                 if tree.tree.children_left[i] < 0]
-        return original_finish(state, *args)
-
-    def leaves_of(state):
-        return state.stash["leaves"]
-
-    def ignore(state, *args):
-        return None
-
-    def grow_tree(fed, active, passives, tree_key, output, *args):
-        original_grow(fed, active, passives, tree_key, output, *args)
-        if tree_key[0] == 0:
-            leaves = fed[active].call(leaves_of, phase="tree").result()
-            fed.gather([fed[p].call(ignore, tree_key, output, leaves,
-                                    sender=active, phase="histogram/rows")
-                        for p in passives])
-
-    monkeypatch.setattr(_grower, "finish_tree", finish_tree)
-    monkeypatch.setattr(_boosting, "grow_tree", grow_tree)
-    report = audit(SecureBoostClassifier(**RL), X, Y)
-    first = _first_tree(report)
-    assert report.violations == []  # well-formed: only the attack sees it
-    assert first.value.iloc[0] >= first.chance.iloc[0] + 0.2
+def test_weights_in_the_row_ids_slot(monkeypatch):
+    # Integers, where integers (row ids) are allowed: only the semantic check
+    # against the "weights" secret tells that they are the weights.
+    plant_in_row_ids_slot(monkeypatch, lambda state: state.w.astype(np.int64))
+    found = " | ".join(v.found for v in _violations() if v.phase == "gradients")
+    assert "party0's weights" in found

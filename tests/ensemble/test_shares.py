@@ -40,6 +40,7 @@ def fitted():
     return X, clf
 
 
+@pytest.mark.slow
 def test_shares_loaded_in_separate_processes_predict_as_the_model(fitted, tmp_path):
     X, clf = fitted
     shares = clf.export_shares()
