@@ -16,7 +16,6 @@ from sklearn.preprocessing import StandardScaler
 import skfed.cluster._coreset as coreset
 import skfed.cluster._kernel_kmeans as kk
 import skfed.cluster._protocol as protocol
-import skfed.cluster._setup as setup
 from skfed.cluster import FederatedKernelKMeans
 from skfed.federation import record_messages
 from skfed.privacy import audit, check_messages
@@ -124,7 +123,9 @@ def _plaintext_sums(real, moments_only):
 
     def leaky(fed, parties, receiver, local, *args, phase="secure-sum",
               encoder=None, sender=None):
-        if moments_only and phase != "setup: moments":
+        # The setup's sums (moments_only) or the others: one module holds both.
+        if (phase != "setup: moments" if moments_only
+                else phase.startswith("setup:")):
             return real(fed, parties, receiver, local, *args, phase=phase,
                         encoder=encoder, sender=sender)
         if phase == "setup: moments":
@@ -144,7 +145,8 @@ def _plaintext_sums(real, moments_only):
 
 def test_plaintext_moments_of_a_one_row_user_are_caught(monkeypatch):
     # The former protocol: a user holding one row uploaded that row.
-    monkeypatch.setattr(setup, "secure_sum", _plaintext_sums(setup.secure_sum, True))
+    monkeypatch.setattr(protocol, "secure_sum",
+                        _plaintext_sums(protocol.secure_sum, True))
     monkeypatch.setattr(kk, "check_user_rows", lambda n_rows, users: None)
     owners = np.r_[0, np.ones(74, int), np.full(75, 2)]  # user0 holds one row
     est = estimator()
