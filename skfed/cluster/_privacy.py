@@ -1,7 +1,7 @@
 """Privacy hooks of :class:`~skfed.cluster.FederatedKernelKMeans`.
 
 The contract itself is declared next to the protocol
-(:func:`skfed.cluster._protocol.kernel_kmeans_contract`); the attack is in
+(:func:`skfed.cluster._contract.kernel_kmeans_contract`); the attack is in
 :mod:`skfed.cluster._attacks`.
 """
 
@@ -17,7 +17,7 @@ class KernelKMeansPrivacyMixin:
     """``_privacy_contract``, ``_privacy_secrets`` and ``_privacy_attacks``."""
 
     def _privacy_contract(self):
-        from ._protocol import kernel_kmeans_contract
+        from ._contract import kernel_kmeans_contract
 
         return kernel_kmeans_contract(self)
 
