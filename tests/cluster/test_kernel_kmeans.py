@@ -22,7 +22,7 @@ from skfed.cluster import FederatedKernelKMeans, dspgd_uploads
 from skfed.cluster import _dspgd
 from skfed.cluster._coreset import MIN_GROUP, user_summary
 from skfed.cluster._dspgd import CHANGE_WINDOW, feature_seed, oos_seed
-from skfed.cluster._kernel_kmeans import auto_random_features
+from skfed.cluster._estimator import auto_random_features
 from skfed.cluster._protocol import MIN_USER_ROWS, users_key_from_seed
 from skfed.federation import PartyState, record_messages
 from skfed.kernel_approximation import RandomFourierBasis

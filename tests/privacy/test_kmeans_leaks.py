@@ -14,7 +14,7 @@ from sklearn.datasets import make_blobs
 from sklearn.preprocessing import StandardScaler
 
 import skfed.cluster._coreset as coreset
-import skfed.cluster._kernel_kmeans as kk
+import skfed.cluster._estimator as kk
 import skfed.cluster._protocol as protocol
 from skfed.cluster import FederatedKernelKMeans
 from skfed.federation import record_messages
