@@ -101,12 +101,12 @@ MIN_USER_ROWS = 5
 _LOWEST_EXPONENT, _BUCKET, _N_BUCKETS = -1080, 8, 270
 
 
-
 def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
                  max_iter, tol, n_lambda, n_components, n_random_features,
                  threshold, n_samples, n_clusters, coreset_size, seeds,
                  n_oos_features, verbose, monitor):
     """Algorithm 1 from setup to the published map; returns a dict of results."""
+    # Line 1, the inputs: row counts, the users' key, gamma (section 6.1).
     gamma = setup(fed, users, gamma, draw_key=draw_key)
     common = dict(max_iter=max_iter, n_lambda=n_lambda,
                   n_components=n_components,
@@ -115,6 +115,7 @@ def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
                   lambda_margin=dspgd.lambda_margin(threshold,
                                                     n_random_features),
                   verbose=verbose, monitor=monitor, n_samples=n_samples)
+    # Lines 4-18: DSPGD with CEM, or the plain DSPGD of section 4.1.
     if communication_efficient:
         lam, eigenvalues, trace, changes, per_iteration = dspgd_with_cem(
             fed, users, tol=tol, gamma=gamma, **common)
@@ -124,6 +125,7 @@ def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
     # Line 19: distributed linear k-means over the rows of H.
     centers = distributed_kmeans(fed, SERVER, users, n_clusters=n_clusters,
                                  coreset_size=coreset_size, seed=seeds["server"])
+    # skfed's addition: the published map that lets predict embed new rows.
     embedding_map = out_of_sample_map(fed, users, eigenvalues, n_oos_features,
                                       n_samples)
     labels = fed.gather(fed[u].call(_user_labels) for u in users)
@@ -516,10 +518,19 @@ def dspgd_without_cem(fed, users, *, max_iter, tol, n_lambda, n_components,
                       lambda_margin, verbose, monitor):
     """Section 4.1: Lanczos on the n x n matrix R_t; Z_t lives on the server.
 
+    Kept so that the paper's communication comparison (Figure 2, Theorem 2)
+    can be reproduced: the Lanczos iterations run on ``R_t = (1 - eta_t) Z_t
+    + eta_t A_t A_t^T / D`` and ``Z_t`` (its eigenvectors over all rows)
+    lives on the server. Per Lanczos step user ``m`` uploads ``A_t[m]^T
+    c_q[m]`` (``D`` floats, masked: the server needs only their sum) and
+    ``A_t[m] A_t^T c_q`` (``n_m`` floats, one per row: the server
+    concatenates them, so they cannot be summed away), so the uploads grow
+    with the number of rows. The server holds the eigenvectors, hence
+    ``H``, and measures the embedding change of the stopping rule itself.
+
     Returns ``(lambda, eigenvalues of H's columns, trace, changes,
     per_iteration)`` as :func:`dspgd_with_cem` does.
     """
-
     s = n_components
     fed[SERVER].call(_server_init_plain, n_samples).result()
     encoder = RingEncoder.for_bound(2.0 * n_samples, margin_bits=3)
