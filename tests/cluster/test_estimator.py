@@ -61,6 +61,7 @@ def test_circles_beat_linear_kmeans(circles, n_users):
     assert nmi(y, km.labels_) >= 0.95 * exact
 
 
+@pytest.mark.slow
 def test_defaults_match_exact_kernel_kmeans_on_digits():
     # Ten clusters with defaults (benchmarks/bench_kernel_kmeans.py runs the
     # four sets of the acceptance at full size, the moons over several seeds).

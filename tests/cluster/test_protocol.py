@@ -141,6 +141,7 @@ def test_plain_variant_same_result_more_uploads(blobs):
         assert set(up[t].values()) == {q * (40 + n_m)}
 
 
+@pytest.mark.slow
 def test_cem_uploads_do_not_grow_with_rows_and_save_90_percent():
     per_user = {}
     for n in (400, 1600):
