@@ -18,7 +18,7 @@ import numbers
 from .._config import config_context
 from .._privacy_core import Contract, Inherent, Masked, Rule
 from ._groups import DEFAULT_GROUP, _resolve_group
-from ._psi import _routes, check_id_lists, run_psi
+from ._protocol import _routes, check_id_lists, run_psi
 
 __all__ = ["CONTRACT", "PSIAudit", "psi_contract", "psi_roles"]
 

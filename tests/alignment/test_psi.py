@@ -12,7 +12,7 @@ import pytest
 
 import skfed
 from skfed.alignment import GROUPS, DHGroup, private_set_intersection
-from skfed.alignment._psi import _routes, _schedule, run_psi
+from skfed.alignment._protocol import _routes, _schedule, run_psi
 from skfed.crypto import InsecureKeyWarning
 from skfed.federation import record_messages
 
