@@ -17,7 +17,7 @@ import skfed
 from skfed.alignment import GROUPS, Curve25519Group, private_set_intersection
 from skfed.alignment import _ids, _protocol, _x25519
 from skfed.alignment._protocol import run_psi
-from skfed.alignment._curve_points import LOW_ORDER_U, P, point_problem
+from skfed.alignment._x25519 import LOW_ORDER_U, P, point_problem
 from skfed.alignment._x25519 import common_positions
 from skfed.federation import PartyError, record_messages
 
