@@ -14,7 +14,7 @@ carries the protocol's privacy contract and attacks for
 # SPDX-License-Identifier: BSD-3-Clause
 
 from ._align import align
-from ._contract import PSIAudit
+from ._estimator import PSIAudit
 from ._groups import GROUPS, DHGroup
 from ._protocol import private_set_intersection
 from ._x25519 import Curve25519Group
