@@ -22,7 +22,7 @@ from skfed.crypto import InsecureKeyWarning
 from skfed.federation import PartyError, record_messages
 from skfed.privacy import audit, check_messages
 
-from ..alignment.conftest import TEST_PRIME_512
+from .conftest import TEST_PRIME_512
 
 VICTIM = "party1"
 
