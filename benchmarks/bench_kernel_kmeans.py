@@ -45,7 +45,7 @@ from skfed.base import party_seeds
 from skfed.cluster import FederatedKernelKMeans, dspgd_uploads
 from skfed.cluster._coreset import distributed_kmeans
 from skfed.cluster._dspgd import choose_lambda, lambda_margin
-from skfed.cluster._setup import auto_random_features
+from skfed.cluster._estimator import auto_random_features
 from skfed.federation import Federation
 from skfed.kernel_approximation import RandomFourierBasis
 from skfed.partition import HorizontalPartition

@@ -33,7 +33,7 @@ from sklearn.utils.validation import validate_data
 
 from ._optional import import_optional
 from .alignment._contract import CONTRACT as PSI_CONTRACT
-from .alignment._psi import _kinds, run_psi
+from .alignment._protocol import _kinds, run_psi
 from .base import check_labels_not_single_class
 from .federation import PartyData
 from .federation._party_data import (

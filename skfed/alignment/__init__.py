@@ -14,9 +14,9 @@ carries the protocol's privacy contract and attacks for
 # SPDX-License-Identifier: BSD-3-Clause
 
 from ._align import align
-from ._contract import PSIAudit
+from ._estimator import PSIAudit
 from ._groups import GROUPS, DHGroup
-from ._psi import private_set_intersection
+from ._protocol import private_set_intersection
 from ._x25519 import Curve25519Group
 
 __all__ = ["align", "private_set_intersection", "Curve25519Group", "DHGroup",

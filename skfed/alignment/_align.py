@@ -2,7 +2,7 @@
 
 Vertical federated learning starts with each party holding a table keyed by a
 customer id. :func:`align` finds the ids all of them hold with the private set
-intersection of :mod:`skfed.alignment._psi`, then lays the parties' rows of
+intersection of :mod:`skfed.alignment._protocol`, then lays the parties' rows of
 those ids side by side, in one order every party can compute (sorted by id,
 which every party knows once the intersection is known), with the partition
 that says which columns are whose.
@@ -14,7 +14,7 @@ that says which columns are whose.
 from .._optional import import_optional
 from ..partition import VerticalPartition
 from ._groups import DEFAULT_GROUP
-from ._psi import check_id_lists, run_psi
+from ._protocol import check_id_lists, run_psi
 
 __all__ = ["align"]
 

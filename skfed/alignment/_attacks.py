@@ -39,7 +39,7 @@ from itertools import combinations
 from ._groups import _resolve_group
 from ._ids import encode_id as _encode_id
 from ._ids import id_kind
-from ._psi import _schedule
+from ._protocol import _schedule
 from .._privacy_core import attack_row
 
 __all__ = ["set_sizes", "id_linking"]

@@ -3,6 +3,7 @@
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from ._kernel_kmeans import FederatedKernelKMeans, dspgd_uploads
+from ._estimator import FederatedKernelKMeans
+from ._protocol import dspgd_uploads
 
 __all__ = ["FederatedKernelKMeans", "dspgd_uploads"]

@@ -12,6 +12,7 @@ that the protocol's messages suggest, and reports the best one.
 import numpy as np
 
 from .._privacy_core import attack_row
+from ._protocol import moment_encoder
 
 __all__ = ["row_reconstruction", "candidate_rows"]
 
@@ -54,8 +55,6 @@ def _vectors_of(array, d, n_rows):
 def _decoded_moments(received, sent, users, n_rows, d):
     """The masked moment uploads, decoded one by one and summed, with the
     scale the server announced itself: ``{user: estimates}`` and the total."""
-    from ._setup import moment_encoder
-
     shifts = [m.payload[0] for m in sent if m.phase == "setup: scale"]
     uploads = {m.sender: np.asarray(m.payload[0]) for m in received
                if m.phase == "setup: moments/upload"}

@@ -1,10 +1,13 @@
-"""Party functions of DSPGD, with and without the communication-efficient
-mechanism (CEM), and of the steps around it.
+"""DSPGD with and without CEM: its maths and the functions each party runs.
 
-Each function runs on one party's thread, sees only that party's private
-state and the message it received, and returns the party's answer. The
-driver in :mod:`skfed.cluster._protocol` strings them together in the
-order of the paper's Algorithm 1.
+The random features drawn from the users' key, the threshold rule, the
+stopping rule, and the functions users and server run in an iteration of
+DSPGD with CEM (the communication-efficient mechanism, section 4.2) and
+without it (section 4.1). Each party function runs on one party's thread,
+sees only that party's private state and the message it received, and
+returns the party's answer. The drivers in :mod:`skfed.cluster._protocol`
+string them together in the order of the paper's Algorithm 1 (and of
+section 4.1).
 
 Notation (section 4): user ``m`` holds rows ``X[m]``; in iteration ``t`` it
 draws ``A_t[m] = sqrt(2) cos(X[m] omega_t + b_t)`` (``D`` random Fourier
@@ -16,17 +19,16 @@ sqrt(1-eta_t) B_t[m]]`` and ``R_t = W_t W_t^T = (1-eta_t) Z_t + eta_t xi_t``.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import hashlib
 import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..kernel_approximation import RandomFourierBasis
-from ._lanczos import distributed_lanczos
-from ._setup import SERVER, derive_seed
+from ._lanczos import server_ritz_pairs
 
 __all__ = [
-    "SERVER",
     "PHASE_ITERATION",
     "PHASE_LANCZOS",
     "PHASE_EIGENPAIRS",
@@ -45,12 +47,8 @@ __all__ = [
     "server_plain_update",
     "server_rows_of_h",
     "user_receive_h",
-    "user_oos_moment",
-    "server_oos_map",
-    "user_receive_map",
     "server_split_vector",
     "CHANGE_WINDOW",
-    "iteration_counts",
     "lanczos_seed",
     "embedding_change",
     "server_embedding_change",
@@ -58,6 +56,7 @@ __all__ = [
     "warn_not_converged",
     "check_finite",
     "user_take_part",
+    "derive_seed",
     "feature_seed",
     "oos_seed",
     "user_embedding_overlap",
@@ -139,6 +138,13 @@ def feature_blocks(X, seed, gamma, n_features, out=None, scale=1.0):
             yield rows, block
 
 
+def derive_seed(key, label, index=0):
+    """A 64-bit seed: a PRF (BLAKE2b) of the users' key, a label and an index."""
+    digest = hashlib.blake2b(f"{label}:{int(index)}".encode(), key=bytes(key),
+                             digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
 def feature_seed(users_key, t):
     """Seed of iteration ``t``'s features: a PRF of the users' key."""
     return derive_seed(users_key, "dspgd features", t)
@@ -152,17 +158,6 @@ def oos_seed(users_key):
 def lanczos_seed(base, t):
     """The server's start-vector seed of iteration ``t`` (model randomness)."""
     return int(np.random.SeedSequence([int(base), int(t)]).generate_state(1)[0])
-
-
-def iteration_counts(fed, before):
-    """Messages of one iteration: ``(counts since before, counts now)``.
-
-    ``before`` and the counts are :class:`CommunicationSummary` of the whole
-    run so far; the driver waits for every call of an iteration before the
-    next starts, so the difference is exactly that iteration's messages.
-    """
-    now = fed.summary()
-    return now - before, now
 
 
 # -- the stopping rule ---------------------------------------------------------
@@ -348,31 +343,6 @@ def user_receive_h(state, H):
     state.H = np.asarray(H)
 
 
-# -- out-of-sample embedding map ------------------------------------------------
-
-def user_oos_moment(state, n_features):
-    """``H[m]^T A'[m]`` (s x D' floats) with features from a fresh seed.
-
-    Summed over users it is ``H^T A'``; since ``A' A'^T / D' ~ K``, the map
-    ``P = Lambda^{-1} H^T A' / D'`` sends a new row's features ``a'(x)`` to
-    ``Lambda^{-1} H^T k_x``, the Nystrom extension of the embedding.
-    """
-    total = np.zeros((state.H.shape[1], n_features))
-    for rows, A in feature_blocks(state.X, oos_seed(state.users_key),
-                                  state.gamma, n_features):
-        total += state.H[rows].T @ A
-    return total
-
-
-def server_oos_map(state, total, eigenvalues, n_features):
-    """``P = Lambda^{-1} H^T A' / D'`` from the (securely summed) total."""
-    return np.asarray(total) / (np.asarray(eigenvalues)[:, None] * n_features)
-
-
-def user_receive_map(state, embedding_map):
-    state.embedding_map = np.asarray(embedding_map)
-
-
 def server_split_vector(state, c):
     """Cut ``c`` into the users' parts ``c[m]`` (the server knows n_m)."""
     return np.split(np.asarray(c), np.cumsum(state.n_rows)[:-1])
@@ -384,51 +354,9 @@ def server_select_pairs(state, threshold, n_keep, tiny_ratio=1e-9):
     Pairs whose value is not clearly positive are dropped: ``u = W v /
     sqrt(theta)`` would only amplify rounding noise.
     """
-    from ._lanczos import server_ritz_pairs
-
     theta, V = server_ritz_pairs(state)
     floor = tiny_ratio * max(theta[0], 0.0) if len(theta) else 0.0
     n = max(int(np.sum(theta > threshold)), int(n_keep))
     n = min(n, int(np.sum(theta > floor)))
     state.stash["all_ritz_values"] = theta
     return theta[:n], V[:, :n]
-
-
-def server_eigenpairs(fed, dim, matvec, *, t, lam, eta, n_lambda, s, seed,
-                      gamma, margin=0.0, combine=None):
-    """Line 10 of Algorithm 1 and the pairs kept: DLA, then the eigenpairs
-    above the soft threshold ``eta lambda``, on the server.
-
-    On the first iteration (``lam`` None) DLA runs to ``n_lambda`` pairs
-    and ``lambda`` is chosen from them (section 6.1, with ``margin`` as in
-    :func:`choose_lambda`); if that puts ``lambda`` below the
-    ``n_lambda``-th value, the same run continues until every Ritz value
-    above ``lambda`` has converged too. Afterwards only pairs above the
-    threshold are needed. At least ``s`` pairs are kept every iteration, so
-    ``H`` can be built whenever the stopping rule fires.
-
-    Returns
-    -------
-    n_steps, lam, shrink, theta, V
-        Lanczos steps, ``lambda``, the threshold ``eta lambda`` and the kept
-        eigenpairs.
-    """
-    first = lam is None
-    n_steps = distributed_lanczos(
-        fed, SERVER, dim, matvec,
-        threshold=np.inf if first else eta * lam,
-        n_min=n_lambda if first else s, seed=lanczos_seed(seed, t),
-        combine=combine)
-    if first:
-        theta_all = fed[SERVER].call(server_select_pairs, np.inf,
-                                     n_lambda).result()[0]
-        lam = choose_lambda(theta_all, n_lambda, s, margin)
-        if lam < theta_all[-1]:
-            # Appendix B: every eigenvalue above the threshold must converge.
-            n_steps = distributed_lanczos(
-                fed, SERVER, dim, matvec, threshold=lam, n_min=n_lambda,
-                seed=None, combine=combine, resume=True)
-    shrink = eta * lam
-    theta, V = fed[SERVER].call(server_select_pairs, shrink, s).result()
-    check_finite(theta, t, gamma)
-    return n_steps, lam, shrink, theta, V

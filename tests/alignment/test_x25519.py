@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 import skfed
 from skfed.alignment import GROUPS, Curve25519Group, private_set_intersection
-from skfed.alignment import _ids, _psi, _x25519
-from skfed.alignment._psi import run_psi
-from skfed.alignment._curve_points import LOW_ORDER_U, P, point_problem
+from skfed.alignment import _ids, _protocol, _x25519
+from skfed.alignment._protocol import run_psi
+from skfed.alignment._x25519 import LOW_ORDER_U, P, point_problem
 from skfed.alignment._x25519 import common_positions
 from skfed.federation import PartyError, record_messages
 
@@ -228,8 +228,8 @@ def test_invalid_points_are_refused_naming_the_sender(monkeypatch, how, problem)
     names = ["bank", "insurer", "shop"]
     # The shop blinds its own set badly; the insurer, next on its route,
     # refuses it (before applying its key).
-    monkeypatch.setattr(_psi, "_blind_own_ids",
-                        _Corrupt(_psi._blind_own_ids, "shop", how))
+    monkeypatch.setattr(_protocol, "_blind_own_ids",
+                        _Corrupt(_protocol._blind_own_ids, "shop", how))
     with pytest.raises(PartyError, match="insurer refused the points sent by "
                        f"shop: {problem}") as raised:
         private_set_intersection(sets, party_names=names)
@@ -240,7 +240,7 @@ def test_invalid_points_are_refused_naming_the_sender(monkeypatch, how, problem)
 def test_the_hub_checks_its_own_set_coming_back_from_l(monkeypatch):
     # L (the last stop of the hub's set) corrupts the set it hands back; the
     # hub applies no key to it, but checks it all the same.
-    monkeypatch.setattr(_psi, "_add_key", _Corrupt(_psi._add_key, "shop", "twist"))
+    monkeypatch.setattr(_protocol, "_add_key", _Corrupt(_protocol._add_key, "shop", "twist"))
     with pytest.raises(PartyError, match="bank refused the points sent by shop: "
                        "value 3 is on the quadratic twist"):
         private_set_intersection([list(range(30))] * 2 + [list(range(5, 40))],
@@ -248,13 +248,13 @@ def test_the_hub_checks_its_own_set_coming_back_from_l(monkeypatch):
 
 
 def test_a_hop_that_drops_a_value_is_refused(monkeypatch):
-    step = _psi._add_key
+    step = _protocol._add_key
 
     def drop_one(state, values, permute, sender):
         out = step(state, values, permute, sender)
         return out[:-1] if state.name == "shop" else out
 
-    monkeypatch.setattr(_psi, "_add_key", drop_one)
+    monkeypatch.setattr(_protocol, "_add_key", drop_one)
     with pytest.raises(ValueError, match="Party 'shop' passed on 29 ids in "
                        "phase 'exponentiate ids' for a set of 30"):
         private_set_intersection([list(range(30))] * 2 + [list(range(5, 40))],
@@ -272,8 +272,8 @@ def test_worker_processes_give_the_same_answer_and_refuse_alike(monkeypatch):
     # party's own thread would have.
     first = rec.messages[0]
     assert first.phase == "exponentiate ids" and len(first.payload[0]) > 7
-    monkeypatch.setattr(_psi, "_blind_own_ids",
-                        _Corrupt(_psi._blind_own_ids, "party2", "twist"))
+    monkeypatch.setattr(_protocol, "_blind_own_ids",
+                        _Corrupt(_protocol._blind_own_ids, "party2", "twist"))
     with pytest.raises(PartyError, match="party0 refused the points sent by "
                        "party2: value 3 is on the quadratic twist"):
         private_set_intersection(sets, n_jobs=2, hub=1)

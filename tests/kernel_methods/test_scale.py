@@ -11,7 +11,7 @@ import pytest
 from sklearn.datasets import make_classification
 
 from skfed._privacy_core._check import public_sizes
-from skfed.cluster import _dspgd
+from skfed.cluster import _dspgd, _protocol
 from skfed.federation import record_messages
 from skfed.kernel_methods import AVFKAMRanker, FDSKLClassifier, FDSKLRegressor
 from skfed.kernel_methods import _avfkam_protocol as avfkam_protocol
@@ -259,7 +259,7 @@ def test_kernel_kmeans_out_of_sample_moment_by_blocks():
     state = SimpleNamespace(X=rng.normal(size=(n, 4)), H=rng.normal(size=(n, 3)),
                             gamma=0.3, users_key=b"u" * 32)
     tracemalloc.start()
-    total = _dspgd.user_oos_moment(state, width)
+    total = _protocol.user_oos_moment(state, width)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     # one block of features (2^21 values, and its finite check: a byte per

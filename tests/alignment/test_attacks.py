@@ -17,12 +17,12 @@ import pytest
 
 import skfed
 from skfed.alignment import DHGroup, PSIAudit
-from skfed.alignment import _ids, _psi, _x25519
+from skfed.alignment import _ids, _protocol, _x25519
 from skfed.crypto import InsecureKeyWarning
 from skfed.federation import PartyError, record_messages
 from skfed.privacy import audit, check_messages
 
-from ..alignment.conftest import TEST_PRIME_512
+from .conftest import TEST_PRIME_512
 
 VICTIM = "party1"
 
@@ -76,13 +76,13 @@ def test_clean_run_is_clean_and_linking_stays_at_chance(group, n_parties):
 def _unblinded(send):
     """A party step that lets VICTIM send ``send(state, ids)`` instead of
     its blinded ids."""
-    honest = _psi._blind_own_ids
+    honest = _protocol._blind_own_ids
 
     def step(state):
         if state.name != VICTIM:
             return honest(state)
-        state.stash["key"] = _psi._draw_key(state)
-        order = _psi._secret_permutation(len(state.ids))
+        state.stash["key"] = _protocol._draw_key(state)
+        order = _protocol._secret_permutation(len(state.ids))
         state.stash["order"] = order
         ids = [state.ids[i] for i in order]
         return state.group._to_message(send(state, ids))
@@ -93,7 +93,7 @@ def _unblinded(send):
 def test_a_party_sending_its_hashed_ids_unblinded_is_linked(group, monkeypatch,
                                                             n_parties):
     # The party skips its own exponentiation: H(x) leaves it bare.
-    monkeypatch.setattr(_psi, "_blind_own_ids", _unblinded(
+    monkeypatch.setattr(_protocol, "_blind_own_ids", _unblinded(
         lambda state, ids: state.group.hash_ids(ids)))
     report = audit(PSIAudit(group=group), _sets(n_parties))
     # The first party on the victim's route names every id it holds.
@@ -118,7 +118,7 @@ def test_parties_sharing_one_exponent_are_linked(group, monkeypatch):
             state.key_log[state.name] = key
         return key
 
-    monkeypatch.setattr(_psi, "_draw_key", seeded_key)
+    monkeypatch.setattr(_protocol, "_draw_key", seeded_key)
     sets = _sets(3)
     report = audit(PSIAudit(group=group), sets)
     assert report.estimator.intersection_ == sorted(set.intersection(*map(set, sets)))

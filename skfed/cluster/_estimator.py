@@ -1,10 +1,10 @@
-"""The estimator: :class:`FederatedKernelKMeans` (DSPGD + CEM + Lanczos).
+"""The estimator of federated kernel k-means: :class:`FederatedKernelKMeans`.
 
-The protocol it runs lives in :mod:`._protocol` (Algorithm 1 and its
-privacy contract), with the setup in :mod:`._setup`, the party functions of
-DSPGD in :mod:`._dspgd`, the distributed Lanczos in :mod:`._lanczos` and
-the row-free distributed k-means in :mod:`._coreset`; the privacy hooks are
-in :mod:`._privacy`.
+The class with its methods, its Notes and its privacy hooks. The protocol
+it runs is in :mod:`._protocol` (Algorithm 1: the setup, DSPGD with or
+without CEM, the distributed k-means and the out-of-sample map), the privacy
+contract of its messages in :mod:`._contract` and the attack on them in
+:mod:`._attacks`.
 """
 
 # Authors: The skfed developers
@@ -13,31 +13,61 @@ in :mod:`._privacy`.
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import (BaseEstimator, ClassNamePrefixFeaturesOutMixin,
                           ClusterMixin, TransformerMixin, _fit_context)
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._docstrings import fill_doc
+from .._privacy_core import Secret
 from ..base import FederatedMixin, check_row_weights, party_seeds
+from ..partition import HorizontalPartition
+from ._attacks import row_reconstruction
+from ._contract import kernel_kmeans_contract
 from ._coreset import MIN_GROUP
-from ._kernel_kmeans_predict import KernelKMeansPredictMixin, _user
-from ._privacy import KernelKMeansPrivacyMixin
-from ._protocol import dspgd_uploads, run_protocol
-from ._setup import (auto_random_features, check_user_rows, n_distinct_rows,
-                     users_key_from_seed)
+from ._protocol import (check_user_rows, run_protocol, user_embed_and_assign,
+                        users_key_from_seed)
 
-__all__ = ["FederatedKernelKMeans", "dspgd_uploads"]
+__all__ = ["FederatedKernelKMeans"]
 
 #: cap on the random features of the out-of-sample map (memory of s x D')
 _MAX_OOS_FEATURES = 2000
 
 
+def auto_random_features(n_clusters, n_lambda, n_samples):
+    """``n_random_features="auto"``: ``max(100, 10 n_lambda)``, at most N / 2.
+
+    ``n_lambda = max(n_clusters + 2, n_components + 1)``. More clusters mean
+    more eigenvectors with smaller gaps between them, hence more features per
+    iteration; the cap keeps the ``(D + r_t)``-square Lanczos matrix smaller
+    than the kernel matrix, and it never goes below ``n_lambda``. (Until
+    issue 30 the base was ``max(200, 40 n_lambda)``: the same NMI on
+    digits, blobs and the moons, with about twice the uploads.)
+    """
+    return int(max(n_lambda, min(max(100, 10 * n_lambda), n_samples // 2)))
+
+
+def n_distinct_rows(X):
+    """How many distinct rows ``X`` has (dense or sparse)."""
+    if not sp.issparse(X):
+        return len(np.unique(X, axis=0))
+    X = X.tocsr(copy=True)
+    X.sum_duplicates()
+    X.eliminate_zeros()
+    X.sort_indices()
+    return len({(X.indices[a:b].tobytes(), X.data[a:b].tobytes())
+                 for a, b in zip(X.indptr[:-1], X.indptr[1:])})
+
+
+def _user(m):
+    return f"user{m}"
+
+
 # -- the estimator ------------------------------------------------------------
 
 @fill_doc
-class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
-                            FederatedMixin, ClassNamePrefixFeaturesOutMixin,
+class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
                             TransformerMixin, ClusterMixin, BaseEstimator):
     """Federated kernel k-means on rows split over users (DSPGD + CEM).
 
@@ -482,20 +512,138 @@ class FederatedKernelKMeans(KernelKMeansPrivacyMixin, KernelKMeansPredictMixin,
         self.ranks_ = np.array([r for _, r in out["trace"]])
         return self
 
+    def fit_predict(self, X, y=None, sample_party=None, sample_weight=None):
+        """Fit and return the cluster of each training row (``labels_``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows, split over the users by the partition.
+
+        y : Ignored
+            Not used, present for API consistency.
+
+        sample_party : array-like of int of shape (n_samples,), default=None
+            The user that holds each row.
+
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights (see :meth:`fit`).
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        return self.fit(X, sample_party=sample_party,
+                        sample_weight=sample_weight).labels_
+
     def _row_weights(self, X, sample_weight):
         """Validated weights, or None when they change nothing."""
         w = check_row_weights(sample_weight, X)
         return None if w is None or np.all(w == w[0]) else w
+
+    def transform(self, X):
+        """Distance of each row to each cluster center, in the embedding.
+
+        As :meth:`sklearn.cluster.KMeans.transform`, in the space where the
+        centers live: the kernel embedding ``h(x)`` (the out-of-sample map),
+        so ``predict`` is the ``argmin`` of each row. Each user embeds only
+        its own rows; nothing is sent.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            New rows, embedded through the out-of-sample map.
+
+        Returns
+        -------
+        distances : ndarray of shape (n_samples, n_clusters)
+        """
+        return np.sqrt(self._squared_distances(X))
+
+    def predict(self, X):
+        """Nearest center of each new row, through the out-of-sample map.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New rows, embedded through the out-of-sample map.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        return self._embed_and_assign(X)[0]
+
+    def score(self, X, y=None):
+        """Opposite of the k-means objective of ``X`` in the embedding space.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            New rows, embedded through the out-of-sample map.
+
+        y : Ignored
+            Not used, present for API consistency.
+
+        Returns
+        -------
+        score : float
+            ``-sum_i min_c ||h(x_i) - c||^2`` (larger is better).
+        """
+        return -float(np.sum(self._embed_and_assign(X)[1]))
+
+    def _squared_distances(self, X):
+        """``||h(x) - c_j||^2`` of each row to each center, by the users."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64,
+                          accept_sparse="csr")
+        n_users = min(self.partition_.n_parties, X.shape[0])
+        owners = HorizontalPartition(n_users).resolve(X)
+        states = {_user(m): dict(X=X[owners.rows(m)], gamma=self.gamma_,
+                                 users_key=self._users_key)
+                  for m in range(n_users)}
+        dist = np.empty((X.shape[0], len(self.cluster_centers_)))
+        with self._federation(states, record=False) as fed:
+            # No message: every user already holds the published map and
+            # centers, and embeds only the rows it owns.
+            results = fed.gather(
+                fed[_user(m)].call(user_embed_and_assign, self.embedding_map_,
+                                   self.cluster_centers_)
+                for m in range(n_users))
+        for m, d in enumerate(results):
+            dist[owners.rows(m)] = d
+        return dist
+
+    def _embed_and_assign(self, X):
+        dist = self._squared_distances(X)
+        labels = np.argmin(dist, axis=1).astype(np.int64)
+        return labels, dist[np.arange(len(labels)), labels]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
 
-    # Written in _kernel_kmeans_predict.py (this module's length); the
-    # class's own methods, so that set_output wraps transform and the API
-    # page documents them.
-    fit_predict = KernelKMeansPredictMixin.fit_predict
-    transform = KernelKMeansPredictMixin.transform
-    predict = KernelKMeansPredictMixin.predict
-    score = KernelKMeansPredictMixin.score
+    # -- privacy hooks (skfed.privacy.check_messages and audit) ---------------
+
+    def _privacy_contract(self):
+        return kernel_kmeans_contract(self)
+
+    def _privacy_secrets(self, X, y=None, **fit_params):
+        """Each user's rows (from the base class) and its row sum and mean.
+
+        A plaintext vector equal to a user's sum or mean of rows is what the
+        unmasked moments of the default ``gamma`` used to send; with kind
+        ``"rows"`` the semantic check flags it like a raw row.
+        """
+        secrets = list(super()._privacy_secrets(X, y, **fit_params))
+        X = np.asarray(X, dtype=float)
+        for m in range(self.partition_.n_parties):
+            rows = X[self.partition_.rows(m)]
+            secrets.append(Secret(
+                f"user{m}", "rows", f"sum and mean of user{m}'s rows",
+                np.vstack([rows.sum(axis=0), rows.mean(axis=0)])))
+        return secrets
+
+    def _privacy_attacks(self):
+        return [row_reconstruction]

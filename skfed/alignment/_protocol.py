@@ -1,4 +1,4 @@
-"""Diffie-Hellman private set intersection between two or more parties.
+"""The protocol of entity alignment: Diffie-Hellman PSI between two or more parties.
 
 Every party holds a set of ids. The parties learn which ids all of them hold
 (the intersection) and nothing else beyond set sizes, under the semi-honest
