@@ -1,7 +1,7 @@
 """HyFDCA's class Notes: the round, the choices where skfed departs from
 the paper, what each party learns, and the maths of sample weights.
 
-Kept apart from :mod:`._hyfdca` (which reads as Algorithm 1) and
+Kept apart from :mod:`._estimator` (which reads as Algorithm 1) and
 substituted into :class:`~skfed.linear_model.HyFDCAClassifier`'s docstring
 by :func:`with_notes`.
 """

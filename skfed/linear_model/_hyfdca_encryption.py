@@ -3,7 +3,7 @@
 The clients share one key pair (Paillier or Okamoto-Uchiyama: the layout
 reads the key's ``plaintext_bits``); every value they encrypt has a public
 bound ``2**exponent`` (agreed at setup and per round, see
-:mod:`._hyfdca_protocol`), so the fixed-point encoding keeps
+:mod:`._protocol`), so the fixed-point encoding keeps
 :data:`PRECISION_BITS` significant bits below it, packing several values
 per plaintext when asked. The time each party spends on encryption,
 decryption and ciphertext additions is summed into the estimator's

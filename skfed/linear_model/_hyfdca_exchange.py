@@ -1,6 +1,6 @@
 """HyFDCA's message exchanges: who sends what to whom in each step.
 
-:class:`Protocol` strings the party functions of :mod:`._hyfdca_protocol`
+:class:`Protocol` strings the party functions of :mod:`._protocol`
 into the steps of a round (the point's weights by secure aggregation,
 Algorithm 2 SecureInnerProduct, the local dual method with its direction's
 weights by secure aggregation, the objective reports by secure aggregation,
@@ -19,8 +19,8 @@ import numpy as np
 from ..exceptions import DivergenceError
 from ..federation import Local
 from ..federation.secure_sum import RingEncoder, secure_sum
-from . import _hyfdca_protocol as P
-from ._hyfdca_reports import client_report, report_bound
+from . import _protocol as P
+from ._reports import client_report, report_bound
 
 __all__ = ["SERVER", "client_name", "Participation", "Protocol",
            "divergence_error"]
@@ -42,7 +42,7 @@ class Participation:
     clients). ``"cyclic"``: the row groups are split into
     ``ceil(1 / participation)`` fixed sets that take turns. This cycles
     *row groups*; it is not section 4.3, whose cyclic sets are the clients
-    of a vertical split (:class:`._hyfdca_paper.ColumnCycle`,
+    of a vertical split (:class:`._paper.ColumnCycle`,
     ``solver="paper"``).
     """
 
@@ -76,7 +76,7 @@ class Protocol:
     """The message exchanges of one HyFDCA round between the parties.
 
     Each method names who sends what to whom; party functions are in
-    :mod:`._hyfdca_protocol`.
+    :mod:`._protocol`.
 
     Parameters
     ----------
@@ -283,7 +283,7 @@ class Protocol:
     def reports(self, clients, grid):
         """The row groups' objective reports, summed securely: the first
         participant of each row group shares the changes of its group's
-        loss and conjugate sums (:mod:`._hyfdca_reports`); the server
+        loss and conjugate sums (:mod:`._reports`); the server
         learns their total over the row groups taking part, and which row
         groups those are. With one row group taking part the sum has one
         term (its own phase, declared as such in the contract)."""

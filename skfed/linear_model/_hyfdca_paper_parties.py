@@ -2,9 +2,9 @@
 
 Every function runs on one party's thread and sees only that party's state
 and the message it received; what it returns is the message it sends. The
-driver :func:`._hyfdca_paper.algorithm_1` strings them together.
+driver :func:`._paper.algorithm_1` strings them together.
 
-What differs from the accelerated solver's parties (:mod:`._hyfdca_protocol`,
+What differs from the accelerated solver's parties (:mod:`._protocol`,
 whose setup, squared norms and Algorithm 2 parts are reused unchanged):
 
 - the server holds the global duals ``alpha_0``, **encrypted** under the key
@@ -33,7 +33,7 @@ from functools import reduce
 
 import numpy as np
 
-from ._hyfdca_dual import dual_step
+from ._dual import dual_step
 
 __all__ = ["paper_client_state", "client_local_dual_method",
            "server_add_duals", "client_receive_duals", "client_primal_part",
@@ -47,7 +47,7 @@ DUAL_PRECISION = 2.0 ** -44
 
 def paper_client_state(state, *, c_k):
     """Add the paper solver's keys to a client state of
-    :func:`._hyfdca_protocol.client_state`: ``c_k`` of Algorithm 3 and the
+    :func:`._protocol.client_state`: ``c_k`` of Algorithm 3 and the
     duals at its last upload of ``w_hat_k``."""
     state = dict(state)
     state["c_k"] = float(c_k)

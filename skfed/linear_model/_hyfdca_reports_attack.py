@@ -40,7 +40,7 @@ from scipy.optimize import least_squares, linear_sum_assignment
 
 from .._privacy_core import attack_row
 from ..federation.secure_sum import RingEncoder
-from ._hyfdca_reports import split_total
+from ._reports import split_total
 
 __all__ = ["report_inversion", "report_series", "fit_rows"]
 

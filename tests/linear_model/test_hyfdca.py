@@ -21,10 +21,10 @@ from skfed.crypto import (EncryptedArray, OUPublicKey, PackedEncoder,
                           PaillierPublicKey)
 from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier
-from skfed.linear_model._hyfdca import DivergenceError
+from skfed.linear_model._estimator import DivergenceError
 from skfed.linear_model._hyfdca_encryption import (PRECISION_BITS,
                                                    slots_per_plaintext)
-from skfed.linear_model._hyfdca_dual import (conjugate_values, dual_step,
+from skfed.linear_model._dual import (conjugate_values, dual_step,
                                              loss_values)
 from skfed.partition import (HorizontalPartition, HybridPartition,
                              VerticalPartition)
@@ -522,7 +522,7 @@ def test_report_shares_keep_double_the_ring_precision():
     from types import SimpleNamespace
 
     from skfed.federation.secure_sum import RingEncoder
-    from skfed.linear_model._hyfdca_reports import client_report, split_total
+    from skfed.linear_model._reports import client_report, split_total
 
     rng = np.random.RandomState(0)
     grid = np.array([0.0, 1.0])

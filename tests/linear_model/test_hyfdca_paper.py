@@ -20,7 +20,7 @@ from skfed.exceptions import DivergenceError
 from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier
 from skfed.linear_model import _hyfdca_paper_parties as PP
-from skfed.linear_model._hyfdca_paper import (ColumnCycle,
+from skfed.linear_model._paper import (ColumnCycle,
                                              paper_local_iterations,
                                              paper_steps)
 from skfed.partition import (HorizontalPartition, HybridPartition,

@@ -9,7 +9,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 
 from skfed.linear_model import HyFDCAClassifier
-from skfed.linear_model import _hyfdca_protocol
+from skfed.linear_model import _protocol
 from skfed.partition import (HorizontalPartition, HybridPartition,
                              VerticalPartition)
 
@@ -70,7 +70,7 @@ def test_clients_hold_csr_blocks_and_nothing_is_densified(monkeypatch,
                                                           partition):
     X, y = _sparse_data()
     blocks = []
-    make_state = _hyfdca_protocol.client_state
+    make_state = _protocol.client_state
 
     def recording(X_k, *args, **kwargs):
         blocks.append(X_k)
@@ -79,7 +79,7 @@ def test_clients_hold_csr_blocks_and_nothing_is_densified(monkeypatch,
     def refuse(self, *args, **kwargs):
         raise AssertionError("a sparse matrix was densified during fit")
 
-    monkeypatch.setattr(_hyfdca_protocol, "client_state", recording)
+    monkeypatch.setattr(_protocol, "client_state", recording)
     for cls in (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix, sp.csr_array,
                 sp.csc_array):
         monkeypatch.setattr(cls, "toarray", refuse)

@@ -14,7 +14,7 @@ from sklearn.svm import LinearSVC
 
 from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier
-from skfed.linear_model._hyfdca_dual import loss_values
+from skfed.linear_model._dual import loss_values
 from skfed.partition import (HorizontalPartition, HybridPartition,
                              VerticalPartition)
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 from skfed.linear_model import _hyfdca_exchange
-from skfed.linear_model._hyfdca_dual import conjugate_values, loss_values
+from skfed.linear_model._dual import conjugate_values, loss_values
 
 
 def _plain_report(client, grid):

@@ -15,11 +15,11 @@ from sklearn.preprocessing import StandardScaler
 
 from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier
-from skfed.linear_model import _hyfdca_exchange, _hyfdca_protocol
+from skfed.linear_model import _hyfdca_exchange, _protocol
 from skfed.partition import (HorizontalPartition, HybridPartition,
                              VerticalPartition)
 from skfed.privacy import audit, check_messages
-from skfed.linear_model._hyfdca_attacks import row_reconstruction
+from skfed.linear_model._attacks import row_reconstruction
 from skfed.linear_model._hyfdca_reports_attack import report_inversion
 
 from ._hyfdca_plants import restore_plain_reports
@@ -100,8 +100,8 @@ def test_clean_fits_hide_rows_when_two_clients_contribute():
 def test_duals_in_plaintext_beside_the_inner_products(monkeypatch, encryption):
     # A client sends its dual variables in plaintext in the slot declared
     # as ciphertexts (the paper encrypts them, skfed never sends them).
-    original = _hyfdca_protocol.client_partial_inner_products
-    server_sum = _hyfdca_protocol.server_sum_over_row_groups
+    original = _protocol.client_partial_inner_products
+    server_sum = _protocol.server_sum_over_row_groups
 
     def leaky(client):
         return [original(client), client.A.copy()]
@@ -110,8 +110,8 @@ def test_duals_in_plaintext_beside_the_inner_products(monkeypatch, encryption):
         return server_sum(server, {k: p[0] if isinstance(p, list) else p
                                    for k, p in parts.items()})
 
-    monkeypatch.setattr(_hyfdca_protocol, "client_partial_inner_products", leaky)
-    monkeypatch.setattr(_hyfdca_protocol, "server_sum_over_row_groups",
+    monkeypatch.setattr(_protocol, "client_partial_inner_products", leaky)
+    monkeypatch.setattr(_protocol, "server_sum_over_row_groups",
                         server_ignores_it)
     fitted, messages = _fit_recorded(HyFDCAClassifier(
         HybridPartition(2, 2), encryption=encryption, max_iter=3, tol=None,
@@ -130,8 +130,8 @@ def _leak_w_hat(monkeypatch):
 
     def leaky(self, clients, grid):
         self._to_server("primal aggregation", self._local(clients, w_hat))
-        self.server.call(_hyfdca_protocol.server_run,
-                         _hyfdca_protocol.server_take,
+        self.server.call(_protocol.server_run,
+                         _protocol.server_take,
                          "primal aggregation").result()
         return original(self, clients, grid)
 

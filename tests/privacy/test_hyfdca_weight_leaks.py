@@ -13,7 +13,7 @@ from sklearn.datasets import make_classification
 from sklearn.preprocessing import StandardScaler
 
 from skfed.federation import record_messages
-from skfed.linear_model import HyFDCAClassifier, _hyfdca_protocol
+from skfed.linear_model import HyFDCAClassifier, _protocol
 from skfed.partition import HybridPartition
 from skfed.privacy import check_messages
 
@@ -52,8 +52,8 @@ def test_planted_weight_leak_is_detected(monkeypatch):
     def server_reads_them(server, shares):
         return max(int(math.ceil(math.log2(v.sum()))) for v in shares.values())
 
-    monkeypatch.setattr(_hyfdca_protocol, "client_weight_exponent", leaky)
-    monkeypatch.setattr(_hyfdca_protocol, "server_largest_exponent",
+    monkeypatch.setattr(_protocol, "client_weight_exponent", leaky)
+    monkeypatch.setattr(_protocol, "server_largest_exponent",
                         server_reads_them)
     clf, messages = _fit_recorded()
     found = check_messages(clf, messages, X, Y, sample_weight=WEIGHT)

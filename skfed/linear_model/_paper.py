@@ -4,7 +4,7 @@
 parties up (the same clients' blocks, key pair and setup exchanges as the
 accelerated solver) and :class:`ColumnCycle` is section 4.3's cyclic
 participation of the clients of a vertical split. The party functions are
-in :mod:`._hyfdca_paper_parties` (new) and :mod:`._hyfdca_protocol`
+in :mod:`._hyfdca_paper_parties` (new) and :mod:`._protocol`
 (squared norms, Algorithm 2's parts). The reading of the paper, where it is
 ambiguous, is in the estimator's Notes (:mod:`._hyfdca_docs`).
 """
@@ -24,9 +24,9 @@ from ..crypto import generate_keypair
 from ..exceptions import DivergenceError
 from ..federation import Local, protocol_rounds
 from . import _hyfdca_paper_parties as PP
-from . import _hyfdca_protocol as P
+from . import _protocol as P
 from ._hyfdca_data import client_blocks
-from ._hyfdca_dual import ZERO_MODEL_LOSS
+from ._dual import ZERO_MODEL_LOSS
 from ._hyfdca_encryption import crypto_seconds, weight_change_encoder
 from ._hyfdca_exchange import SERVER, Participation, Protocol, client_name
 

@@ -2,7 +2,7 @@
 
 Every function here runs on one party's thread (``fed[name].call(fn, ...)``)
 and sees only that party's private state and the message it received; what it
-returns is the message it sends. The driver in :mod:`._hyfdca` strings them
+returns is the message it sends. The driver in :mod:`._estimator` strings them
 together (through the exchanges of :mod:`._hyfdca_exchange`) as in
 Algorithm 1 of the paper.
 
@@ -21,7 +21,7 @@ Server state (:func:`server_state`): no data and no dual variable, not even
 encrypted. It holds the weights ``w = X^T (y * s * A) / (lambda N)`` (kept
 exact by summing the clients' contributions), the per-row-group sums the
 clients report, as totals over the row groups only (losses at the last
-evaluated ``w``, conjugates at the current duals; :mod:`._hyfdca_reports`),
+evaluated ``w``, conjugates at the current duals; :mod:`._reports`),
 and the step-size state (line search, momentum, curvature scale).
 """
 
@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from ._hyfdca_data import row_sqnorms
-from ._hyfdca_dual import (
+from ._dual import (
     ZERO_MODEL_LOSS,
     _conj_at,
     _line_search,
@@ -42,7 +42,7 @@ from ._hyfdca_dual import (
     dual_step,
 )
 from ._hyfdca_encryption import _decrypt, _encrypt, _encrypted_sum
-from ._hyfdca_reports import client_after_step, server_fold_report
+from ._reports import client_after_step, server_fold_report
 
 __all__ = ["client_state", "server_state"]
 
@@ -79,7 +79,7 @@ def client_state(X, Y, weights, private_key, *, loss, lam, n_samples,
         "direction": zeros.copy(),
         "w": np.zeros((X.shape[1], n_tasks)), "sqnorm": None,
         "scale_exponent": None, "crypto_seconds": 0.0,
-        # the reporter's sums at its last report (see _hyfdca_reports)
+        # the reporter's sums at its last report (see _reports)
         "loss_sum": np.zeros(n_tasks), "conj_sum": np.zeros(n_tasks),
         "report": None,
     }
@@ -102,7 +102,7 @@ def server_state(client_rows, client_columns, row_group_of, n_weights,
         "dw": np.zeros((n_weights, n_tasks)),
         "point_version": 0, "verifying": False, "round": 0,
         "verify_wait": n_groups, "next_verify": 0,
-        # totals over the row groups (secure sums, see _hyfdca_reports): the
+        # totals over the row groups (secure sums, see _reports): the
         # loss sums at their last evaluated w, the conjugate sums at the
         # accepted duals; per row group only the version of w its last
         # report refers to (who reported when, public)
@@ -347,7 +347,7 @@ def server_step(server, report, frac_bits, groups, dw, partial):
 
     ``report`` is the secure sum of the reporters' changes over the row
     groups ``groups`` taking part, in a ring of ``frac_bits`` fractional
-    bits (:mod:`._hyfdca_reports`); ``dw`` is the
+    bits (:mod:`._reports`); ``dw`` is the
     summed change of ``w`` along the direction (``None`` in a verification
     round).
     """

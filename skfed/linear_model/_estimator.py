@@ -2,12 +2,12 @@
 
 The driver :meth:`HyFDCAClassifier._algorithm_1` reads as Algorithm 1 of
 Overman, Blum and Klabjan; the party functions live in
-:mod:`._hyfdca_protocol` (their one-dimensional maths in :mod:`._hyfdca_dual`,
+:mod:`._protocol` (their one-dimensional maths in :mod:`._dual`,
 their encryption in :mod:`._hyfdca_encryption`), the exchanges in
-:mod:`._hyfdca_exchange`, the privacy contract in :mod:`._hyfdca_privacy`,
+:mod:`._hyfdca_exchange`, the privacy contract in :mod:`._contract`,
 the checks and the clients' blocks (dense or CSR) and weights in
 :mod:`._hyfdca_data`, and the class Notes in :mod:`._hyfdca_docs`.
-``solver="paper"`` (the published Algorithm 1) runs in :mod:`._hyfdca_paper`.
+``solver="paper"`` (the published Algorithm 1) runs in :mod:`._paper`.
 """
 
 # Authors: The skfed developers
@@ -34,17 +34,17 @@ from .._progress import Progress
 from ..federation import Local, protocol_rounds
 from ..partition import (HorizontalPartition, HybridPartition,
                          VerticalPartition)
-from . import _hyfdca_protocol as P
-from ._hyfdca_dual import LINE_SEARCH_GRID
+from . import _protocol as P
+from ._dual import LINE_SEARCH_GRID
 from ._hyfdca_encryption import crypto_seconds, weight_change_encoder
 from ._hyfdca_docs import with_notes
 from ._hyfdca_data import (check_encodable, check_participation,
                            check_sample_party, client_blocks)
 from ._hyfdca_exchange import (SERVER, Participation, Protocol, client_name,
                                divergence_error)
-from ._hyfdca_paper import run_paper
-from ._hyfdca_reports import round_summary
-from ._hyfdca_privacy import HyFDCAPrivacyMixin
+from ._paper import run_paper
+from ._reports import round_summary
+from ._contract import HyFDCAPrivacyMixin
 
 __all__ = ["HyFDCAClassifier", "DivergenceError"]
 

@@ -5,7 +5,7 @@ of the hinge, squared hinge and logistic losses, the exact maximiser of one
 dual coordinate's subproblem (the paper's Algorithm 5, with the row norm it
 leaves out), a client's sequential local pass over whole rows, and the
 server's line search along the aggregated direction. The party functions
-that use them are in :mod:`._hyfdca_protocol`.
+that use them are in :mod:`._protocol`.
 """
 
 # Authors: The skfed developers

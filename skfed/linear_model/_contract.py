@@ -68,7 +68,7 @@ _TASKS = "est.coef_.shape[0]"
 _WEIGHTS = f"(features + 1) * {_TASKS}"
 #: a reporter's share: per task, the loss change, one conjugate change per
 #: step length and the count of entries out of bound, each rounded and with
-#: its rounding error (``_hyfdca_reports.client_report``)
+#: its rounding error (``_reports.client_report``)
 _REPORT_SHARE = f"2 * (2 + len(est._grid())) * {_TASKS}"
 
 
@@ -268,7 +268,7 @@ class HyFDCAPrivacyMixin:
                                getattr(self, "solver", "accelerated"))
 
     def _privacy_attacks(self):
-        from ._hyfdca_attacks import row_reconstruction
+        from ._attacks import row_reconstruction
         from ._hyfdca_reports_attack import report_inversion
 
         return [row_reconstruction, report_inversion]
