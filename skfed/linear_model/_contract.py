@@ -1,7 +1,7 @@
 """HyFDCA's privacy contract and the hooks :mod:`skfed.privacy` reads.
 
 The contract is a whitelist of every message of a fit, phase by phase, as
-:mod:`._hyfdca_exchange` sends them. What the paper (section 3) requires is
+:mod:`._protocol` sends them. What the paper (section 3) requires is
 encrypted stays so: the partial inner products (from many pairs ``(w_t,
 x_i^T w_t)`` the server could solve for ``x_i``) and the squared norms. The
 dual variables, which the paper encrypts so that the server cannot pair
@@ -22,9 +22,8 @@ What remains, declared below rather than hidden:
   participation, or one row group holding every row) is a one-term sum:
   the server sees that group's sums, declared as an ``Aggregate`` over at
   least ``min_rows`` rows; the same round shows it the group's weight
-  change alone too. ``report_inversion``
-  (:mod:`._hyfdca_reports_attack`)
-  measures what the report series gives away.
+  change alone too. ``report_inversion`` (:mod:`._attacks`) measures
+  what the report series gives away.
 - The clients learn, for their rows, the full inner products ``x_i^T w``
   and squared norms (hence their partners' parts, by subtraction), as in
   the paper. One client per row group decrypts its partners' summed
@@ -268,7 +267,6 @@ class HyFDCAPrivacyMixin:
                                getattr(self, "solver", "accelerated"))
 
     def _privacy_attacks(self):
-        from ._attacks import row_reconstruction
-        from ._hyfdca_reports_attack import report_inversion
+        from ._attacks import report_inversion, row_reconstruction
 
         return [row_reconstruction, report_inversion]

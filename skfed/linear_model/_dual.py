@@ -14,9 +14,8 @@ that use them are in :mod:`._protocol`.
 import math
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit, xlogy
-
-from ._hyfdca_data import row_reader
 
 __all__ = ["LINE_SEARCH_GRID", "ZERO_MODEL_LOSS", "loss_values",
            "conjugate_values", "dual_step"]
@@ -112,6 +111,21 @@ def _logistic_step_scalar(a, b, c):
             break
         s = s_new
     return 1.0 / (1.0 + math.exp(-s)) if s > -700 else 0.0
+
+
+def row_reader(X):
+    """``read(i) -> (columns, values)`` of row ``i`` of a dense array or CSR
+    block, for the sequential coordinate pass (``columns`` a slice for
+    dense rows)."""
+    if sp.issparse(X):
+        indptr, indices, data = X.indptr, X.indices, X.data
+
+        def read(i):
+            lo, hi = indptr[i], indptr[i + 1]
+            return indices[lo:hi], data[lo:hi]
+        return read
+    everything = slice(None)
+    return lambda i: (everything, X[i])
 
 
 def _sequential_pass(loss, X, signs, a, margins, sqnorm, lam_n, beta, order,

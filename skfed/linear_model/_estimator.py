@@ -2,22 +2,22 @@
 
 The driver :meth:`HyFDCAClassifier._algorithm_1` reads as Algorithm 1 of
 Overman, Blum and Klabjan; the party functions live in
-:mod:`._protocol` (their one-dimensional maths in :mod:`._dual`,
-their encryption in :mod:`._hyfdca_encryption`), the exchanges in
-:mod:`._hyfdca_exchange`, the privacy contract in :mod:`._contract`,
-the checks and the clients' blocks (dense or CSR) and weights in
-:mod:`._hyfdca_data`, and the class Notes in :mod:`._hyfdca_docs`.
+:mod:`._protocol` with their encryption and exchanges (their
+one-dimensional maths in :mod:`._dual`), the privacy contract in
+:mod:`._contract`.
 ``solver="paper"`` (the published Algorithm 1) runs in :mod:`._paper`.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import math
 import numbers
 import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
@@ -36,12 +36,9 @@ from ..partition import (HorizontalPartition, HybridPartition,
                          VerticalPartition)
 from . import _protocol as P
 from ._dual import LINE_SEARCH_GRID
-from ._hyfdca_encryption import crypto_seconds, weight_change_encoder
-from ._hyfdca_docs import with_notes
-from ._hyfdca_data import (check_encodable, check_participation,
-                           check_sample_party, client_blocks)
-from ._hyfdca_exchange import (SERVER, Participation, Protocol, client_name,
-                               divergence_error)
+from ._protocol import (SERVER, Participation, Protocol, client_blocks,
+                        client_name, crypto_seconds, divergence_error,
+                        row_sqnorms, weight_change_encoder)
 from ._paper import run_paper
 from ._reports import round_summary
 from ._contract import HyFDCAPrivacyMixin
@@ -49,8 +46,75 @@ from ._contract import HyFDCAPrivacyMixin
 __all__ = ["HyFDCAClassifier", "DivergenceError"]
 
 
+# -- the checks of fit's arguments that need the data or the partition --------
+
+def _largest_abs(X):
+    if sp.issparse(X):
+        return float(abs(X).max()) if X.nnz else 0.0
+    return float(np.max(np.abs(X), initial=0.0))
+
+
+def check_encodable(X, *, alpha, fit_intercept, intercept_scaling, encryption):
+    """Refuse, before any party starts, data no fixed-point scale fits."""
+    with np.errstate(over="ignore"):
+        sq = row_sqnorms(X) + (intercept_scaling ** 2 if fit_intercept else 0.0)
+    bound = float(np.sqrt(np.max(sq, initial=0.0))) / alpha
+    if np.all(np.isfinite(sq)) and math.isfinite(bound) and bound < 2.0 ** 500:
+        return
+    largest = _largest_abs(X)
+    if encryption is None:  # no encoding to speak of here
+        raise ValueError(
+            "HyFDCA cannot fit this X: its values are too large "
+            f"(largest |x| = {largest:.3g}); the squared row norms divided by "
+            "alpha overflow the protocol's arithmetic (they must stay below "
+            "2**500). Rescale the features (for example with StandardScaler) "
+            "or raise alpha.")
+    raise ValueError(
+        f"HyFDCA cannot encode this X: its row norms (largest |x| = "
+        f"{largest:.3g}) divided by alpha overflow the fixed-point range, so "
+        "rescale the features (for example with StandardScaler) or raise "
+        "alpha.")
+
+
+def check_sample_party(partition_spec, sample_party):
+    """Row owners make sense only when the partition splits rows."""
+    if sample_party is not None and isinstance(
+            partition_spec, (VerticalPartition, list, tuple)):
+        raise ValueError(
+            "sample_party was given, but the partition is vertical (one "
+            "row group: every client holds every row). Pass a "
+            "HybridPartition or HorizontalPartition to split rows.")
+
+
+def check_participation(participation, partition, solver="accelerated",
+                        schedule="random"):
+    """Partial participation needs a row group that can sit a round out, or
+    (``solver="paper"``, a vertical split) section 4.3's cyclic sets."""
+    if participation >= 1 or partition.n_row_groups > 1:
+        return
+    if solver != "paper":
+        raise ValueError(
+            f"participation={participation} on a split with one row group (a "
+            "vertical split: every client holds part of every row) needs "
+            "solver='paper', which runs section 4.3's cyclic participation "
+            "(clients in turn, with stale weights of the absent ones and "
+            "gamma_t = 1/t); the accelerated solver moves a row group's duals "
+            "only when all its clients take part. Use solver='paper' with "
+            "schedule='cyclic', participation=1.0, or split the rows too with "
+            "a HybridPartition.")
+    if schedule != "cyclic":
+        raise ValueError(
+            f"participation={participation} on a vertical split needs "
+            "schedule='cyclic' (section 4.3, Assumption 4.10: the clients take "
+            "part in fixed sets, in turn); random subsets are not covered on "
+            "a vertical split.")
+    if partition.n_clients < 2:
+        raise ValueError(
+            f"participation={participation} needs at least two clients to "
+            "take turns; this split has one.")
+
+
 @fill_doc
-@with_notes
 class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
                        LinearClassifierMixin, ClassifierMixin, BaseEstimator):
     """Linear classifier trained by HyFDCA on a hybrid federated split.
@@ -112,7 +176,28 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         (``solver="paper"``) only ``"cyclic"``: the clients' sets of
         section 4.3 (Assumption 4.10, Theorem 4.11).
 
-    %(hyfdca_solver)s
+    solver : {"accelerated", "paper"}, default="accelerated"
+        ``"accelerated"``: skfed's round (below and in Notes): the duals stay on
+        the clients, the server chooses each step by an exact line search with
+        momentum, and stops at ``tol``; one pass over the rows per round
+        converges, with any participation of row groups. ``"paper"``:
+        Algorithm 1 of [1]_ as published: the server holds the **encrypted**
+        global duals and adds the clients' encrypted, averaged changes; each
+        client updates ``local_iterations`` (``H``) of its coordinates per
+        round with the theorems' fixed step; no objective is evaluated, so
+        ``tol`` is not used (``max_iter`` rounds run), ``objective_curve_``
+        and ``duality_gap_`` are NaN and the published ``w`` is the last one.
+        It diverges when ``H`` is too large for the data (one pass per round
+        usually is; the paper tunes ``H``, e.g. 13 on 569 rows): the fit then
+        stops with :class:`DivergenceError`. Its ``local_iterations="auto"`` is
+        ``ceil(sqrt(n_k))`` per client (our default, not the paper's: it
+        converged on the five tables of ``benchmarks/bench_hyfdca_paper_h.py``,
+        where one pass diverged on all five). ``"paper"`` also runs section
+        4.3's cyclic participation on a vertical split (``participation < 1``,
+        ``schedule="cyclic"``), which ``"accelerated"`` refuses. Parameters
+        by solver: ``tol`` and ``packing`` only for ``"accelerated"``;
+        ``step_size``, ``local_iterations``, ``participation`` and
+        ``schedule`` mean the same for both except as stated under each.
 
     step_size : float or "auto", default="auto"
         ``gamma_t``, the length of the step along the clients' dual
@@ -212,7 +297,171 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
 
     Notes
     -----
-    %(hyfdca_notes)s
+    One round of ``solver="accelerated"`` (Algorithm 1 with the practical
+    local method, Algorithm 5; ``solver="paper"`` is described after it):
+
+    1. The server picks the participants; the row groups whose clients all
+       take part move this round.
+    2. The round's point: the duals plus momentum. Each client sends its
+       part ``X_k^T (y * delta) / (lambda N)`` of the change of ``w`` by
+       secure aggregation (pairwise ring masks): the server learns one sum
+       per column group. It sends each client the weights of its columns.
+    3. SecureInnerProduct (Algorithm 2): each client encrypts
+       ``x_{k,i}^T w_k`` for its rows; the server adds the parts of each
+       row and returns ``enc(x_i^T w)`` to one client of the row group,
+       which decrypts it and sends ``x_i^T w`` to its partners (one
+       decryption per row group). Skipped when clients hold whole rows: they
+       compute it themselves.
+    4. LocalDualMethod: every client computes its rows' dual direction and
+       sends its part of the direction's change of ``w`` by secure
+       aggregation; one client per row group shares two kinds of sums over
+       its rows (losses, and conjugates along the direction) by secure
+       aggregation too: the server learns only their totals.
+    5. The server computes ``P`` and ``D`` exactly, stops when the gap is
+       below ``tol``, else chooses the step length by line search on ``D``
+       and sends it; the clients move their duals, the server its ``w``.
+
+    Choices where the paper is silent or loose, and where skfed departs:
+
+    - The server holds no dual variable, not even encrypted: the clients of
+      a row group compute the same step from the same inputs, so nothing
+      needs averaging, and ``w`` is kept exact by summing the changes the
+      clients send. The paper's per-client ``w_hat_k`` in plaintext, which
+      let the server read a client's row, becomes one secure sum per column
+      group.
+    - The coordinate step uses ``||x_i||^2`` (the paper's closed form omits
+      it, i.e. assumes unit-norm rows). The squared norms are summed once at
+      setup like the inner products: the clients of a row group learn
+      ``||x_i||^2`` of their rows.
+    - The paper's constant ``gamma_t`` with all coordinates updated against
+      the same ``w`` overshoots on correlated features; the line search,
+      momentum and curvature scale of ``step_size="auto"`` make one pass
+      per round converge (see the user guide for measured rounds).
+    - Partial participation: the paper's stale variables are avoided; a row
+      group's duals move only when all its clients are present.
+    - Fixed-point scale: the clients agree on the binary order of magnitude
+      of their largest row part (a federated maximum) before anything is
+      encrypted; every encryption and secure sum is scaled from it (and from
+      ``||w||``, which the server sends as one exponent per round), with 40
+      significant bits. Encrypted and plaintext fits agree to ~1e-10.
+    - Multiclass problems are solved one-vs-rest, all classes in the same
+      messages.
+    - The clients share one Paillier (or, with ``encryption="ou"``,
+      Okamoto-Uchiyama) key pair generated from the operating system's
+      randomness (never ``random_state``); the server never holds a key. One
+      client per row group decrypts the sums of its partners' encrypted parts
+      and adds its own, never encrypted (the paper has every client encrypt
+      and decrypt; the values and what each party learns are the same).
+      Horizontal splits need no encryption at all (every exchange is a
+      secure sum).
+
+    What each party learns (see the user guide for the measured audit): the
+    server sees ciphertexts of the inner products and squared norms, one
+    sum per column group of the clients' weight changes, the loss and
+    conjugate sums totalled over the row groups (a secure sum; one row
+    group's only in a round where it takes part alone), and the model ``w``; client ``k`` sees the
+    margins, squared norms and duals of its own rows and the weights of its
+    own columns.
+
+    Sample weights (``fit(..., sample_weight=s)``). With weights ``s_i >= 0``
+    and their total ``S = sum_i s_i`` the objective is
+
+    ``P(w) = lambda/2 ||w||^2 + 1/S sum_i s_i l(y_i x_i^T w)``
+
+    (``S = N`` without weights). Dividing by ``S`` rather than ``N`` makes an
+    integer weight ``k`` the same as ``k`` copies of the row and a zero weight
+    the same as no row; it is the ``1/N`` form with the weights rescaled to
+    mean 1, and :class:`~sklearn.svm.LinearSVC` with ``C = 1 / (lambda S)`` and
+    the same ``sample_weight``. The conjugate of ``s l`` is ``u -> s l*(u/s)``,
+    so the dual is
+
+    ``D(alpha) = 1/S sum_i -s_i l*(-alpha_i / s_i) - lambda/2 ||w||^2``,
+    ``w = 1/(lambda S) sum_i alpha_i x_i``.
+
+    With ``alpha_i = s_i y_i u_i`` the dual box of ``y_i alpha_i`` is ``s_i``
+    times the unweighted one (``[0, s_i]`` for the hinge and logistic losses)
+    and ``-s_i l*(-alpha_i / s_i) = s_i g(u_i)`` with the unweighted ``g``:
+
+    ``D(u) = 1/S sum_i s_i g(u_i) - lambda/2 ||w||^2``,
+    ``w = 1/(lambda S) sum_i s_i y_i u_i x_i``.
+
+    Moving ``u_i`` by ``d`` changes ``S D`` by ``s_i (g(u_i + d) - g(u_i) - d b
+    - c_i d^2 / 2)`` with ``b = y_i x_i^T w`` and ``c_i = s_i ||x_i||^2 /
+    (lambda S)``: the unweighted coordinate step with its curvature times
+    ``s_i``. So the clients keep ``u`` in the unweighted box, scale the
+    curvature by ``s_i``, send ``X_k^T (y * s * v) / (lambda S)`` as the
+    change of ``w`` for a change ``v`` of ``u``, and report ``sum_i s_i
+    l(margin_i)`` and ``sum_i s_i g(u_i)``; the server's formulas are those of
+    the unweighted case with ``N = S``. A zero weight gives the row no
+    curvature and no part in ``w`` or ``D``. The weights stay with the clients
+    holding the rows (like the labels); the clients learn ``S`` at setup by a
+    secure sum over one client per row group (the server learns ``S`` and the
+    binary order of magnitude of each row group's total weight).
+
+    Sparse ``X`` (CSR, CSC or COO): every client gets its block as CSR and
+    computes ``x_{k,i}^T w_k``, ``X_k^T v`` and its rows' squared norms with
+    sparse products; no dense copy of ``X`` or of a block is made. The model
+    equals the dense fit's up to floating-point reassociation.
+
+    ``solver="paper"``: one round of Algorithm 1 as published. ``K^t`` are the
+    round's clients, ``K-bar^t`` those of them absent the round before.
+
+    1. The server sends the clients of ``K-bar^t`` ``enc(alpha_0)`` of their
+       rows; they decrypt and run PrimalAggregation (Algorithm 4).
+    2. SecureInnerProduct (Algorithm 2) for ``K^t``: the server sends each
+       client the weights of its columns; each encrypts ``x_{k,i}^T w_k``;
+       the server adds, per row, the latest parts of **every** client holding
+       it (an absent client's last part: section 4.3's stale ``w``), and each
+       client decrypts the sums of its rows.
+    3. LocalDualMethod (Algorithm 3, with Algorithm 5's exact 1-D maximiser):
+       each client draws ``H`` of its rows without replacement and moves each
+       towards ``u_i in -dl(x_i^T w)`` by at most ``c_k gamma_t |u_i -
+       alpha_i|``; it sends ``enc(gamma_t / |B_n| delta alpha)`` for **all**
+       its rows (zeros for the others), ``|B_n|`` the clients holding row
+       ``n``.
+    4. The server adds them to ``enc(alpha_0)`` homomorphically and sends each
+       client of ``K^t`` the ciphertexts of its rows, which it decrypts; then
+       PrimalAggregation for ``K^t``. With cyclic vertical participation the
+       round ends with Algorithm 2 again (its parts are used while the client
+       is away); otherwise that second call is the next round's first.
+
+    Steps (``step_size="auto"``), from the theorem that covers the setting:
+    cyclic vertical participation, ``gamma_t = 1/t`` and ``c_k = 1`` (Theorem
+    4.11); a horizontal split (all clients or random subsets), ``gamma_t = 1``
+    and ``c_k = 1`` (Theorem 4.8); any other split, ``gamma_t = 1`` and ``c_k =
+    N_k / N`` (Theorem 4.4; no theorem covers random row groups of a hybrid
+    split, the same steps are used). A float ``step_size`` is a constant
+    ``gamma_t``. The theorems also need ``H <= N`` (``H`` above a client's
+    rows means all of them).
+
+    Readings where the paper is loose, chosen to keep its guarantees:
+
+    - PrimalAggregation's ``w_hat_k`` would reach the server in plaintext per
+      client; a client holding part of a row group's rows would give the
+      server ``sum_{i in I_k} alpha_i x_{k,i}`` alone. Each client instead
+      sends the change of its ``w_hat_k / (lambda N)`` since its last upload,
+      summed over its column group by secure aggregation (a column group
+      with one client this round, e.g. a vertical split, is a one-term sum:
+      that part is the weights of its own columns, which the server publishes
+      anyway). The server's ``w`` is the same.
+    - Algorithm 5 omits ``||x_i||^2`` (unit-norm rows); it is kept here, the
+      squared norms summed once like Algorithm 2. ``alpha`` is kept in label
+      direction and per unit weight (``y_i alpha_i / s_i``), encrypted with
+      absolute precision ``2**-44``: encrypted and plaintext fits agree to
+      about ``1e-9``.
+    - The server never holds a key: it initialises ``enc(alpha_0)`` with the
+      first round's sum (``alpha^0 = 0``). Each client draws its own
+      coordinates (from ``random_state``), as Algorithm 3 says.
+    - Partial participation on a hybrid or horizontal split moves row groups
+      whole, as the accelerated solver does; on a vertical split it is
+      section 4.3's cyclic sets of clients (Assumption 4.10; ``ceil(1 /
+      participation)`` sets, at least two, as equal as the count allows).
+    - No objective is computed; the server checks what it holds, ``w``: non-
+      finite weights, or a ``lambda/2 ||w||^2`` above the zero model's
+      objective (so ``P(w) > P(0)``) in the last half of the rounds, raise
+      :class:`DivergenceError` with a constant ``gamma_t``; with ``gamma_t =
+      1/t`` (which overshoots only in its first rounds) the latter warns
+      (ConvergenceWarning: raise ``max_iter``).
 
     References
     ----------

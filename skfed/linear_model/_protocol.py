@@ -1,10 +1,14 @@
-"""HyFDCA's party functions: what the server and each client compute.
+"""HyFDCA's protocol: the parties' functions and the exchanges between them.
 
-Every function here runs on one party's thread (``fed[name].call(fn, ...)``)
-and sees only that party's private state and the message it received; what it
-returns is the message it sends. The driver in :mod:`._estimator` strings them
-together (through the exchanges of :mod:`._hyfdca_exchange`) as in
-Algorithm 1 of the paper.
+Every party function here runs on one party's thread (``fed[name].call(fn,
+...)``) and sees only that party's private state and the message it
+received; what it returns is the message it sends. :class:`Protocol`
+strings them into the steps of a round (the point's weights by secure
+aggregation, Algorithm 2 SecureInnerProduct, the local dual method with its
+direction's weights by secure aggregation, the objective reports by secure
+aggregation, the step), and :class:`Participation` is the server's choice
+of clients per round; the driver calls these in the order of Algorithm 1
+of the paper.
 
 Client state (:func:`client_state`): its block ``X`` (its rows ``I_k``
 restricted to its columns ``M_k``, plus the intercept column on clients of
@@ -23,16 +27,32 @@ exact by summing the clients' contributions), the per-row-group sums the
 clients report, as totals over the row groups only (losses at the last
 evaluated ``w``, conjugates at the current duals; :mod:`._reports`),
 and the step-size state (line search, momentum, curvature scale).
+
+Encryption: the clients share one key pair (Paillier or Okamoto-Uchiyama:
+the layout reads the key's ``plaintext_bits``); every value they encrypt has
+a public bound ``2**exponent`` (agreed at setup and per round), so the
+fixed-point encoding keeps :data:`PRECISION_BITS` significant bits below
+it, packing several values per plaintext when asked. The time each party
+spends on encryption, decryption and ciphertext additions is summed into
+the estimator's ``crypto_time_``. The secure sums of weight changes use a
+ring encoding whose public bound :func:`weight_change_encoder` derives.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import copy
 import math
+import time
+from functools import reduce
 
 import numpy as np
+import scipy.sparse as sp
 
-from ._hyfdca_data import row_sqnorms
+from ..crypto import PackedEncoder
+from ..exceptions import DivergenceError
+from ..federation import Local
+from ..federation.secure_sum import RingEncoder, secure_sum
 from ._dual import (
     ZERO_MODEL_LOSS,
     _conj_at,
@@ -41,12 +61,169 @@ from ._dual import (
     _sequential_pass,
     dual_step,
 )
-from ._hyfdca_encryption import _decrypt, _encrypt, _encrypted_sum
-from ._reports import client_after_step, server_fold_report
+from ._reports import (client_after_step, client_report, report_bound,
+                       server_fold_report)
 
-__all__ = ["client_state", "server_state"]
+__all__ = ["SERVER", "client_name", "PRECISION_BITS", "crypto_seconds",
+           "slots_per_plaintext", "weight_change_encoder", "row_sqnorms",
+           "client_blocks", "client_state",
+           "server_state", "Participation", "Protocol", "divergence_error"]
 
-# -- setup -------------------------------------------------------------------
+SERVER = "server"
+
+
+def client_name(k):
+    return f"client{k}"
+
+
+# -- encryption: the clients' packed layout, and its timing -------------------
+
+#: significant bits of every fixed-point encryption below its bound: the
+#: bound (a power of two) comes from the data, so the precision is relative.
+PRECISION_BITS = 40
+
+
+def slots_per_plaintext(public_key, summands):
+    """Values of :data:`PRECISION_BITS` bits packed per plaintext of
+    ``public_key`` (Paillier, OU or the plaintext stand-in) such that a sum
+    of ``summands`` packed plaintexts never carries from slot to slot (the
+    :class:`~skfed.crypto.PackedEncoder` layout: ``PRECISION_BITS + 1 +
+    summands.bit_length()`` bits per slot). A 2048-bit key: Paillier 48
+    slots for one summand, 47 for two; OU 16 and 15."""
+    slot_bits = PRECISION_BITS + 1 + int(summands).bit_length()
+    return int(public_key.plaintext_bits) // slot_bits
+
+
+def _encoding(state, exponent, summands):
+    """The fixed-point layout for values of magnitude at most
+    ``2**exponent`` of which the server adds up to ``summands``."""
+    if state.packing:
+        n_slots = slots_per_plaintext(state.private_key.public_key, summands)
+        if n_slots >= 2:
+            return PackedEncoder([2.0 ** exponent] * n_slots,
+                                 max_summands=summands,
+                                 precision_bits=PRECISION_BITS)
+    return None
+
+
+def _encrypt(state, values, exponent, summands):
+    """Encrypt ``values`` (bounded by ``2**exponent``; the server adds at
+    most ``summands`` such arrays): as many values per ciphertext as fit in
+    row-major order when packing, else one by one with the shared absolute
+    precision ``2**(exponent - PRECISION_BITS)``."""
+    start = time.perf_counter()
+    values = np.asarray(values, dtype=np.float64)
+    key = state.private_key  # the clients own the key pair (CRT encryption)
+    encoder = _encoding(state, exponent, summands)
+    if encoder is None:
+        out = key.encrypt(values, precision=2.0 ** (exponent - PRECISION_BITS),
+                          n_jobs=state.n_jobs)
+    else:
+        n_slots = encoder.n_slots
+        flat = np.concatenate([values.ravel(),
+                               np.zeros((-values.size) % n_slots)])
+        out = key.encrypt_packed(flat.reshape(-1, n_slots), encoder,
+                                 n_jobs=state.n_jobs)
+    state.crypto_seconds += time.perf_counter() - start
+    return out
+
+
+def _decrypt(state, encrypted, shape):
+    """Decrypt into an array of ``shape`` (undoing the packing layout)."""
+    start = time.perf_counter()
+    out = np.asarray(state.private_key.decrypt(encrypted, n_jobs=state.n_jobs),
+                     dtype=np.float64)
+    out = out.ravel()[:int(np.prod(shape))]
+    state.crypto_seconds += time.perf_counter() - start
+    return out.reshape(shape)
+
+
+def _encrypted_sum(state, arrays):
+    start = time.perf_counter()
+    out = reduce(lambda a, b: a + b, arrays)
+    state.crypto_seconds += time.perf_counter() - start
+    return out
+
+
+def crypto_seconds(state):
+    """Seconds this party spent encrypting, decrypting and adding ciphertexts."""
+    return state.crypto_seconds
+
+
+# -- the ring encoding of the secure sums of weight changes --------------------
+
+def weight_change_encoder(loss, lam, n_samples, largest_rows, scale, n_terms,
+                          weighted=False):
+    """The ring encoding of a secure sum of clients' weight changes.
+
+    A client's part ``X_k^T (y * v) / (lambda N)`` has entries of magnitude
+    at most ``n_k 2**scale A / (lambda N)`` where ``|v_i| <= A``: 1 for the
+    hinge and logistic duals (in [0, 1]); for the squared hinge's unbounded
+    duals the bound that the monotone dual ascent keeps (``a_i <= 2 sqrt(N)``
+    since ``D >= D(0) = 0``, margins at most ``2**scale * 3 / sqrt(lambda)``).
+    Every quantity is public, so the server decodes with the same encoder.
+
+    ``weighted``: ``n_samples`` is the total weight ``S`` and the part is
+    ``X_k^T (y * s * v) / (lambda S)``, whose entries are at most
+    ``2**scale sum_i s_i |v_i| / (lambda S)``. The sum is at most ``S`` for
+    the hinge and logistic duals; for the squared hinge ``D >= 0`` gives
+    ``sum_i s_i u_i <= 2 S`` at every accepted point (Cauchy-Schwarz on
+    ``sum s u^2 <= 2 sum s u``), so a momentum shift or a direction moves
+    less than ``S (8 + 3 * 2**scale / sqrt(lambda))``. Both bounds need only
+    the public ``S``.
+    """
+    if weighted:
+        coefficient = (8.0 + 3.0 * 2.0 ** scale / math.sqrt(lam)
+                       if loss == "squared_hinge" else 1.0)
+        return RingEncoder.for_bound(2.0 ** scale * coefficient / lam,
+                                     n_terms=n_terms)
+    if loss == "squared_hinge":
+        coefficient = (4.0 * math.sqrt(n_samples) + 1.0
+                       + 3.0 * 2.0 ** scale / math.sqrt(lam))
+    else:
+        coefficient = 1.0
+    bound = largest_rows * 2.0 ** scale * coefficient / (lam * n_samples)
+    return RingEncoder.for_bound(bound, n_terms=n_terms)
+
+
+# -- the clients' blocks (dense or CSR) and their rows' norms ---------------
+
+def row_sqnorms(X):
+    """``||x_i||^2`` of every row of a dense array or a sparse matrix."""
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+    return np.einsum("ij,ij->i", X, X)
+
+
+def client_blocks(X, partition, fit_intercept, intercept_scaling):
+    """Each client's block, the ids of its rows, and the global weight ids
+    of its columns (the constant column travels with column group 0).
+
+    Sparse ``X`` gives CSR blocks: rows are cut from a CSR copy, columns
+    from the row cut, so no step builds a dense matrix.
+    """
+    sparse = sp.issparse(X)
+    if sparse:
+        X = sp.csr_matrix(X, dtype=np.float64)
+    n_features = X.shape[1]
+    blocks, rows, columns = {}, {}, {}
+    for k in range(partition.n_clients):
+        r_idx = partition.client_rows(k)
+        c_idx = partition.client_columns(k)
+        block = X[r_idx][:, c_idx] if sparse else X[np.ix_(r_idx, c_idx)]
+        ids = c_idx
+        if fit_intercept and partition.client_cell(k)[1] == 0:
+            constant = np.full((len(r_idx), 1), float(intercept_scaling))
+            block = (sp.hstack([block, sp.csr_matrix(constant)], format="csr")
+                     if sparse else np.hstack([block, constant]))
+            ids = np.append(c_idx, n_features)
+        if sparse:
+            block.sort_indices()
+        blocks[k], rows[k], columns[k] = block, r_idx, ids
+    return blocks, rows, columns
+
+
+# -- the parties' states -------------------------------------------------------
 
 def client_state(X, Y, weights, private_key, *, loss, lam, n_samples,
                  whole_rows, local_iterations, seed, n_jobs, packing, n_holders,
@@ -490,3 +667,301 @@ def server_take(server, messages):
 def server_run(server, fn, phase, *args):
     """Process the messages of ``phase`` received so far with ``fn``."""
     return fn(server, server.stash.pop(phase, {}), *args)
+
+
+# -- the exchanges: who sends what to whom in each step ----------------------
+
+class Participation:
+    """Which clients take part in round t (chosen by the server).
+
+    Clients take part with their whole row group (a row group's duals move
+    only when all its clients are there). ``"random"``: a uniformly random
+    subset of ``round(participation * R)`` of the ``R`` row groups each
+    round (section 4.2's random subsets; with one column group, of the
+    clients). ``"cyclic"``: the row groups are split into
+    ``ceil(1 / participation)`` fixed sets that take turns. This cycles
+    *row groups*; it is not section 4.3, whose cyclic sets are the clients
+    of a vertical split (:class:`._paper.ColumnCycle`,
+    ``solver="paper"``).
+    """
+
+    def __init__(self, partition, participation, schedule, seed):
+        self.n_clients = partition.n_clients
+        n_groups = partition.n_row_groups
+        self.groups = [partition.clients_of_row_group(r)
+                       for r in range(n_groups)]
+        self.size = max(1, int(round(participation * n_groups)))
+        self.schedule = schedule
+        self.rng = np.random.RandomState(seed)
+        n_sets = min(n_groups, int(np.ceil(1.0 / participation - 1e-9)))
+        self.sets = [sorted(k for r in rows for k in self.groups[int(r)])
+                     for rows in np.array_split(np.arange(n_groups),
+                                                max(n_sets, 1))]
+        # Every client in every round (e.g. participation=0.9 of 4 groups).
+        self.all = participation >= 1.0 or (
+            len(self.sets) == 1 if schedule == "cyclic"
+            else self.size >= n_groups)
+
+    def __call__(self, t):
+        if self.all:
+            return list(range(self.n_clients))
+        if self.schedule == "cyclic":
+            return self.sets[(t - 1) % len(self.sets)]
+        chosen = self.rng.choice(len(self.groups), self.size, replace=False)
+        return sorted(k for r in chosen for k in self.groups[int(r)])
+
+
+class Protocol:
+    """The message exchanges of one HyFDCA round between the parties.
+
+    Each method names who sends what to whom; the party functions it
+    calls are the ones above.
+
+    Parameters
+    ----------
+    fed : Federation
+    partition : HybridPartition (resolved)
+    columns : dict
+        Client index -> weight ids of its columns.
+    n_tasks : int
+        One-vs-rest tasks (columns of the duals and weights).
+    ring_encoder : callable
+        ``ring_encoder(scale, n_terms) -> RingEncoder``: the public
+        fixed-point encoding of a secure sum of weight changes.
+    """
+
+    def __init__(self, fed, partition, columns, n_tasks, ring_encoder):
+        self.fed = fed
+        self.server = fed[SERVER]
+        self.whole_rows = partition.n_column_groups == 1
+        self.ring_encoder = ring_encoder
+        # Weight ids of each client's columns (the intercept's included).
+        self.columns = columns
+        self.n_weights = 1 + max(int(np.max(c)) for c in columns.values())
+        self.n_tasks = n_tasks
+        # Public structure (which client holds which cell), known to all.
+        self.row_group = {k: partition.client_cell(k)[0]
+                          for k in range(partition.n_clients)}
+        self.column_group = {k: partition.client_cell(k)[1]
+                             for k in range(partition.n_clients)}
+
+    # -- plumbing ----------------------------------------------------------
+
+    def _local(self, clients, fn, *args):
+        """Every client in ``clients`` runs ``fn`` on its own state."""
+        return dict(zip(clients, self.fed.gather(
+            self.fed[client_name(k)].call(fn, *args) for k in clients)))
+
+    def _to_server(self, phase, messages):
+        """Each client sends its message of ``phase`` to the server."""
+        self.fed.gather(
+            self.server.call(server_inbox, Local(phase), Local(k), message,
+                             sender=client_name(k), phase=phase)
+            for k, message in messages.items())
+
+    def _from_server(self, phase, fn, messages):
+        """The server sends each client its message (a tuple of arguments)."""
+        self.fed.gather(
+            self.fed[client_name(k)].call(fn, *message, sender=SERVER,
+                                          phase=phase)
+            for k, message in messages.items())
+
+    def _decrypted_row_sums(self, clients, phase, own_fn, partial_fn,
+                            receive_fn, share_fn, set_fn):
+        """Per-row sums over each row group's clients (Algorithm 2's shape).
+
+        One client per row group (the first taking part) decrypts: its
+        partners send their encrypted parts (``partial_fn``) to the server,
+        which adds them per row group and returns the sum to the decryptor
+        only; the decryptor adds its own part (``own_fn``, never encrypted)
+        and sends the result to its partners (``"<phase>/shared"``). Every
+        client of a row group learns the sums, as when each decrypted them
+        in the paper, and the decryptor its partners' total, which it could
+        subtract from the full sum anyway; the row group pays one
+        decryption instead of one per client and one encryption fewer
+        (three quarters of an encrypted fit's CPU went to decryptions).
+        """
+        decryptors = self._reporters(clients)
+        senders = [k for k in clients if k not in decryptors.values()]
+        own = [self.fed[client_name(k)].call(own_fn)
+               for k in decryptors.values()]
+        self._to_server(phase, self._local(senders, partial_fn))
+        self.fed.gather(own)
+        sums = self.server.call(server_run, server_sum_over_row_groups,
+                                phase).result()
+        self._from_server(phase, receive_fn,
+                          {k: (sums[r],) for r, k in decryptors.items()})
+        shared = {r: self.fed[client_name(k)].call(share_fn)
+                  for r, k in decryptors.items()}
+        self.fed.gather(
+            self.fed[client_name(j)].call(
+                set_fn, shared[self.row_group[j]].result(),
+                sender=client_name(decryptors[self.row_group[j]]),
+                phase=f"{phase}/shared")
+            for j in senders)
+
+    def _summed_weights(self, clients, fn, argument, phase, scale):
+        """Secure aggregation of the clients' parts of a change of ``w``:
+        the server learns one total per column group (the sum over the row
+        groups taking part), never a single client's part when two or more
+        clients hold the column group's rows this round."""
+        n_weights, n_tasks = self.n_weights, self.n_tasks
+        total = np.zeros((n_weights, n_tasks))
+        by_column = {}
+        for k in clients:
+            by_column.setdefault(self.column_group[k], []).append(k)
+        for c, members in sorted(by_column.items()):
+            encoder = self.ring_encoder(scale, len(members))
+            # A column group with one client this round has nothing to hide
+            # its part in: its own phase, declared as such in the contract.
+            name = phase if len(members) > 1 else f"{phase}/alone"
+            part = secure_sum(
+                self.fed, [client_name(k) for k in members], SERVER, fn,
+                argument, phase=name, encoder=encoder, sender=SERVER).result()
+            columns = self.columns[members[0]]
+            total[columns] += np.asarray(part).reshape(len(columns), n_tasks)
+        return total
+
+    # -- the steps ------------------------------------------------------------
+
+    def agree_scale(self, clients):
+        """A federated maximum of the clients' largest row-part norms (as a
+        binary exponent), agreed before anything is encrypted or encoded."""
+        self._to_server("setup/scale", self._local(clients,
+                                                   client_scale_exponent))
+        scale = self.server.call(server_run, server_agree_scale,
+                                 "setup/scale").result()
+        self._from_server("setup/scale", client_receive_scale,
+                          {k: (scale,) for k in clients})
+        return scale
+
+    def total_weight(self, clients):
+        """With sample weights: the total weight ``S`` of all rows, which
+        the objective's average divides by. One client per row group sends
+        the binary exponent of its group's total (the server keeps the
+        largest, ``e``, and sends it back with the request); they sum
+        ``2**-e`` times their totals securely (every share below 1, so any
+        magnitude keeps full precision); the server scales the sum back and
+        sends ``S`` to every client. The weights themselves never leave the
+        clients holding their rows."""
+        reporters = sorted(self._reporters(clients).values())
+        phase = "setup/weights"
+        self._to_server(f"{phase}/scale", self._local(
+            reporters, client_weight_exponent))
+        exponent = self.server.call(server_run, server_largest_exponent,
+                                    f"{phase}/scale").result()
+        name = phase if len(reporters) > 1 else f"{phase}/alone"
+        scaled = secure_sum(
+            self.fed, [client_name(k) for k in reporters], SERVER,
+            client_weight_sum, exponent, phase=name, sender=SERVER,
+            encoder=RingEncoder.for_bound(1.0, n_terms=len(reporters))).result()
+        total = self.server.call(server_set_total_weight, Local(scaled),
+                                 Local(exponent)).result()
+        self._from_server(phase, client_receive_total_weight,
+                          {k: (total,) for k in clients})
+        return float(total[0])
+
+    def squared_norms(self, clients):
+        """||x_i||^2 of every row, once, for the coordinate steps."""
+        if self.whole_rows:
+            self._local(clients, client_local_sqnorms)
+        else:
+            self._decrypted_row_sums(
+                clients, "squared norms", client_own_sqnorms,
+                client_partial_sqnorms, client_receive_sqnorms,
+                client_sqnorms, client_set_sqnorms)
+
+    def point_weights(self, clients, mu, scale):
+        """The round's point (momentum): the clients' parts of the change of
+        ``w`` are summed securely; the server adds the total to ``w``."""
+        if mu is None or not np.any(mu > 0):
+            self._local(clients, client_reset_point)
+            self.server.call(server_point_weights, Local(None)).result()
+            return
+        shift = self._summed_weights(clients, client_extrapolate, mu,
+                                     "point", scale)
+        self.server.call(server_point_weights, Local(shift)).result()
+
+    def send_weights(self, clients):
+        """Server -> clients: the weights of their own columns (and the
+        binary exponent bounding this round's inner-product parts)."""
+        weights = self.server.call(server_weights_for, clients).result()
+        self._from_server("primal weights", client_receive_weights, weights)
+
+    def secure_inner_product(self, clients):
+        """Algorithm 2 (or a local product when clients hold whole rows),
+        decrypted by one client per row group (:meth:`_decrypted_row_sums`).
+        """
+        if self.whole_rows:
+            self._local(clients, client_local_inner_products)
+            return
+        self._decrypted_row_sums(
+            clients, "inner products", client_own_inner_products,
+            client_partial_inner_products, client_receive_inner_products,
+            client_inner_products, client_set_inner_products)
+
+    def local_dual_method(self, clients, beta, scale):
+        """Each participant's dual direction; its weights summed securely."""
+        return self._summed_weights(clients, client_direction, beta,
+                                    "direction", scale)
+
+    def reset_point(self, clients):
+        """The clients' evaluation point goes back to their duals."""
+        self._local(clients, client_reset_point)
+
+    def no_direction(self, clients):
+        self._local(clients, client_no_direction)
+
+    def _reporters(self, clients):
+        """Row group -> its first client among ``clients``."""
+        reporters = {}
+        for k in clients:
+            reporters.setdefault(self.row_group[k], k)
+        return reporters
+
+    def reports(self, clients, grid):
+        """The row groups' objective reports, summed securely: the first
+        participant of each row group shares the changes of its group's
+        loss and conjugate sums (:mod:`._reports`); the server
+        learns their total over the row groups taking part, and which row
+        groups those are. With one row group taking part the sum has one
+        term (its own phase, declared as such in the contract)."""
+        reporters = self._reporters(clients)
+        groups = sorted(reporters)
+        bound = self.server.call(report_bound).result()
+        members = [client_name(reporters[r]) for r in groups]
+        name = "objective report" if len(members) > 1 else (
+            "objective report/alone")
+        encoder = RingEncoder.for_bound(bound, n_terms=len(members))
+        total = secure_sum(
+            self.fed, members, SERVER, client_report, grid, bound,
+            encoder.frac_bits, phase=name, encoder=encoder,
+            sender=SERVER).result()
+        return total, encoder.frac_bits, groups
+
+    def apply_step(self, clients, gammas, accept):
+        """Server -> participants: the step length (and whether the step is
+        taken) per task; they move their duals."""
+        self._from_server("step", client_apply_step,
+                          {k: (gammas, accept) for k in clients})
+
+
+def divergence_error(est, server, t, out):
+    """The error a diverging fixed step raises, with the last good model."""
+    kept = copy.copy(est)
+    try:
+        w = server.call(server_model, True).result()
+        n = est.n_features_in_
+        kept.coef_ = np.ascontiguousarray(w[:n].T)
+        kept.intercept_ = (est.intercept_scaling * w[n] if est.fit_intercept
+                           else np.zeros(w.shape[1]))
+    except Exception:  # pragma: no cover - the error below matters more
+        kept = None
+    return DivergenceError(
+        f"HyFDCA diverged at round {t}: the dual objective fell to "
+        f"{out.get('fallen_to', float('nan')):.3g} (the zero model's is 0) "
+        "with the fixed "
+        f"step_size={est.step_size}; use step_size='auto' (a line search "
+        "that never lets it fall) or a smaller step_size. The last good "
+        "model is kept in this error's `estimator` attribute.",
+        estimator=kept, round=t)

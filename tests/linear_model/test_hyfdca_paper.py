@@ -19,10 +19,9 @@ from skfed.crypto import EncryptedArray
 from skfed.exceptions import DivergenceError
 from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier
-from skfed.linear_model import _hyfdca_paper_parties as PP
-from skfed.linear_model._paper import (ColumnCycle,
-                                             paper_local_iterations,
-                                             paper_steps)
+from skfed.linear_model import _paper
+from skfed.linear_model._paper import (ColumnCycle, paper_local_iterations,
+                                      paper_steps)
 from skfed.partition import (HorizontalPartition, HybridPartition,
                              VerticalPartition)
 from skfed.privacy import check_messages
@@ -242,7 +241,7 @@ def test_accelerated_contract_refuses_the_duals_phase():
 def test_planted_leak_one_dual_in_the_clear_is_flagged(monkeypatch):
     """A client that sends one of its duals in the clear beside its
     ciphertexts is caught by check_messages."""
-    send, add = PP.client_local_dual_method, PP.server_add_duals
+    send, add = _paper.client_local_dual_method, _paper.server_add_duals
 
     def leaky_send(client, gamma):
         return send(client, gamma), np.array([client.A[0, 0] + 0.5])
@@ -250,8 +249,8 @@ def test_planted_leak_one_dual_in_the_clear_is_flagged(monkeypatch):
     def strip(server, changes):
         return add(server, {k: v[0] for k, v in changes.items()})
 
-    monkeypatch.setattr(PP, "client_local_dual_method", leaky_send)
-    monkeypatch.setattr(PP, "server_add_duals", strip)
+    monkeypatch.setattr(_paper, "client_local_dual_method", leaky_send)
+    monkeypatch.setattr(_paper, "server_add_duals", strip)
     est = HyFDCAClassifier(HybridPartition(2, 2), **SMALL)
     with record_messages() as rec:
         est.fit(XS, YS)

@@ -15,12 +15,11 @@ from sklearn.preprocessing import StandardScaler
 
 from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier
-from skfed.linear_model import _hyfdca_exchange, _protocol
+from skfed.linear_model import _protocol
 from skfed.partition import (HorizontalPartition, HybridPartition,
                              VerticalPartition)
 from skfed.privacy import audit, check_messages
-from skfed.linear_model._attacks import row_reconstruction
-from skfed.linear_model._hyfdca_reports_attack import report_inversion
+from skfed.linear_model._attacks import report_inversion, row_reconstruction
 
 from ._hyfdca_plants import restore_plain_reports
 
@@ -123,7 +122,7 @@ def test_duals_in_plaintext_beside_the_inner_products(monkeypatch, encryption):
 def _leak_w_hat(monkeypatch):
     """Clients also send the paper's plaintext w_hat_k = X_k^T alpha_k /
     (lambda N), per client, to the server (phase "primal aggregation")."""
-    original = _hyfdca_exchange.Protocol.reports
+    original = _protocol.Protocol.reports
 
     def w_hat(client):
         return client.X.T @ (client.Y * client.A) / (client.lam * client.N)
@@ -135,7 +134,7 @@ def _leak_w_hat(monkeypatch):
                          "primal aggregation").result()
         return original(self, clients, grid)
 
-    monkeypatch.setattr(_hyfdca_exchange.Protocol, "reports", leaky)
+    monkeypatch.setattr(_protocol.Protocol, "reports", leaky)
 
 
 def test_per_client_w_hat_in_plaintext_gives_rows_away(monkeypatch):
