@@ -1,4 +1,4 @@
-"""HyFDCA's privacy contract and the hooks :mod:`skfed.privacy` reads.
+"""HyFDCA's privacy contract: what each message of a fit may carry.
 
 The contract is a whitelist of every message of a fit, phase by phase, as
 :mod:`._protocol` sends them. What the paper (section 3) requires is
@@ -44,12 +44,10 @@ rule.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import numpy as np
-
 from .._privacy_core import (Aggregate, Ciphertext, Contract, Inherent,
                              OwnShare, Public, Rule, secure_sum_rules)
 
-__all__ = ["hyfdca_contract", "HyFDCAPrivacyMixin", "WEIGHT_SUM_PHASES"]
+__all__ = ["hyfdca_contract", "paper_rules", "WEIGHT_SUM_PHASES"]
 
 #: the secure sums of a round: the point's shift (momentum) and the
 #: direction's change of w
@@ -239,34 +237,3 @@ def hyfdca_contract(min_rows=1, solver="accelerated"):
     if solver == "paper":
         rules += paper_rules()
     return Contract("hyfdca", rules)
-
-
-class HyFDCAPrivacyMixin:
-    """The privacy hooks of :class:`~skfed.linear_model.HyFDCAClassifier`."""
-
-    def _privacy_secrets(self, X, y=None, sample_weight=None, **fit_params):
-        """The base secrets, plus each client's row weights (kind
-        ``"weights"``) when the fit was weighted."""
-        from .._privacy_core import Secret
-
-        secrets = super()._privacy_secrets(X, y, **fit_params)
-        if sample_weight is not None:
-            weight = np.asarray(sample_weight, dtype=float)
-            partition = self.partition_
-            for k in range(partition.n_clients):
-                secrets.append(Secret(f"client{k}", "weights",
-                                      f"row weights of client{k}",
-                                      weight[partition.client_rows(k)]))
-        return secrets
-
-    def _privacy_contract(self):
-        partition = self.partition_
-        sizes = [len(partition.client_rows(k))
-                 for k in range(partition.n_clients)]
-        return hyfdca_contract(min(sizes) if sizes else 1,
-                               getattr(self, "solver", "accelerated"))
-
-    def _privacy_attacks(self):
-        from ._attacks import report_inversion, row_reconstruction
-
-        return [row_reconstruction, report_inversion]

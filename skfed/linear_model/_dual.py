@@ -3,8 +3,9 @@
 Pure functions of numbers, no party state: the primal and conjugate values
 of the hinge, squared hinge and logistic losses, the exact maximiser of one
 dual coordinate's subproblem (the paper's Algorithm 5, with the row norm it
-leaves out), a client's sequential local pass over whole rows, and the
-server's line search along the aggregated direction. The party functions
+leaves out), a client's sequential local pass over whole rows (reading its
+block row by row, dense or CSR), and the server's line search along the
+aggregated direction with its step lengths. The party functions
 that use them are in :mod:`._protocol`.
 """
 
@@ -17,8 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, xlogy
 
-__all__ = ["LINE_SEARCH_GRID", "ZERO_MODEL_LOSS", "loss_values",
-           "conjugate_values", "dual_step"]
+__all__ = ["LINE_SEARCH_GRID", "ZERO_MODEL_LOSS", "line_search_grid",
+           "loss_values", "conjugate_values", "dual_step", "row_reader"]
 
 #: step lengths at which clients report their conjugate sums: the exact
 #: values of a polynomial of degree 1 (hinge) or 2 (squared hinge), a grid
@@ -31,6 +32,17 @@ LINE_SEARCH_GRID = {
 
 #: value of the loss at margin 0 (the zero model's primal objective)
 ZERO_MODEL_LOSS = {"hinge": 1.0, "squared_hinge": 0.5, "logistic": math.log(2.0)}
+
+
+def line_search_grid(loss, step_size):
+    """The step lengths at which the clients report their conjugate sums:
+    :data:`LINE_SEARCH_GRID` with ``step_size="auto"``; with a fixed step
+    ``s`` the sums at 0, (s/2,) s."""
+    grid = LINE_SEARCH_GRID[loss]
+    if step_size == "auto":
+        return grid
+    return grid[[0, -1]] * float(step_size) if loss != (
+        "squared_hinge") else np.array([0.0, 0.5, 1.0]) * float(step_size)
 
 
 # -- losses: primal values, dual (conjugate) values, exact 1-D dual steps ----

@@ -1,49 +1,46 @@
-"""HyFDCA: primal-dual federated learning on hybrid (row x column) splits.
+"""HyFDCAClassifier: the estimator, its Notes and its privacy hooks.
 
-The driver :meth:`HyFDCAClassifier._algorithm_1` reads as Algorithm 1 of
-Overman, Blum and Klabjan; the party functions live in
-:mod:`._protocol` with their encryption and exchanges (their
-one-dimensional maths in :mod:`._dual`), the privacy contract in
-:mod:`._contract`.
-``solver="paper"`` (the published Algorithm 1) runs in :mod:`._paper`.
+``fit`` checks its input, then hands the data to the solver that
+``solver`` names: :class:`._protocol.AcceleratedSolver` (skfed's round,
+the class Notes) or :class:`._paper.PaperSolver` (Algorithm 1 of Overman,
+Blum and Klabjan as published). Both make the parties with one setup
+(:meth:`._protocol.Solver.set_up_parties`: each client's block, the
+clients' key pair, every party's state), play their Algorithm 1 on the
+federation of those parties and return the model; the estimator sets its
+fitted attributes from what the solver returns. The privacy hooks hand
+:mod:`skfed.privacy` the contract of :mod:`._contract` and the attacks of
+:mod:`._attacks`.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import copy
 import math
 import numbers
 import time
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model._base import LinearClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from .._docstrings import fill_doc
+from .._privacy_core import Secret
 from ..base import (FederatedMixin, check_labels_not_single_class,
-                    check_row_weights, party_seeds)
-from ..crypto import generate_keypair
-from ..exceptions import DivergenceError
-from .._progress import Progress
-from ..federation import Local, protocol_rounds
+                    check_row_weights)
 from ..partition import (HorizontalPartition, HybridPartition,
                          VerticalPartition)
-from . import _protocol as P
-from ._dual import LINE_SEARCH_GRID
-from ._protocol import (SERVER, Participation, Protocol, client_blocks,
-                        client_name, crypto_seconds, divergence_error,
-                        row_sqnorms, weight_change_encoder)
-from ._paper import run_paper
-from ._reports import round_summary
-from ._contract import HyFDCAPrivacyMixin
+from ._attacks import report_inversion, row_reconstruction
+from ._contract import hyfdca_contract
+from ._dual import line_search_grid
+from ._paper import PaperSolver
+from ._protocol import AcceleratedSolver, row_sqnorms
 
-__all__ = ["HyFDCAClassifier", "DivergenceError"]
+__all__ = ["HyFDCAClassifier"]
 
 
 # -- the checks of fit's arguments that need the data or the partition --------
@@ -115,8 +112,8 @@ def check_participation(participation, partition, solver="accelerated",
 
 
 @fill_doc
-class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
-                       LinearClassifierMixin, ClassifierMixin, BaseEstimator):
+class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
+                       BaseEstimator):
     """Linear classifier trained by HyFDCA on a hybrid federated split.
 
     Hybrid Federated Dual Coordinate Ascent [1]_ minimises
@@ -584,167 +581,76 @@ class HyFDCAClassifier(HyFDCAPrivacyMixin, FederatedMixin,
         else:  # one-vs-rest: one +-1 column per class
             Y = np.where(y_index[:, None] == np.arange(len(self.classes_)),
                          1.0, -1.0)
-        if self.solver == "paper":
-            w = run_paper(self, X, Y, weights, partition)
-        else:
-            w = self._run_protocol(X, Y, weights, partition)
-        n_features = X.shape[1]
-        self.coef_ = np.ascontiguousarray(w[:n_features].T)
-        if self.fit_intercept:
-            self.intercept_ = self.intercept_scaling * w[n_features]
-        else:
-            self.intercept_ = np.zeros(w.shape[1])
+        # One party setup for both solvers; the solver returns the model.
+        solver = self._solver()
+        setup = solver.set_up(X, Y, weights, partition)
+        start = time.perf_counter()
+        with self._federation(setup.states) as fed:
+            result = solver.run(fed, setup, keep=self._kept)
+        self.fit_time_ = time.perf_counter() - start
+        self.crypto_time_ = result.crypto_time
+        self.n_iter_ = result.n_iter
+        self.duality_gap_ = result.duality_gap
+        self.objective_curve_ = result.objective_curve
+        self.coef_ = result.coef
+        self.intercept_ = result.intercept
         return self
 
+    def _solver(self):
+        """The solver of ``solver``, made from the parameters it reads."""
+        params = dict(
+            loss=self.loss, alpha=self.alpha, max_iter=self.max_iter,
+            local_iterations=self.local_iterations,
+            participation=self.participation, schedule=self.schedule,
+            step_size=self.step_size, fit_intercept=self.fit_intercept,
+            intercept_scaling=self.intercept_scaling,
+            encryption=self.encryption, key_size=self.key_size,
+            n_jobs=self.n_jobs, random_state=self.random_state,
+            verbose=self.verbose)
+        if self.solver == "paper":
+            return PaperSolver(**params)
+        return AcceleratedSolver(tol=self.tol, packing=self.packing,
+                                 grid=self._grid(), **params)
+
     def _grid(self):
-        grid = LINE_SEARCH_GRID[self.loss]
-        if self.step_size == "auto":
-            return grid
-        # A fixed step: the reports give the conjugate sums at 0, (s/2,) s.
-        return grid[[0, -1]] * float(self.step_size) if self.loss != (
-            "squared_hinge") else np.array([0.0, 0.5, 1.0]) * float(self.step_size)
+        """The line search's step lengths (the objective reports' size)."""
+        return line_search_grid(self.loss, self.step_size)
 
-    def _run_protocol(self, X, Y, weights, partition):
-        n_samples, n_features = X.shape
-        K = partition.n_clients
-        C = partition.n_column_groups
-        R = partition.n_row_groups
-        lam = float(self.alpha)
-        whole_rows = C == 1
-        blocks, rows, columns = client_blocks(
-            X, partition, self.fit_intercept, self.intercept_scaling)
-        row_group_of = {k: partition.client_cell(k)[0] for k in range(K)}
-        # Keys: one pair shared by the clients; the server never holds one.
-        # Whole rows need no encryption at all: no key then.
-        private_key = None
-        if not whole_rows:
-            _, private_key = generate_keypair(  # fit warned of a small key
-                self.key_size, plaintext=self.encryption is None,
-                scheme=self.encryption or "paillier", warn=False)
-        seeds = party_seeds(self.random_state, 1 + R + K)
-        group_seeds, client_seeds = seeds[1:1 + R], seeds[1 + R:]
-        grid = self._grid()
-        states = {SERVER: P.server_state(
-            rows, columns, row_group_of, n_features + int(self.fit_intercept),
-            Y.shape[1], loss=self.loss, lam=lam, n_samples=n_samples,
-            step_size=self.step_size, tol=self.tol, grid=grid)}
-        for k in range(K):
-            # Parts of rows: the row group's clients share the coordinate
-            # choice (they compute the same step). Whole rows: the client's own.
-            seed = client_seeds[k] if whole_rows else group_seeds[row_group_of[k]]
-            # Row weights go, like the labels, to the clients of the rows.
-            states[client_name(k)] = P.client_state(
-                blocks[k], Y[rows[k]],
-                None if weights is None else weights[rows[k]], private_key,
-                loss=self.loss, lam=lam, n_samples=n_samples, whole_rows=whole_rows,
-                local_iterations=self.local_iterations, seed=seed,
-                n_jobs=self.n_jobs, packing=self.packing, n_holders=C,
-                row_group=row_group_of[k])
-        participants = Participation(partition, float(self.participation),
-                                     self.schedule, seeds[0])
-        largest_rows = max(len(r) for r in rows.values())
-        # N of the average: the number of rows, or with weights the total
-        # weight, which the clients sum securely at setup.
-        total = {"N": n_samples}
-
-        def ring_encoder(scale, n_terms):
-            return weight_change_encoder(
-                self.loss, lam, total["N"], largest_rows, scale, n_terms,
-                weighted=weights is not None)
-
-        start = time.perf_counter()
-        with self._federation(states) as fed:
-            protocol = Protocol(fed, partition, columns, Y.shape[1],
-                                ring_encoder)
-            if weights is not None:
-                total["N"] = protocol.total_weight(range(K))
-            w, curve, n_iter, gap = self._algorithm_1(
-                fed, protocol, partition, participants, grid)
-            seconds = fed.gather(fed[name].call(crypto_seconds)
-                                 for name in fed.party_names)
-        self.fit_time_ = time.perf_counter() - start
-        self.crypto_time_ = float(sum(seconds))
-        self.n_iter_ = n_iter
-        self.duality_gap_ = gap
-        self.objective_curve_ = np.asarray(curve, dtype=np.float64).reshape(-1, 2)
-        return w
-
-    def _algorithm_1(self, fed, protocol, partition, participants, grid):
-        """Algorithm 1 (HyFDCA), with the round of the class Notes."""
-        server = fed[SERVER]
-        everyone = list(range(partition.n_clients))
-        C = partition.n_column_groups
-        partial = not participants.all
-        # Setup: the fixed-point scale, then the rows' squared norms.
-        scale = protocol.agree_scale(everyone)
-        protocol.squared_norms(everyone)
-        curve, converged, gap, t = [], False, float("inf"), 0
-        # Encrypted rounds are slow: the first line tells the wait (a bound).
-        progress = Progress("HyFDCA", self.max_iter, self.verbose, fed=fed,
-                            estimate=self.encryption is not None and C > 1
-                            and ("at most" if self.tol is not None else True))
-        for t in protocol_rounds(range(1, self.max_iter + 1)):
-            # Server: who takes part; a row group moves with all its clients.
-            clients = participants(t)
-            present = set(clients)
-            groups = sorted({r for r in range(partition.n_row_groups)
-                             if all(r * C + c in present for c in range(C))})
-            active = [k for k in clients if protocol.row_group[k] in groups]
-            if not active:
-                curve.append(curve[-1] if curve else (np.nan, 0.0))
-                continue
-            mu, beta, verifying = server.call(P.server_next_point).result()
-            # The round's point (momentum) and its weights, summed securely.
-            protocol.point_weights(active, mu if self.step_size == "auto"
-                                   else None, scale)
-            protocol.send_weights(active)
-            # SecureInnerProduct: x_i^T w at the point, for the active rows.
-            protocol.secure_inner_product(active)
-            # Clients: LocalDualMethod; the direction's weights, securely.
-            if verifying:
-                protocol.no_direction(active)
-                dw = None
-            else:
-                dw = protocol.local_dual_method(active, beta, scale)
-            reports = protocol.reports(active, grid)
-            # Server: P, D and the gap; the step by line search.
-            out = server.call(P.server_step, *map(Local, reports), Local(dw),
-                              Local(partial)).result()
-            curve.append((out["primal"], out["dual"]))
-            gap = out["gap"]
-            progress.report(t, round_summary(out, len(clients)),
-                            last=bool(out["stop"] or out["diverged"]))
-            if out["diverged"]:
-                raise divergence_error(self, server, t, out)
-            if out["stop"]:
-                converged = True
-                break
-            if out["step"] is not None:
-                protocol.apply_step(active, *out["step"])
-            else:  # no step this round: the duals stay where they are
-                protocol.reset_point(active)
-        if not converged and participants.all:
-            # The second SecureInnerProduct of Algorithm 1, once: the last
-            # step's w is evaluated too (it may be the best, or converged).
-            protocol.point_weights(everyone, None, scale)
-            protocol.send_weights(everyone)
-            protocol.secure_inner_product(everyone)
-            protocol.no_direction(everyone)
-            reports = protocol.reports(everyone, grid)
-            out = server.call(P.server_step, *map(Local, reports),
-                              Local(None), Local(False)).result()
-            gap, converged = out["gap"], out["stop"]
-        if not converged and self.tol is not None:
-            warnings.warn(
-                f"HyFDCA did not reach a relative duality gap of {self.tol} "
-                f"in {self.max_iter} rounds (gap {gap:.3g}). Raise max_iter, "
-                "or loosen tol; standardised features (StandardScaler) and a "
-                "larger alpha converge in fewer rounds.", ConvergenceWarning)
-        w = server.call(P.server_model, True).result()
-        return w, curve, t, gap
+    def _kept(self, coef, intercept):
+        """A fitted copy holding ``coef`` and ``intercept``: the last good
+        model a :class:`DivergenceError` carries (this estimator is left
+        unfitted, as after any failed fit)."""
+        kept = copy.copy(self)
+        kept.coef_, kept.intercept_ = coef, intercept
+        return kept
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = True
         tags.input_tags.sparse = True
         return tags
+
+    # -- the privacy hooks (read by skfed.privacy) ---------------------------
+
+    def _privacy_secrets(self, X, y=None, sample_weight=None, **fit_params):
+        """The base secrets, plus each client's row weights (kind
+        ``"weights"``) when the fit was weighted."""
+        secrets = super()._privacy_secrets(X, y, **fit_params)
+        if sample_weight is not None:
+            weight = np.asarray(sample_weight, dtype=float)
+            partition = self.partition_
+            for k in range(partition.n_clients):
+                secrets.append(Secret(f"client{k}", "weights",
+                                      f"row weights of client{k}",
+                                      weight[partition.client_rows(k)]))
+        return secrets
+
+    def _privacy_contract(self):
+        partition = self.partition_
+        sizes = [len(partition.client_rows(k))
+                 for k in range(partition.n_clients)]
+        return hyfdca_contract(min(sizes) if sizes else 1,
+                               getattr(self, "solver", "accelerated"))
+
+    def _privacy_attacks(self):
+        return [row_reconstruction, report_inversion]

@@ -1,10 +1,12 @@
 """HyFDCA ``solver="paper"``: Algorithm 1 of Overman, Blum and Klabjan.
 
-:func:`algorithm_1` reads as the paper's box; :func:`run_paper` sets the
-parties up (the same clients' blocks, key pair and setup exchanges as the
-accelerated solver) and :class:`ColumnCycle` is section 4.3's cyclic
-participation of the clients of a vertical split. The reading of the paper,
-where it is ambiguous, is in the estimator's Notes.
+:class:`PaperSolver` makes its parties with the setup both solvers share
+(:meth:`._protocol.Solver.set_up_parties`: the same clients' blocks, key
+pair and party states; it adds the paper's own state) and its
+:meth:`~PaperSolver.algorithm_1` reads as the paper's box;
+:class:`ColumnCycle` is section 4.3's cyclic participation of the clients
+of a vertical split. The reading of the paper, where it is ambiguous, is in
+the estimator's Notes.
 
 The party functions below run on one party's thread and see only that
 party's state and the message it received; what one returns is the message
@@ -42,15 +44,13 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._progress import Progress
 from ..base import party_seeds
-from ..crypto import generate_keypair
 from ..exceptions import DivergenceError
 from ..federation import Local, protocol_rounds
 from . import _protocol as P
 from ._dual import ZERO_MODEL_LOSS, dual_step
-from ._protocol import (SERVER, Participation, Protocol, client_blocks,
-                        client_name, crypto_seconds, weight_change_encoder)
+from ._protocol import SERVER, Participation, Solver, client_name
 
-__all__ = ["run_paper", "algorithm_1", "ColumnCycle", "paper_steps",
+__all__ = ["PaperSolver", "ColumnCycle", "paper_steps",
            "paper_local_iterations", "paper_client_state",
            "client_local_dual_method", "server_add_duals",
            "client_receive_duals", "client_primal_part", "server_add_weights",
@@ -273,140 +273,127 @@ def client_receive_own_inner_products(client, enc_xw):
 
 # -- the driver ----------------------------------------------------------------
 
-def run_paper(est, X, Y, weights, partition):
-    """Set the parties up and run :func:`algorithm_1`; returns ``w``."""
-    if est.loss == "squared_hinge":
-        raise ValueError(
-            "solver='paper' needs an L-Lipschitz loss (the paper's "
-            "Assumption 4.1: its theorems bound the steps with L, and the "
-            "duals stay in [0, 1]); the squared hinge is not. Use "
-            "loss='hinge' (the paper's) or 'logistic', or "
-            "solver='accelerated'.")
-    n_samples, n_features = X.shape
-    K, C = partition.n_clients, partition.n_column_groups
-    lam = float(est.alpha)
-    blocks, rows, columns = client_blocks(X, partition, est.fit_intercept,
-                                          est.intercept_scaling)
-    row_group_of = {k: partition.client_cell(k)[0] for k in range(K)}
-    # One key pair shared by the clients (the server never holds one): the
-    # duals are encrypted even when clients hold whole rows.
-    # (encryption="ou", when the estimator accepts it, picks that scheme:
-    # the arrays of both schemes have the same interface)
-    _, private_key = generate_keypair(
-        est.key_size, warn=False, plaintext=est.encryption is None,
-        scheme="ou" if est.encryption == "ou" else "paillier")
-    seeds = party_seeds(est.random_state, 1 + K)
-    gamma, c_k, rule = paper_steps(est.step_size, partition,
-                                   float(est.participation), n_samples)
-    states = {SERVER: P.server_state(
-        rows, columns, row_group_of, n_features + int(est.fit_intercept),
-        Y.shape[1], loss=est.loss, lam=lam, n_samples=n_samples,
-        step_size=est.step_size, tol=None, grid=np.zeros(1))}
-    states[SERVER].update(enc_duals={}, ip_store={})
-    for k in range(K):
-        # Each client draws its own coordinates (Algorithm 3).
-        state = P.client_state(
-            blocks[k], Y[rows[k]],
-            None if weights is None else weights[rows[k]], private_key,
-            loss=est.loss, lam=lam, n_samples=n_samples, whole_rows=C == 1,
-            local_iterations=paper_local_iterations(
-                est.local_iterations, len(rows[k]), rule),
-            seed=seeds[1 + k],
-            n_jobs=est.n_jobs, packing=False, n_holders=C,
-            row_group=row_group_of[k])
-        states[client_name(k)] = paper_client_state(
-            state, c_k=c_k(len(rows[k])))
-    if partition.n_row_groups == 1 and est.participation < 1:
-        participants = ColumnCycle(K, float(est.participation))
-    else:
-        participants = Participation(partition, float(est.participation),
-                                     est.schedule, seeds[0])
-    largest_rows = max(len(r) for r in rows.values())
-    total = {"N": n_samples}
+class PaperSolver(Solver):
+    """``solver="paper"``: Algorithm 1 as published (the second part of the
+    class Notes). It reads no ``tol`` (every round runs) and packs nothing.
+    """
 
-    def ring_encoder(scale, n_terms):
-        return weight_change_encoder(est.loss, lam, total["N"], largest_rows,
-                                     scale, n_terms,
-                                     weighted=weights is not None)
+    def __init__(self, **params):
+        super().__init__(**params)
+        if self.loss == "squared_hinge":
+            raise ValueError(
+                "solver='paper' needs an L-Lipschitz loss (the paper's "
+                "Assumption 4.1: its theorems bound the steps with L, and the "
+                "duals stay in [0, 1]); the squared hinge is not. Use "
+                "loss='hinge' (the paper's) or 'logistic', or "
+                "solver='accelerated'.")
 
-    start = time.perf_counter()
-    with est._federation(states) as fed:
-        protocol = Protocol(fed, partition, columns, Y.shape[1], ring_encoder)
-        if weights is not None:
-            total["N"] = protocol.total_weight(range(K))
-        w, n_iter = algorithm_1(est, fed, protocol, partition, participants,
-                                gamma)
-        seconds = fed.gather(fed[name].call(crypto_seconds)
-                             for name in fed.party_names)
-    est.fit_time_ = time.perf_counter() - start
-    est.crypto_time_ = float(sum(seconds))
-    est.n_iter_ = n_iter
-    # The paper's loop evaluates no objective: nothing to report.
-    est.duality_gap_ = float("nan")
-    est.objective_curve_ = np.full((n_iter, 2), np.nan)
-    return w
+    def set_up(self, X, Y, weights, partition):
+        K = partition.n_clients
+        n_rows = [len(partition.client_rows(k)) for k in range(K)]
+        seeds = party_seeds(self.random_state, 1 + K)
+        _, c_k, rule = paper_steps(self.step_size, partition,
+                                   self.participation, X.shape[0])
+        # The duals are encrypted even when clients hold whole rows: a key
+        # pair always. Each client draws its own coordinates (Algorithm 3).
+        setup = self.set_up_parties(
+            X, Y, weights, partition, keyed=True, packing=False,
+            participation_seed=seeds[0], client_seeds=seeds[1:],
+            local_iterations=[paper_local_iterations(
+                self.local_iterations, n, rule) for n in n_rows],
+            tol=None, grid=np.zeros(1))
+        # The paper's own state: the server's encrypted duals and each
+        # client's latest inner-product parts; each client's c_k and its
+        # duals at its last upload of w_hat_k.
+        setup.states[SERVER].update(enc_duals={}, ip_store={})
+        for k in range(K):
+            setup.states[client_name(k)] = paper_client_state(
+                setup.states[client_name(k)], c_k=c_k(n_rows[k]))
+        return setup
 
-
-def algorithm_1(est, fed, protocol, partition, participants, gamma):
-    """Algorithm 1 (HyFDCA), round by round as in the box."""
-    server = fed[SERVER]
-    everyone = list(range(partition.n_clients))
-    cyclic_vertical = isinstance(participants, ColumnCycle)
-    scale = protocol.agree_scale(everyone)
-    protocol.squared_norms(everyone)
-    previous = set()
-    # Every round runs (no tol) and the duals are encrypted even on whole
-    # rows: an encrypted fit's first line tells the wait (issue 28).
-    progress = Progress("HyFDCA (paper)", est.max_iter, est.verbose, fed=fed,
-                        estimate=est.encryption is not None)
-    t, regs = 0, []
-    for t in protocol_rounds(range(1, est.max_iter + 1)):
-        clients = participants(t)  # K^t
-        arrivals = [k for k in clients if k not in previous]  # K-bar^t
-        # Send enc(alpha_0^t) to the arrivals; PrimalAggregation(K-bar^t).
-        if arrivals and t > 1:
-            send_duals(protocol, arrivals)
-            primal_aggregation(protocol, arrivals, scale)
-        # SecureInnerProduct(K^t).
-        secure_inner_product(protocol, clients)
-        # LocalDualMethod on every client of K^t; enc(gamma/|B_n| d alpha).
-        g = gamma(t)
-        protocol._to_server("duals", protocol._local(
-            clients, client_local_dual_method, g))
-        # The server adds them to enc(alpha_0), sends enc(alpha_0^t) to K^t,
-        # which decrypt; PrimalAggregation(K^t).
-        send_duals(protocol, clients, add=True)
-        finite = primal_aggregation(protocol, clients, scale)
-        # The second SecureInnerProduct: only where an absent client's part
-        # is used later (cyclic vertical); otherwise it is the next round's
-        # first (omitted in the paper's experiments too).
-        if cyclic_vertical:
+    def algorithm_1(self, fed, protocol, setup, keep=None):
+        """Algorithm 1 (HyFDCA), round by round as in the box. The loop
+        evaluates no objective: the curve and the gap are NaN."""
+        server = fed[SERVER]
+        partition = setup.partition
+        everyone = list(range(partition.n_clients))
+        if partition.n_row_groups == 1 and self.participation < 1:
+            participants = ColumnCycle(partition.n_clients,
+                                       self.participation)
+        else:
+            participants = Participation(partition, self.participation,
+                                         self.schedule,
+                                         setup.participation_seed)
+        cyclic_vertical = isinstance(participants, ColumnCycle)
+        gamma, _, _ = paper_steps(self.step_size, partition,
+                                  self.participation, setup.n_samples)
+        scale = protocol.agree_scale(everyone)
+        protocol.squared_norms(everyone)
+        previous = set()
+        # Every round runs (no tol) and the duals are encrypted even on whole
+        # rows: an encrypted fit's first line tells the wait (issue 28).
+        progress = Progress("HyFDCA (paper)", self.max_iter, self.verbose,
+                            fed=fed, estimate=self.encryption is not None)
+        t, regs = 0, []
+        for t in protocol_rounds(range(1, self.max_iter + 1)):
+            clients = participants(t)  # K^t
+            arrivals = [k for k in clients if k not in previous]  # K-bar^t
+            # Send enc(alpha_0^t) to the arrivals; PrimalAggregation(K-bar^t).
+            if arrivals and t > 1:
+                send_duals(protocol, arrivals)
+                primal_aggregation(protocol, arrivals, scale)
+            # SecureInnerProduct(K^t).
             secure_inner_product(protocol, clients)
-        previous = set(clients)
-        regs.append(float(np.max(server.call(server_weight_norm).result())))
-        progress.report(t, f"gamma_t {g:.3g} ({len(clients)} clients)",
-                        last=t == est.max_iter or not finite)
-        if not finite:
-            raise _divergence(est, t, "non-finite weights")
-    # A w whose regulariser alone exceeds the zero model's objective is
-    # worse than w = 0. Any such w in the second half of the rounds: the
-    # fixed step overshoots and oscillates (issue 30: relative loss 644 with
-    # one pass per round); early rounds may overshoot and recover.
-    late = max(regs[len(regs) // 2:], default=0.0)
-    if late > ZERO_MODEL_LOSS[est.loss]:
-        what = (f"lambda/2 ||w||^2 reached {late:.3g} in the last half of "
-                "the rounds, above the zero model's objective "
-                f"{ZERO_MODEL_LOSS[est.loss]:.3g}")
-        if not isinstance(participants, ColumnCycle) or est.step_size != "auto":
-            raise _divergence(est, t, what)
-        # gamma_t = 1/t shrinks: its first rounds overshoot, then it settles
-        # (Theorem 4.11); an unfinished fit, not a divergence.
-        warnings.warn(
-            f"HyFDCA (solver='paper', cyclic vertical participation) is not "
-            f"settled after {t} rounds: {what}. gamma_t = 1/t overshoots in "
-            "its first rounds; raise max_iter.", ConvergenceWarning)
-    w = server.call(P.server_model, False).result()
-    return w, t
+            # LocalDualMethod on every client of K^t; enc(gamma/|B_n| d alpha).
+            g = gamma(t)
+            protocol._to_server("duals", protocol._local(
+                clients, client_local_dual_method, g))
+            # The server adds them to enc(alpha_0), sends enc(alpha_0^t) to
+            # K^t, which decrypt; PrimalAggregation(K^t).
+            send_duals(protocol, clients, add=True)
+            finite = primal_aggregation(protocol, clients, scale)
+            # The second SecureInnerProduct: only where an absent client's
+            # part is used later (cyclic vertical); otherwise it is the next
+            # round's first (omitted in the paper's experiments too).
+            if cyclic_vertical:
+                secure_inner_product(protocol, clients)
+            previous = set(clients)
+            regs.append(float(np.max(
+                server.call(server_weight_norm).result())))
+            progress.report(t, f"gamma_t {g:.3g} ({len(clients)} clients)",
+                            last=t == self.max_iter or not finite)
+            if not finite:
+                raise self._divergence(t, "non-finite weights")
+        # A w whose regulariser alone exceeds the zero model's objective is
+        # worse than w = 0. Any such w in the second half of the rounds: the
+        # fixed step overshoots and oscillates (issue 30: relative loss 644
+        # with one pass per round); early rounds may overshoot and recover.
+        late = max(regs[len(regs) // 2:], default=0.0)
+        if late > ZERO_MODEL_LOSS[self.loss]:
+            what = (f"lambda/2 ||w||^2 reached {late:.3g} in the last half of "
+                    "the rounds, above the zero model's objective "
+                    f"{ZERO_MODEL_LOSS[self.loss]:.3g}")
+            if not cyclic_vertical or self.step_size != "auto":
+                raise self._divergence(t, what)
+            # gamma_t = 1/t shrinks: its first rounds overshoot, then it
+            # settles (Theorem 4.11); an unfinished fit, not a divergence.
+            warnings.warn(
+                f"HyFDCA (solver='paper', cyclic vertical participation) is "
+                f"not settled after {t} rounds: {what}. gamma_t = 1/t "
+                "overshoots in its first rounds; raise max_iter.",
+                ConvergenceWarning)
+        w = server.call(P.server_model, False).result()
+        return w, np.full((t, 2), np.nan), t, float("nan")
+
+    def _divergence(self, t, what):
+        return DivergenceError(
+            f"HyFDCA (solver='paper') diverged at round {t}: {what}. The "
+            f"paper's fixed step (gamma_t, step_size={self.step_size!r}) with "
+            f"local_iterations={self.local_iterations!r} coordinates per "
+            "client and round overshoots; lower local_iterations (the paper "
+            "tunes H; e.g. 13 on 569 rows), pass a smaller float step_size, "
+            "or use solver='accelerated' (a line search that cannot diverge).",
+            round=t)
 
 
 def send_duals(protocol, clients, add=False):
@@ -446,14 +433,3 @@ def secure_inner_product(protocol, clients):
                                 phase).result()
     protocol._from_server(phase, client_receive_own_inner_products,
                           {k: (sums[protocol.row_group[k]],) for k in clients})
-
-
-def _divergence(est, t, what):
-    return DivergenceError(
-        f"HyFDCA (solver='paper') diverged at round {t}: {what}. The paper's "
-        f"fixed step (gamma_t, step_size={est.step_size!r}) with "
-        f"local_iterations={est.local_iterations!r} coordinates per client "
-        "and round overshoots; lower local_iterations (the paper tunes H; "
-        "e.g. 13 on 569 rows), pass a smaller float step_size, or use "
-        "solver='accelerated' (a line search that cannot diverge).",
-        round=t)

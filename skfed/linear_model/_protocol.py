@@ -1,4 +1,12 @@
-"""HyFDCA's protocol: the parties' functions and the exchanges between them.
+"""HyFDCA's protocol: one party setup, and the accelerated solver's round.
+
+:class:`Solver` holds what the two solvers share: the party setup
+(:meth:`Solver.set_up_parties`: each client's block of the table, dense or
+CSR, with the constant column on column group 0; the clients' key pair;
+every party's state, with the solver's own choices passed in) and the run
+that plays a solver's Algorithm 1 on the started federation and returns a
+:class:`Result`. :class:`AcceleratedSolver` is ``solver="accelerated"``;
+``solver="paper"`` is :class:`._paper.PaperSolver`.
 
 Every party function here runs on one party's thread (``fed[name].call(fn,
 ...)``) and sees only that party's private state and the message it
@@ -7,8 +15,8 @@ strings them into the steps of a round (the point's weights by secure
 aggregation, Algorithm 2 SecureInnerProduct, the local dual method with its
 direction's weights by secure aggregation, the objective reports by secure
 aggregation, the step), and :class:`Participation` is the server's choice
-of clients per round; the driver calls these in the order of Algorithm 1
-of the paper.
+of clients per round; :meth:`AcceleratedSolver.algorithm_1` calls these in
+the order of Algorithm 1 of the paper.
 
 Client state (:func:`client_state`): its block ``X`` (its rows ``I_k``
 restricted to its columns ``M_k``, plus the intercept column on clients of
@@ -41,17 +49,21 @@ ring encoding whose public bound :func:`weight_change_encoder` derives.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import copy
 import math
 import time
+import warnings
 from functools import reduce
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 
-from ..crypto import PackedEncoder
+from .._progress import Progress
+from ..base import party_seeds
+from ..crypto import PackedEncoder, generate_keypair
 from ..exceptions import DivergenceError
-from ..federation import Local
+from ..federation import Local, protocol_rounds
 from ..federation.secure_sum import RingEncoder, secure_sum
 from ._dual import (
     ZERO_MODEL_LOSS,
@@ -62,12 +74,12 @@ from ._dual import (
     dual_step,
 )
 from ._reports import (client_after_step, client_report, report_bound,
-                       server_fold_report)
+                       round_summary, server_fold_report)
 
 __all__ = ["SERVER", "client_name", "PRECISION_BITS", "crypto_seconds",
            "slots_per_plaintext", "weight_change_encoder", "row_sqnorms",
-           "client_blocks", "client_state",
-           "server_state", "Participation", "Protocol", "divergence_error"]
+           "client_blocks", "client_state", "server_state", "Participation",
+           "Protocol", "Setup", "Result", "Solver", "AcceleratedSolver"]
 
 SERVER = "server"
 
@@ -720,30 +732,43 @@ class Protocol:
     Parameters
     ----------
     fed : Federation
-    partition : HybridPartition (resolved)
-    columns : dict
-        Client index -> weight ids of its columns.
-    n_tasks : int
-        One-vs-rest tasks (columns of the duals and weights).
-    ring_encoder : callable
-        ``ring_encoder(scale, n_terms) -> RingEncoder``: the public
-        fixed-point encoding of a secure sum of weight changes.
+        The started federation of ``setup.states``.
+    setup : Setup
+        What :meth:`Solver.set_up_parties` produced (the partition, each
+        client's weight ids, the public sizes).
+    loss : str
+    lam : float
+        The loss and ``lambda``, public: with ``N`` and the sizes they set
+        the fixed-point encoding of the secure sums of weight changes
+        (:meth:`ring_encoder`).
     """
 
-    def __init__(self, fed, partition, columns, n_tasks, ring_encoder):
+    def __init__(self, fed, setup, loss, lam):
         self.fed = fed
         self.server = fed[SERVER]
+        partition = setup.partition
         self.whole_rows = partition.n_column_groups == 1
-        self.ring_encoder = ring_encoder
         # Weight ids of each client's columns (the intercept's included).
-        self.columns = columns
-        self.n_weights = 1 + max(int(np.max(c)) for c in columns.values())
-        self.n_tasks = n_tasks
+        self.columns = setup.columns
+        self.n_weights = 1 + max(int(np.max(c)) for c in self.columns.values())
+        self.n_tasks = setup.n_tasks
+        self.loss, self.lam = loss, lam
+        self.largest_rows, self.weighted = setup.largest_rows, setup.weighted
+        # N of the average: the number of rows, or with weights the total
+        # weight, which the clients sum securely at setup (total_weight).
+        self.N = setup.n_samples
         # Public structure (which client holds which cell), known to all.
         self.row_group = {k: partition.client_cell(k)[0]
                           for k in range(partition.n_clients)}
         self.column_group = {k: partition.client_cell(k)[1]
                              for k in range(partition.n_clients)}
+
+    def ring_encoder(self, scale, n_terms):
+        """The public fixed-point encoding of a secure sum of ``n_terms``
+        clients' weight changes (:func:`weight_change_encoder`)."""
+        return weight_change_encoder(self.loss, self.lam, self.N,
+                                     self.largest_rows, scale, n_terms,
+                                     weighted=self.weighted)
 
     # -- plumbing ----------------------------------------------------------
 
@@ -859,7 +884,8 @@ class Protocol:
                                  Local(exponent)).result()
         self._from_server(phase, client_receive_total_weight,
                           {k: (total,) for k in clients})
-        return float(total[0])
+        self.N = float(total[0])
+        return self.N
 
     def squared_norms(self, clients):
         """||x_i||^2 of every row, once, for the coordinate steps."""
@@ -946,22 +972,261 @@ class Protocol:
                           {k: (gammas, accept) for k in clients})
 
 
-def divergence_error(est, server, t, out):
-    """The error a diverging fixed step raises, with the last good model."""
-    kept = copy.copy(est)
-    try:
+# -- the party setup and the run, shared by both solvers -----------------------
+
+class Setup(NamedTuple):
+    """A HyFDCA federation before it starts (:meth:`Solver.set_up_parties`):
+    every party's state, and what the driver knows publicly."""
+
+    #: party name -> its initial state
+    states: dict
+    #: the resolved HybridPartition
+    partition: object
+    #: client -> global weight ids of its columns (the intercept's last)
+    columns: dict
+    #: rows of the table (``N`` until a weighted fit sums its weights)
+    n_samples: int
+    n_features: int
+    #: one-vs-rest tasks (columns of the duals and weights)
+    n_tasks: int
+    #: rows of the largest client (public sizes)
+    largest_rows: int
+    #: whether the rows carry sample weights
+    weighted: bool
+    #: the seed of the server's choice of participants
+    participation_seed: int
+
+
+class Result(NamedTuple):
+    """What a solver returns; the estimator sets its fitted attributes
+    from it (``coef_``, ``intercept_``, ``n_iter_``, ...)."""
+
+    coef: np.ndarray
+    intercept: np.ndarray
+    n_iter: int
+    objective_curve: np.ndarray
+    duality_gap: float
+    crypto_time: float
+
+
+class Solver:
+    """What the two solvers of HyFDCA share: the hyper-parameters they read,
+    the one party setup, and the run around Algorithm 1.
+
+    A solver is made from the estimator's parameters. :meth:`set_up` makes
+    the parties' states (each solver passes its own choices on to
+    :meth:`set_up_parties`); :meth:`run` plays the solver's Algorithm 1
+    (:meth:`algorithm_1`) on the started federation of those states and
+    returns a :class:`Result`; the estimator sets its attributes from it.
+    """
+
+    def __init__(self, *, loss, alpha, max_iter, local_iterations,
+                 participation, schedule, step_size, fit_intercept,
+                 intercept_scaling, encryption, key_size, n_jobs,
+                 random_state, verbose):
+        self.loss = loss
+        self.alpha = float(alpha)
+        self.max_iter = max_iter
+        self.local_iterations = local_iterations
+        self.participation = float(participation)
+        self.schedule = schedule
+        self.step_size = step_size
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.encryption = encryption
+        self.key_size = key_size
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def set_up_parties(self, X, Y, weights, partition, *, keyed, packing,
+                       participation_seed, client_seeds, local_iterations,
+                       tol, grid):
+        """The party setup of both solvers: each client's block and rows,
+        the clients' key pair, and every party's state.
+
+        The solver's own choices come in as arguments: whether the clients
+        need a key pair (``keyed``), whether they
+        pack their ciphertexts, the seed of the server's choice of
+        participants, each client's coordinate seed and ``H`` (lists in
+        client order), and the server's ``tol`` and line-search ``grid``.
+        """
+        n_samples, n_features = X.shape
+        K, C = partition.n_clients, partition.n_column_groups
+        blocks, rows, columns = client_blocks(
+            X, partition, self.fit_intercept, self.intercept_scaling)
+        row_group_of = {k: partition.client_cell(k)[0] for k in range(K)}
+        # One key pair shared by the clients; the server never holds one.
+        private_key = None
+        if keyed:
+            _, private_key = generate_keypair(  # fit warned of a small key
+                self.key_size, plaintext=self.encryption is None,
+                scheme=self.encryption or "paillier", warn=False)
+        states = {SERVER: server_state(
+            rows, columns, row_group_of, n_features + int(self.fit_intercept),
+            Y.shape[1], loss=self.loss, lam=self.alpha, n_samples=n_samples,
+            step_size=self.step_size, tol=tol, grid=grid)}
+        for k in range(K):
+            # Row weights go, like the labels, to the clients of the rows.
+            states[client_name(k)] = client_state(
+                blocks[k], Y[rows[k]],
+                None if weights is None else weights[rows[k]], private_key,
+                loss=self.loss, lam=self.alpha, n_samples=n_samples,
+                whole_rows=C == 1, local_iterations=local_iterations[k],
+                seed=client_seeds[k], n_jobs=self.n_jobs, packing=packing,
+                n_holders=C, row_group=row_group_of[k])
+        return Setup(states, partition, columns, n_samples, n_features,
+                     Y.shape[1], max(len(r) for r in rows.values()),
+                     weights is not None, participation_seed)
+
+    def run(self, fed, setup, keep=None):
+        """Run on the started federation of ``setup.states``; returns a
+        :class:`Result`. ``keep(coef, intercept)`` makes the fitted copy a
+        :class:`DivergenceError` carries (the last good model)."""
+        protocol = Protocol(fed, setup, self.loss, self.alpha)
+        if setup.weighted:
+            protocol.total_weight(range(setup.partition.n_clients))
+        w, curve, n_iter, gap = self.algorithm_1(fed, protocol, setup, keep)
+        seconds = fed.gather(fed[name].call(crypto_seconds)
+                             for name in fed.party_names)
+        coef, intercept = self.model(w, setup.n_features)
+        return Result(coef, intercept, n_iter,
+                      np.asarray(curve, dtype=np.float64).reshape(-1, 2), gap,
+                      float(sum(seconds)))
+
+    def model(self, w, n_features):
+        """``(coef, intercept)`` of the weights ``w``: the intercept is
+        ``intercept_scaling`` times the constant column's weight."""
+        coef = np.ascontiguousarray(w[:n_features].T)
+        if self.fit_intercept:
+            return coef, self.intercept_scaling * w[n_features]
+        return coef, np.zeros(w.shape[1])
+
+
+class AcceleratedSolver(Solver):
+    """``solver="accelerated"``: Algorithm 1 with the round of the class
+    Notes (the duals stay on the clients; the server steps by line search
+    with momentum and stops at ``tol``).
+
+    Parameters beyond :class:`Solver`'s: ``tol``, ``packing`` and the line
+    search's step lengths ``grid`` (:func:`._dual.line_search_grid`).
+    """
+
+    def __init__(self, *, tol, packing, grid, **params):
+        super().__init__(**params)
+        self.tol = tol
+        self.packing = packing
+        self.grid = grid
+
+    def set_up(self, X, Y, weights, partition):
+        K, R = partition.n_clients, partition.n_row_groups
+        whole_rows = partition.n_column_groups == 1
+        seeds = party_seeds(self.random_state, 1 + R + K)
+        group_seeds, own_seeds = seeds[1:1 + R], seeds[1 + R:]
+        # Parts of rows: the row group's clients share the coordinate
+        # choice (they compute the same step). Whole rows: the client's own.
+        client_seeds = [own_seeds[k] if whole_rows
+                        else group_seeds[partition.client_cell(k)[0]]
+                        for k in range(K)]
+        # Whole rows need no encryption at all: no key then.
+        return self.set_up_parties(
+            X, Y, weights, partition, keyed=not whole_rows, packing=self.packing,
+            participation_seed=seeds[0], client_seeds=client_seeds,
+            local_iterations=[self.local_iterations] * K, tol=self.tol,
+            grid=self.grid)
+
+    def algorithm_1(self, fed, protocol, setup, keep=None):
+        """Algorithm 1 (HyFDCA), with the round of the class Notes."""
+        server = fed[SERVER]
+        partition, grid = setup.partition, self.grid
+        participants = Participation(partition, self.participation,
+                                     self.schedule, setup.participation_seed)
+        everyone = list(range(partition.n_clients))
+        C = partition.n_column_groups
+        partial = not participants.all
+        # Setup: the fixed-point scale, then the rows' squared norms.
+        scale = protocol.agree_scale(everyone)
+        protocol.squared_norms(everyone)
+        curve, converged, gap, t = [], False, float("inf"), 0
+        # Encrypted rounds are slow: the first line tells the wait (a bound).
+        progress = Progress("HyFDCA", self.max_iter, self.verbose, fed=fed,
+                            estimate=self.encryption is not None and C > 1
+                            and ("at most" if self.tol is not None else True))
+        for t in protocol_rounds(range(1, self.max_iter + 1)):
+            # Server: who takes part; a row group moves with all its clients.
+            clients = participants(t)
+            present = set(clients)
+            groups = sorted({r for r in range(partition.n_row_groups)
+                             if all(r * C + c in present for c in range(C))})
+            active = [k for k in clients if protocol.row_group[k] in groups]
+            if not active:
+                curve.append(curve[-1] if curve else (np.nan, 0.0))
+                continue
+            mu, beta, verifying = server.call(server_next_point).result()
+            # The round's point (momentum) and its weights, summed securely.
+            protocol.point_weights(active, mu if self.step_size == "auto"
+                                   else None, scale)
+            protocol.send_weights(active)
+            # SecureInnerProduct: x_i^T w at the point, for the active rows.
+            protocol.secure_inner_product(active)
+            # Clients: LocalDualMethod; the direction's weights, securely.
+            if verifying:
+                protocol.no_direction(active)
+                dw = None
+            else:
+                dw = protocol.local_dual_method(active, beta, scale)
+            reports = protocol.reports(active, grid)
+            # Server: P, D and the gap; the step by line search.
+            out = server.call(server_step, *map(Local, reports), Local(dw),
+                              Local(partial)).result()
+            curve.append((out["primal"], out["dual"]))
+            gap = out["gap"]
+            progress.report(t, round_summary(out, len(clients)),
+                            last=bool(out["stop"] or out["diverged"]))
+            if out["diverged"]:
+                raise self._divergence(server, setup, t, out, keep)
+            if out["stop"]:
+                converged = True
+                break
+            if out["step"] is not None:
+                protocol.apply_step(active, *out["step"])
+            else:  # no step this round: the duals stay where they are
+                protocol.reset_point(active)
+        if not converged and participants.all:
+            # The second SecureInnerProduct of Algorithm 1, once: the last
+            # step's w is evaluated too (it may be the best, or converged).
+            protocol.point_weights(everyone, None, scale)
+            protocol.send_weights(everyone)
+            protocol.secure_inner_product(everyone)
+            protocol.no_direction(everyone)
+            reports = protocol.reports(everyone, grid)
+            out = server.call(server_step, *map(Local, reports),
+                              Local(None), Local(False)).result()
+            gap, converged = out["gap"], out["stop"]
+        if not converged and self.tol is not None:
+            warnings.warn(
+                f"HyFDCA did not reach a relative duality gap of {self.tol} "
+                f"in {self.max_iter} rounds (gap {gap:.3g}). Raise max_iter, "
+                "or loosen tol; standardised features (StandardScaler) and a "
+                "larger alpha converge in fewer rounds.", ConvergenceWarning)
         w = server.call(server_model, True).result()
-        n = est.n_features_in_
-        kept.coef_ = np.ascontiguousarray(w[:n].T)
-        kept.intercept_ = (est.intercept_scaling * w[n] if est.fit_intercept
-                           else np.zeros(w.shape[1]))
-    except Exception:  # pragma: no cover - the error below matters more
+        return w, curve, t, gap
+
+    def _divergence(self, server, setup, t, out, keep):
+        """The error a diverging fixed step raises, with the last good model
+        (in a fitted copy of the estimator that ``keep`` makes)."""
         kept = None
-    return DivergenceError(
-        f"HyFDCA diverged at round {t}: the dual objective fell to "
-        f"{out.get('fallen_to', float('nan')):.3g} (the zero model's is 0) "
-        "with the fixed "
-        f"step_size={est.step_size}; use step_size='auto' (a line search "
-        "that never lets it fall) or a smaller step_size. The last good "
-        "model is kept in this error's `estimator` attribute.",
-        estimator=kept, round=t)
+        if keep is not None:
+            try:
+                w = server.call(server_model, True).result()
+                kept = keep(*self.model(w, setup.n_features))
+            except Exception:  # pragma: no cover - the error below matters more
+                kept = None
+        return DivergenceError(
+            f"HyFDCA diverged at round {t}: the dual objective fell to "
+            f"{out.get('fallen_to', float('nan')):.3g} (the zero model's is 0) "
+            "with the fixed "
+            f"step_size={self.step_size}; use step_size='auto' (a line search "
+            "that never lets it fall) or a smaller step_size. The last good "
+            "model is kept in this error's `estimator` attribute.",
+            estimator=kept, round=t)

@@ -21,7 +21,7 @@ from skfed.crypto import (EncryptedArray, OUPublicKey, PackedEncoder,
                           PaillierPublicKey)
 from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier
-from skfed.linear_model._estimator import DivergenceError
+from skfed.exceptions import DivergenceError
 from skfed.linear_model._protocol import PRECISION_BITS, slots_per_plaintext
 from skfed.linear_model._dual import (conjugate_values, dual_step,
                                              loss_values)
