@@ -43,7 +43,7 @@ from skfed.federation import record_messages  # noqa: E402
 from skfed.linear_model import HyFDCAClassifier  # noqa: E402
 from skfed.linear_model._attacks import report_inversion  # noqa: E402
 from skfed.partition import HybridPartition  # noqa: E402
-from tests.privacy._hyfdca_plants import restore_plain_reports  # noqa: E402
+from tests.linear_model._plants import restore_plain_reports  # noqa: E402
 
 
 def run(setting, rows_per_group, n_features, rounds, n_groups=3):

@@ -21,7 +21,7 @@ from skfed.partition import (HorizontalPartition, HybridPartition,
 from skfed.privacy import audit, check_messages
 from skfed.linear_model._attacks import report_inversion, row_reconstruction
 
-from ._hyfdca_plants import restore_plain_reports
+from ._plants import restore_plain_reports
 
 X, Y = make_classification(300, 12, n_informative=6, random_state=0)
 X = StandardScaler().fit_transform(X)
