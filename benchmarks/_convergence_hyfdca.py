@@ -26,7 +26,7 @@ from sklearn.svm import LinearSVC
 from _common import hard_variants
 from skfed.linear_model import HyFDCAClassifier
 from skfed.exceptions import DivergenceError
-from skfed.linear_model._hyfdca_dual import loss_values
+from skfed.linear_model._dual import loss_values
 
 LOSSES = ("hinge", "squared_hinge", "logistic")
 NOTE = ("final primal objective / the centralised optimum of the same "

@@ -2,7 +2,7 @@
 
 The server holds ``w_t`` every round and receives loss sums over rows; the
 attack fits ``L_t = sum_i l(y_i [x_i, 1]^T w_t)`` over the rounds (see
-:mod:`skfed.linear_model._hyfdca_reports_attack`). Three settings, each a
+:mod:`skfed.linear_model._attacks`). Three settings, each a
 plaintext fit of standardised ``make_classification`` rows (``tol=None``):
 
 - ``per-group``: every row group's plaintext report (the protocol before
@@ -41,10 +41,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from _common import text_table  # noqa: E402
 from skfed.federation import record_messages  # noqa: E402
 from skfed.linear_model import HyFDCAClassifier  # noqa: E402
-from skfed.linear_model._hyfdca_reports_attack import (  # noqa: E402
-    report_inversion)
+from skfed.linear_model._attacks import report_inversion  # noqa: E402
 from skfed.partition import HybridPartition  # noqa: E402
-from tests.privacy._hyfdca_plants import restore_plain_reports  # noqa: E402
+from tests.linear_model._plants import restore_plain_reports  # noqa: E402
 
 
 def run(setting, rows_per_group, n_features, rounds, n_groups=3):

@@ -72,7 +72,7 @@ EXPECTED_FAILED_CHECKS["FederatedKernelKMeans"] = {
 # HyFDCA: a row of weight k and its k copies have different dual variables,
 # so the iterates take different paths to the same optimum; after the 100
 # rounds set above they agree to ~1e-4, not sklearn's 1e-7 (sklearn sets
-# tol=1e-12 for LinearSVC here). tests/linear_model/test_hyfdca_weights.py
+# tol=1e-12 for LinearSVC here). tests/linear_model/test_estimator.py
 # checks repeated and removed rows against weights at a tight tol.
 _DUAL_PATHS = (
     "dual coordinate ascent stopped after max_iter rounds: weighted rows and "

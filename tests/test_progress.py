@@ -172,7 +172,7 @@ def test_encrypted_hyfdca_prints_at_most_the_wait(capsys, monkeypatch):
 
 
 def test_hyfdca_round_line_says_what_it_does_not_know_yet():
-    from skfed.linear_model._hyfdca_reports import round_summary
+    from skfed.linear_model._reports import round_summary
 
     out = {"primal": float("inf"), "dual": 1e-12, "gap": 1e300}
     text = round_summary(out, 2)

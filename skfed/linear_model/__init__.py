@@ -3,6 +3,6 @@
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from ._hyfdca import HyFDCAClassifier
+from ._estimator import HyFDCAClassifier
 
 __all__ = ["HyFDCAClassifier"]

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from ._hyfdca_dual import _conj_at, conjugate_values, loss_values
+from ._dual import _conj_at, conjugate_values, loss_values
 
 __all__ = ["client_report", "client_after_step", "report_bound",
            "round_summary", "server_fold_report"]

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from skfed.linear_model import _hyfdca_exchange
-from skfed.linear_model._hyfdca_dual import conjugate_values, loss_values
+from skfed.linear_model import _protocol
+from skfed.linear_model._dual import conjugate_values, loss_values
 
 
 def _plain_report(client, grid):
@@ -20,7 +20,7 @@ def restore_plain_reports(monkeypatch):
     """Each row group's reporter also sends its plaintext report (phase
     ``"objective report"``, as before the reports were summed securely);
     the fit runs on the secure sums as before."""
-    original = _hyfdca_exchange.Protocol.reports
+    original = _protocol.Protocol.reports
 
     def leaky_reports(self, clients, grid):
         out = original(self, clients, grid)
@@ -29,4 +29,4 @@ def restore_plain_reports(monkeypatch):
                         self._local(reporters, _plain_report, grid))
         return out
 
-    monkeypatch.setattr(_hyfdca_exchange.Protocol, "reports", leaky_reports)
+    monkeypatch.setattr(_protocol.Protocol, "reports", leaky_reports)

@@ -2,8 +2,8 @@
 
 Convergence to liblinear's optimum at the paper's setting (issue 30's
 acceptance), section 4.3's cyclic vertical participation, encryption that
-does not change the model, the theorems' steps, divergence, and the privacy
-contract of the new phases (with a planted leak of one dual in the clear).
+does not change the model, the theorems' steps and divergence (the
+contract of its phases is tested in ``test_contract.py``).
 """
 
 import warnings
@@ -15,17 +15,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
-from skfed.crypto import EncryptedArray
 from skfed.exceptions import DivergenceError
-from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier
-from skfed.linear_model import _hyfdca_paper_parties as PP
-from skfed.linear_model._hyfdca_paper import (ColumnCycle,
-                                             paper_local_iterations,
-                                             paper_steps)
-from skfed.partition import (HorizontalPartition, HybridPartition,
-                             VerticalPartition)
-from skfed.privacy import check_messages
+from skfed.linear_model._paper import (ColumnCycle, paper_local_iterations,
+                                      paper_steps)
+from skfed.partition import HybridPartition, VerticalPartition
 
 LAM = 1e-2
 
@@ -202,62 +196,6 @@ def test_losses_and_multiclass():
         assert est.fit(X, y).score(X, y) > 0.55  # chance: 1/3
         assert est.coef_.shape == (3, 8)
 
-
-# -- privacy contract ------------------------------------------------------------
-
-XS, YS = make_classification(120, 8, n_informative=5, random_state=0)
-XS = StandardScaler().fit_transform(XS)
-SMALL = dict(solver="paper", local_iterations=6, max_iter=3, key_size=512,
-             random_state=0)
-
-
-@pytest.mark.parametrize("partition, extra", [
-    (HybridPartition(2, 2), {}),
-    (VerticalPartition(2), dict(participation=0.5, schedule="cyclic")),
-    (HorizontalPartition(3), {})],
-    ids=["hybrid-2x2", "vertical-cyclic", "horizontal-3"])
-def test_paper_messages_satisfy_the_contract(partition, extra):
-    est = HyFDCAClassifier(partition, **SMALL, **extra)
-    with record_messages() as rec:
-        est.fit(XS, YS)
-    assert check_messages(est, rec.messages, XS, YS) == []
-    duals = [m for m in rec.messages if m.phase == "duals"]
-    assert duals and all(isinstance(m.payload[0], EncryptedArray)
-                         for m in duals)
-    # The server only ever sees ciphertexts of the duals, and nothing of
-    # the accelerated round (no reports, no steps).
-    phases = {m.phase for m in rec.messages}
-    assert not phases & {"step", "objective report", "direction"}
-
-
-def test_accelerated_contract_refuses_the_duals_phase():
-    est = HyFDCAClassifier(HybridPartition(2, 2), **SMALL)
-    with record_messages() as rec:
-        est.fit(XS, YS)
-    est.set_params(solver="accelerated")
-    assert any(v.phase == "duals"
-               for v in check_messages(est, rec.messages, XS, YS))
-
-
-def test_planted_leak_one_dual_in_the_clear_is_flagged(monkeypatch):
-    """A client that sends one of its duals in the clear beside its
-    ciphertexts is caught by check_messages."""
-    send, add = PP.client_local_dual_method, PP.server_add_duals
-
-    def leaky_send(client, gamma):
-        return send(client, gamma), np.array([client.A[0, 0] + 0.5])
-
-    def strip(server, changes):
-        return add(server, {k: v[0] for k, v in changes.items()})
-
-    monkeypatch.setattr(PP, "client_local_dual_method", leaky_send)
-    monkeypatch.setattr(PP, "server_add_duals", strip)
-    est = HyFDCAClassifier(HybridPartition(2, 2), **SMALL)
-    with record_messages() as rec:
-        est.fit(XS, YS)
-    found = [v for v in check_messages(est, rec.messages, XS, YS)
-             if v.phase == "duals"]
-    assert found, "a dual in the clear must be flagged"
 
 
 def test_paper_solver_reaches_the_weighted_optimum():

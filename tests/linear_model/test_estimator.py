@@ -1,6 +1,10 @@
-"""HyFDCAClassifier: convergence to the centralised optimum with defaults,
-the step safeguard, encryption that does not change the result, the
-protocol's messages, partitions, and the sklearn plumbing."""
+"""HyFDCAClassifier (:mod:`skfed.linear_model._estimator`): convergence to
+the centralised optimum with defaults, the step safeguard, encryption that
+does not change the result, partitions and participation, the sklearn
+plumbing, sample weights (the weighted objective's optimum against
+liblinear and L-BFGS, integer weights as repeated rows, zero weights as
+removed rows) and sparse input (the model equals the dense fit's). What
+the parties send is tested in ``test_protocol.py``."""
 
 import pickle
 import warnings
@@ -8,24 +12,20 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.optimize import minimize, minimize_scalar
+import scipy.sparse as sp
+from scipy.optimize import minimize
 from sklearn import config_context
 from sklearn.datasets import load_breast_cancer, load_iris
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
-from skfed.crypto import (EncryptedArray, OUPublicKey, PackedEncoder,
-                          PaillierPublicKey)
+from skfed.exceptions import DivergenceError
 from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier
-from skfed.linear_model._hyfdca import DivergenceError
-from skfed.linear_model._hyfdca_encryption import (PRECISION_BITS,
-                                                   slots_per_plaintext)
-from skfed.linear_model._hyfdca_dual import (conjugate_values, dual_step,
-                                             loss_values)
+from skfed.linear_model._dual import loss_values
 from skfed.partition import (HorizontalPartition, HybridPartition,
                              VerticalPartition)
 
@@ -81,33 +81,6 @@ def smooth_optimum(X, y, lam, loss):
     res = minimize(f, np.zeros(Z.shape[1]), jac=True, method="L-BFGS-B",
                    options=dict(gtol=1e-12, ftol=1e-15, maxiter=10_000))
     return res.fun
-
-
-# -- the local dual step, by hand ---------------------------------------------
-
-@pytest.mark.parametrize("loss", ["hinge", "squared_hinge", "logistic"])
-def test_dual_step_maximises_the_one_dimensional_subproblem(loss):
-    rng = np.random.RandomState(0)
-    upper = 1.0 if loss != "squared_hinge" else 10.0
-    for _ in range(20):
-        a = rng.uniform(0.01, 0.99)
-        b, c = rng.normal(scale=2.0), rng.uniform(0.05, 5.0)
-
-        def objective(x):
-            return -(conjugate_values(loss, x) - (x - a) * b - 0.5 * c * (x - a) ** 2)
-
-        ref = minimize_scalar(objective, bounds=(0.0, upper), method="bounded",
-                              options=dict(xatol=1e-12)).x
-        got = dual_step(loss, np.array([a]), np.array([b]), np.array([c]))[0]
-        assert objective(got) <= objective(ref) + 1e-10
-        assert got == pytest.approx(ref, abs=1e-5)
-
-
-def test_hinge_step_is_the_papers_closed_form_with_the_row_norm():
-    # a' = clip(a + lambda N (1 - y x^T w) / ||x||^2, 0, 1), c = ||x||^2/(lambda N)
-    a = np.array([0.2, 0.5, 0.9])
-    b, c = np.array([0.5, 3.0, -1.0]), np.array([2.0, 1.0, 0.5])
-    np.testing.assert_allclose(dual_step("hinge", a, b, c), [0.45, 0.0, 1.0])
 
 
 # -- convergence with defaults --------------------------------------------------
@@ -262,35 +235,6 @@ def test_encryption_does_not_change_the_result(packing, factor, encryption,
     assert secure.crypto_time_ > 0
 
 
-@pytest.mark.parametrize("encryption, scheme", [("paillier", PaillierPublicKey),
-                                                ("ou", OUPublicKey)])
-def test_packing_fills_each_scheme_s_plaintext_without_overflow(encryption,
-                                                                 scheme):
-    # OU's plaintexts are a third of Paillier's (key_size // 3 - 3 bits):
-    # fewer slots, and a packed sum over a row group's clients still fits.
-    X, y = _small()
-    with record_messages() as rec:
-        clf = HyFDCAClassifier(max_iter=2, tol=None, key_size=512,
-                               encryption=encryption, random_state=0).fit(X, y)
-    part = clf.partition_
-    sent = [m for m in rec.messages if m.phase == "inner products"]
-    assert sent and all(isinstance(m.payload[0].public_key, scheme)
-                        for m in sent)
-    # The server adds the parts of the decryptor's partners: one here.
-    n_slots = slots_per_plaintext(sent[0].payload[0].public_key,
-                                  part.n_column_groups - 1)
-    assert n_slots == {"paillier": 12, "ou": 3}[encryption]
-    assert n_slots == PackedEncoder.max_slots(512, 1, PRECISION_BITS,
-                                              encryption)
-    for m in sent:
-        (payload,) = m.payload
-        rows = len(part.client_rows(int((m.receiver if m.sender == "server"
-                                         else m.sender)[len("client"):])))
-        assert payload.size == -(-rows // n_slots)
-        assert payload.encoder.n_slots == n_slots
-        assert payload.encoder.n_bits < int(payload.public_key.max_int).bit_length()
-
-
 def test_data_that_cannot_be_encoded_fails_before_any_party_starts():
     X, y = _small()
     with record_messages() as rec:
@@ -299,134 +243,7 @@ def test_data_that_cannot_be_encoded_fails_before_any_party_starts():
     assert rec.messages == []
 
 
-def test_messages_of_an_encrypted_round():
-    X, y = _small()
-    with record_messages() as rec:
-        clf = HyFDCAClassifier(max_iter=3, tol=None, key_size=512,
-                               random_state=0).fit(X, y)
-    part = clf.partition_
-    by_phase = {}
-    for m in rec.messages:
-        by_phase.setdefault(m.phase, []).append(m)
-    # Inner products and squared norms travel encrypted, both ways.
-    for phase in ("inner products", "squared norms"):
-        assert by_phase[phase]
-        for m in by_phase[phase]:
-            (payload,) = m.payload
-            assert isinstance(payload, EncryptedArray)
-    # The row groups' sums go to one client per row group, which decrypts
-    # and shares them with its partners: one decryption per row group.
-    rounds = clf.n_iter_ + 1  # the last w is evaluated once more
-    returned = [m for m in by_phase["inner products"] if m.sender == "server"]
-    assert len(returned) == part.n_row_groups * rounds
-    for m in by_phase["inner products/shared"]:
-        assert (part.client_cell(int(m.sender[len("client"):]))[0]
-                == part.client_cell(int(m.receiver[len("client"):]))[0])
-        assert m.payload[0].dtype.kind == "f"
-    assert len(by_phase["inner products/shared"]) == (
-        part.n_clients - part.n_row_groups) * rounds
-    # The decryptor never encrypts its own part: only its partners send.
-    uploaded = [m for m in by_phase["inner products"] if m.receiver == "server"]
-    assert len(uploaded) == (part.n_clients - part.n_row_groups) * rounds
-    decryptors = {m.receiver for m in returned}
-    assert not decryptors & {m.sender for m in uploaded}
-    # The squared norms (setup) take the same route, once.
-    assert len(by_phase["squared norms"]) == part.n_clients
-    assert len(by_phase["squared norms/shared"]) == (
-        part.n_clients - part.n_row_groups)
-    # The server receives one masked upload per client per secure sum; no
-    # column group is ever alone in a 2x2 grid with everyone taking part.
-    uploads = by_phase["direction/upload"]
-    assert len(uploads) == part.n_clients * clf.n_iter_
-    assert all(m.payload[0].dtype == np.uint64 for m in uploads)
-    assert not any(p.endswith("/alone/upload") for p in by_phase)
-    # A client only ever receives the weights of its own columns.
-    for m in by_phase["primal weights"]:
-        k = int(m.receiver[len("client"):])
-        width = len(part.client_columns(k)) + (part.client_cell(k)[1] == 0)
-        assert m.payload[0].shape == (width, 1)
-    # No dual variable leaves a client: nothing a client sends has one value
-    # per row in plaintext.
-    for m in rec.messages:
-        if m.sender.startswith("client"):
-            for leaf in m.payload:
-                if isinstance(leaf, np.ndarray) and leaf.dtype.kind == "f":
-                    assert len(X) // 4 not in leaf.shape
-
-
-def test_horizontal_split_needs_no_encryption():
-    X, y = _small()
-    with record_messages() as rec:
-        clf = HyFDCAClassifier(HorizontalPartition(3), max_iter=5, tol=None,
-                               key_size=512, random_state=0).fit(X, y)
-    phases = set(clf.communication_.by_phase)
-    assert "inner products" not in phases and "squared norms" not in phases
-    assert clf.communication_.total_ciphertexts == 0
-    assert {"direction/upload", "objective report/upload", "step"} <= phases
-    assert not any(isinstance(p, EncryptedArray) for m in rec.messages
-                   for p in m.payload)
-
-
-def test_vertical_split_sends_each_client_part_alone():
-    # One row group: each column group has a single client, whose weight
-    # change the server sees (declared as such in the contract).
-    X, y = _small()
-    clf = HyFDCAClassifier(VerticalPartition(3), max_iter=3, tol=None,
-                           encryption=None, random_state=0).fit(X, y)
-    phases = clf.communication_.by_phase
-    assert phases["direction/alone/upload"]["messages"] == 3 * clf.n_iter_
-    assert "direction/upload" not in phases
-
-
-def test_keys_do_not_come_from_random_state():
-    X, y = _small()
-    params = dict(max_iter=1, tol=None, key_size=512, random_state=0)
-    moduli = []
-    for _ in range(2):
-        with record_messages() as rec:
-            HyFDCAClassifier(**params).fit(X, y)
-        m = next(m for m in rec.messages if m.phase == "inner products")
-        moduli.append(int(m.payload[0].public_key.n))
-    assert moduli[0] != moduli[1]
-
-
-def test_masks_differ_between_fits_but_the_model_does_not():
-    X, y = _small()
-    fits, uploads = [], []
-    for _ in range(2):
-        with record_messages() as rec:
-            fits.append(HyFDCAClassifier(HorizontalPartition(3), max_iter=5,
-                                         tol=None, random_state=0).fit(X, y))
-        uploads.append([m.payload[0] for m in rec.messages
-                        if m.phase == "direction/upload"])
-    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
-    assert not np.array_equal(uploads[0][0], uploads[1][0])
-
-
 # -- participation ------------------------------------------------------------------
-
-@pytest.mark.parametrize("schedule", ["random", "cyclic"])
-def test_only_row_groups_with_every_client_present_move(schedule):
-    X, y = _small()
-    with record_messages() as rec:
-        clf = HyFDCAClassifier(HybridPartition(2, 2), participation=0.5,
-                               schedule=schedule, max_iter=12, tol=None,
-                               encryption=None, random_state=0).fit(X, y)
-    part = clf.partition_
-    # The clients of a round get their weights one after the other.
-    rounds, previous = [], None
-    for m in rec.messages:
-        if m.phase == "primal weights":
-            if previous != "primal weights":
-                rounds.append(set())
-            rounds[-1].add(int(m.receiver[len("client"):]))
-        previous = m.phase
-    assert rounds
-    for active in rounds:  # whole row groups only
-        for k in active:
-            assert set(part.clients_of_row_group(part.client_cell(k)[0])) <= active
-    if schedule == "cyclic":  # the row groups take turns
-        assert rounds[:4] == [{0, 1}, {2, 3}, {0, 1}, {2, 3}]
 
 
 def test_partial_participation_on_a_vertical_split_needs_the_paper_solver():
@@ -515,35 +332,218 @@ def test_single_class_is_refused():
         HyFDCAClassifier(encryption=None).fit(X, np.zeros(len(X)))
 
 
-def test_report_shares_keep_double_the_ring_precision():
-    # Each report entry travels rounded to the ring plus its scaled rounding
-    # error: the decoded total of three shares keeps ~2x the fractional
-    # bits, and a non-finite value is sent as 0 and counted.
-    from types import SimpleNamespace
+# -- sample weights -----------------------------------------------------------
 
-    from skfed.federation.secure_sum import RingEncoder
-    from skfed.linear_model._hyfdca_reports import client_report, split_total
+TIGHT = dict(encryption=None, tol=1e-6, max_iter=3000, random_state=0)
 
-    rng = np.random.RandomState(0)
-    grid = np.array([0.0, 1.0])
-    encoder = RingEncoder.for_bound(1e15, n_terms=3)
-    shares, exact = [], 0.0
-    for i in range(3):
-        margins = rng.normal(size=(50, 1)) * 30
-        client = SimpleNamespace(
-            s=np.ones((50, 1)), loss="hinge", margins=margins,
-            point=rng.uniform(size=(50, 1)), direction=np.zeros((50, 1)),
-            loss_sum=np.zeros(1), conj_sum=np.zeros(1), report=None)
-        if i == 2:
-            client.margins[0] = np.nan
-        share = client_report(client, grid, 1e15, encoder.frac_bits)
-        shares.append(encoder.encode(share))
-        if i < 2:
-            exact += np.maximum(0, 1 - margins).sum()
-    total = split_total(encoder.decode(sum(shares)), encoder.frac_bits)
-    assert encoder.frac_bits <= 12  # alone: ~2e-4 absolute at best
-    assert total[-1, 0] == 1.0  # one value flagged (task 0's loss)
-    f = encoder.frac_bits
-    # rounded alone: errors up to 3 * 2**-(f + 1); with the shares' rounding
-    # errors: 3 * 2**-(2 f + 2)
-    assert abs(total[0, 0] - exact) <= 3 * 2.0 ** -(2 * f + 2)
+
+def _data():
+    X, y = load_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X)[::4], y[::4]
+
+
+def _weights(n, seed=0):
+    return np.random.RandomState(seed).uniform(0.2, 3.0, size=n)
+
+
+def weighted_primal(w, b, X, y, s, lam, loss):
+    """lambda/2 (||w||^2 + b^2) + 1/S sum_i s_i l(y_i (x_i^T w + b))."""
+    signs = np.where(y == np.unique(y)[1], 1.0, -1.0)
+    return (0.5 * lam * (w @ w + b * b)
+            + np.sum(s * loss_values(loss, signs * (X @ w + b))) / np.sum(s))
+
+
+def _model_primal(clf, X, y, s, loss="hinge"):
+    return weighted_primal(clf.coef_.ravel(), float(clf.intercept_[0]), X, y,
+                           s, clf.alpha, loss)
+
+
+def test_weighted_hinge_reaches_liblinears_weighted_optimum():
+    # Same objective: LinearSVC(C = 1 / (lambda S)) with the same weights
+    # and a regularised intercept column (intercept_scaling=1).
+    X, y = _data()
+    s = _weights(len(y))
+    lam = 1e-2
+    clf = HyFDCAClassifier(HybridPartition(2, 2), alpha=lam, **TIGHT).fit(
+        X, y, sample_weight=s)
+    svc = LinearSVC(loss="hinge", C=1.0 / (lam * s.sum()), tol=1e-10,
+                    max_iter=200_000).fit(X, y, sample_weight=s)
+    reference = weighted_primal(svc.coef_.ravel(), float(svc.intercept_[0]),
+                                X, y, s, lam, "hinge")
+    ours = _model_primal(clf, X, y, s)
+    assert ours <= reference * (1 + 1e-6)
+    # Strong convexity: ||w - w*||^2 <= 2 (P(w) - P*) / lambda.
+    np.testing.assert_allclose(clf.coef_, svc.coef_, atol=2e-3)
+    # The weights matter: the unweighted optimum is worse on this objective.
+    plain = HyFDCAClassifier(HybridPartition(2, 2), alpha=lam, **TIGHT).fit(X, y)
+    assert _model_primal(plain, X, y, s) > ours * (1 + 1e-3)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared_hinge"])
+def test_weighted_smooth_losses_reach_the_weighted_primal_optimum(loss):
+    X, y = _data()
+    s = _weights(len(y), seed=1)
+    lam = 1e-2
+    Z = np.hstack([X, np.ones((len(X), 1))])
+    signs = np.where(y == 1, 1.0, -1.0)
+
+    def f(w):  # the weighted primal and its gradient, centralised
+        m = signs * (Z @ w)
+        g = (-signs / (1.0 + np.exp(m)) if loss == "logistic"
+             else -signs * np.maximum(0.0, 1.0 - m))
+        return (0.5 * lam * w @ w + np.sum(s * loss_values(loss, m)) / s.sum(),
+                lam * w + Z.T @ (s * g) / s.sum())
+
+    res = minimize(f, np.zeros(Z.shape[1]), jac=True, method="L-BFGS-B",
+                   options=dict(gtol=1e-12, ftol=1e-15, maxiter=10_000))
+    clf = HyFDCAClassifier(VerticalPartition(2), loss=loss, alpha=lam,
+                           **{**TIGHT, "tol": 1e-5}).fit(X, y, sample_weight=s)
+    ours = _model_primal(clf, X, y, s, loss)
+    assert abs(ours - res.fun) <= 1e-5 * res.fun
+    # Strong convexity: ||w - w*||^2 <= 2 (P(w) - P*) / lambda for both
+    # solutions, with P* at most the smaller of their values (a hair below,
+    # for L-BFGS's own rounding).
+    low = min(ours, res.fun) - 1e-12 * res.fun
+    radius = np.sqrt(2 * (ours - low) / lam) + np.sqrt(2 * (res.fun - low) / lam)
+    delta = np.append(clf.coef_.ravel(), clf.intercept_) - res.x
+    assert np.linalg.norm(delta) <= radius
+
+
+@pytest.mark.parametrize("partition", [HybridPartition(2, 2),
+                                       HorizontalPartition(3)],
+                         ids=["hybrid", "horizontal"])
+def test_integer_weights_equal_repeated_rows(partition):
+    X, y = _data()
+    k = np.random.RandomState(2).randint(1, 4, size=len(y))
+    weighted = HyFDCAClassifier(partition, alpha=0.1, **TIGHT).fit(
+        X, y, sample_weight=k)
+    repeated = HyFDCAClassifier(partition, alpha=0.1, **TIGHT).fit(
+        np.repeat(X, k, axis=0), np.repeat(y, k))
+    np.testing.assert_allclose(weighted.coef_, repeated.coef_, atol=1e-4)
+    np.testing.assert_allclose(weighted.intercept_, repeated.intercept_,
+                               atol=1e-4)
+    np.testing.assert_array_equal(weighted.predict(X), repeated.predict(X))
+
+
+def test_zero_weights_equal_removed_rows():
+    X, y = _data()
+    keep = np.random.RandomState(3).uniform(size=len(y)) < 0.7
+    s = np.where(keep, _weights(len(y), seed=4), 0.0)
+    weighted = HyFDCAClassifier(HybridPartition(2, 2), alpha=0.1, **TIGHT).fit(
+        X, y, sample_weight=s)
+    removed = HyFDCAClassifier(HybridPartition(2, 2), alpha=0.1, **TIGHT).fit(
+        X[keep], y[keep], sample_weight=s[keep])
+    np.testing.assert_allclose(weighted.coef_, removed.coef_, atol=1e-4)
+    np.testing.assert_allclose(weighted.intercept_, removed.intercept_,
+                               atol=1e-4)
+
+
+def test_unit_weights_are_the_unweighted_fit():
+    X, y = _data()
+    params = dict(partition=HybridPartition(2, 2), encryption=None,
+                  max_iter=20, tol=None, random_state=0)
+    plain = HyFDCAClassifier(**params).fit(X, y)
+    ones = HyFDCAClassifier(**params).fit(X, y, sample_weight=np.ones(len(y)))
+    # Same iterates; only the ring encoding of the secure sums differs.
+    np.testing.assert_allclose(ones.coef_, plain.coef_, atol=1e-8)
+    np.testing.assert_allclose(ones.objective_curve_, plain.objective_curve_,
+                               rtol=1e-8)
+
+
+def test_encrypted_weighted_fit_equals_the_plaintext_one():
+    X, y = _data()
+    s = _weights(len(y), seed=5)
+    params = dict(partition=HybridPartition(2, 2), max_iter=6, tol=None,
+                  random_state=0)
+    plain = HyFDCAClassifier(encryption=None, **params).fit(
+        X, y, sample_weight=s)
+    secure = HyFDCAClassifier(key_size=512, **params).fit(
+        X, y, sample_weight=s)
+    np.testing.assert_allclose(secure.coef_, plain.coef_,
+                               atol=1e-8 * np.max(np.abs(plain.coef_)))
+
+
+@pytest.mark.parametrize("weight, match", [
+    ("negative", "Negative values"), ("zeros", "non-zero"),
+    ("short", "shape")])
+def test_bad_weights_are_refused(weight, match):
+    X, y = _data()
+    n = len(y)
+    weight = {"negative": -np.ones(n), "zeros": np.zeros(n),
+              "short": np.ones(n - 1)}[weight]
+    with pytest.raises(ValueError, match=match):
+        HyFDCAClassifier(encryption=None, max_iter=2).fit(
+            X, y, sample_weight=weight)
+
+
+def test_sample_weight_is_routed_by_metadata_routing():
+    X, y = _data()
+    s = _weights(len(y), seed=7)
+    cv = KFold(2)
+    params = dict(partition=HybridPartition(2, 2), encryption=None,
+                  max_iter=30, tol=None, random_state=0)
+    expected = [HyFDCAClassifier(**params).fit(
+        X[train], y[train], sample_weight=s[train]).score(X[test], y[test])
+        for train, test in cv.split(X)]
+    with config_context(enable_metadata_routing=True):
+        routed = HyFDCAClassifier(**params).set_fit_request(
+            sample_weight=True).set_score_request(sample_weight=False)
+        scores = cross_val_score(routed, X, y, cv=cv,
+                                 params={"sample_weight": s})
+    np.testing.assert_allclose(scores, expected)
+
+
+# -- sparse input -------------------------------------------------------------
+
+#: sparse and dense products add in different orders; the duals follow
+TOL = 1e-7
+
+
+def _sparse_data():
+    """Breast cancer, standardised, small entries set to 0 (~60% zeros)."""
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)[::4]
+    X[np.abs(X) < 0.8] = 0.0
+    return X, y[::4]
+
+
+def _assert_same_model(a, b, X):
+    scale = np.max(np.abs(a.coef_))
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=TOL * scale)
+    np.testing.assert_allclose(a.intercept_, b.intercept_, atol=TOL * scale)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X),
+                               atol=TOL * scale * 10)
+
+
+@pytest.mark.parametrize("partition, container", [
+    (HybridPartition(2, 2), sp.csr_matrix),
+    (HybridPartition(2, 2), sp.csc_matrix),
+    (HybridPartition(2, 2), sp.coo_array),
+    (VerticalPartition(3), sp.csr_matrix),
+    (HorizontalPartition(3), sp.csc_matrix)],
+    ids=["hybrid-csr", "hybrid-csc", "hybrid-coo", "vertical-csr",
+         "horizontal-csc"])
+def test_sparse_fit_equals_the_dense_fit(partition, container):
+    X, y = _sparse_data()
+    params = dict(partition=partition, encryption=None, max_iter=25, tol=None,
+                  random_state=0)
+    dense = HyFDCAClassifier(**params).fit(X, y)
+    sparse = HyFDCAClassifier(**params).fit(container(X), y)
+    _assert_same_model(sparse, dense, X)
+    assert sparse.n_iter_ == dense.n_iter_
+
+
+def test_encrypted_weighted_sparse_fit_equals_the_dense_fit():
+    X, y = _sparse_data()
+    s = np.random.RandomState(0).uniform(0.0, 2.0, size=len(y))
+    params = dict(partition=HybridPartition(2, 2), key_size=512, max_iter=6,
+                  tol=None, random_state=0)
+    dense = HyFDCAClassifier(**params).fit(X, y, sample_weight=s)
+    sparse = HyFDCAClassifier(**params).fit(sp.csr_matrix(X), y,
+                                            sample_weight=s)
+    _assert_same_model(sparse, dense, X)
+
+
+def test_sparse_input_is_declared_in_the_tags():
+    assert HyFDCAClassifier().__sklearn_tags__().input_tags.sparse

@@ -1,7 +1,7 @@
-"""HyFDCA's privacy contract and the hooks :mod:`skfed.privacy` reads.
+"""HyFDCA's privacy contract: what each message of a fit may carry.
 
 The contract is a whitelist of every message of a fit, phase by phase, as
-:mod:`._hyfdca_exchange` sends them. What the paper (section 3) requires is
+:mod:`._protocol` sends them. What the paper (section 3) requires is
 encrypted stays so: the partial inner products (from many pairs ``(w_t,
 x_i^T w_t)`` the server could solve for ``x_i``) and the squared norms. The
 dual variables, which the paper encrypts so that the server cannot pair
@@ -22,9 +22,8 @@ What remains, declared below rather than hidden:
   participation, or one row group holding every row) is a one-term sum:
   the server sees that group's sums, declared as an ``Aggregate`` over at
   least ``min_rows`` rows; the same round shows it the group's weight
-  change alone too. ``report_inversion``
-  (:mod:`._hyfdca_reports_attack`)
-  measures what the report series gives away.
+  change alone too. ``report_inversion`` (:mod:`._attacks`) measures
+  what the report series gives away.
 - The clients learn, for their rows, the full inner products ``x_i^T w``
   and squared norms (hence their partners' parts, by subtraction), as in
   the paper. One client per row group decrypts its partners' summed
@@ -45,12 +44,10 @@ rule.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-import numpy as np
-
 from .._privacy_core import (Aggregate, Ciphertext, Contract, Inherent,
                              OwnShare, Public, Rule, secure_sum_rules)
 
-__all__ = ["hyfdca_contract", "HyFDCAPrivacyMixin", "WEIGHT_SUM_PHASES"]
+__all__ = ["hyfdca_contract", "paper_rules", "WEIGHT_SUM_PHASES"]
 
 #: the secure sums of a round: the point's shift (momentum) and the
 #: direction's change of w
@@ -68,7 +65,7 @@ _TASKS = "est.coef_.shape[0]"
 _WEIGHTS = f"(features + 1) * {_TASKS}"
 #: a reporter's share: per task, the loss change, one conjugate change per
 #: step length and the count of entries out of bound, each rounded and with
-#: its rounding error (``_hyfdca_reports.client_report``)
+#: its rounding error (``_reports.client_report``)
 _REPORT_SHARE = f"2 * (2 + len(est._grid())) * {_TASKS}"
 
 
@@ -240,35 +237,3 @@ def hyfdca_contract(min_rows=1, solver="accelerated"):
     if solver == "paper":
         rules += paper_rules()
     return Contract("hyfdca", rules)
-
-
-class HyFDCAPrivacyMixin:
-    """The privacy hooks of :class:`~skfed.linear_model.HyFDCAClassifier`."""
-
-    def _privacy_secrets(self, X, y=None, sample_weight=None, **fit_params):
-        """The base secrets, plus each client's row weights (kind
-        ``"weights"``) when the fit was weighted."""
-        from .._privacy_core import Secret
-
-        secrets = super()._privacy_secrets(X, y, **fit_params)
-        if sample_weight is not None:
-            weight = np.asarray(sample_weight, dtype=float)
-            partition = self.partition_
-            for k in range(partition.n_clients):
-                secrets.append(Secret(f"client{k}", "weights",
-                                      f"row weights of client{k}",
-                                      weight[partition.client_rows(k)]))
-        return secrets
-
-    def _privacy_contract(self):
-        partition = self.partition_
-        sizes = [len(partition.client_rows(k))
-                 for k in range(partition.n_clients)]
-        return hyfdca_contract(min(sizes) if sizes else 1,
-                               getattr(self, "solver", "accelerated"))
-
-    def _privacy_attacks(self):
-        from ._hyfdca_attacks import row_reconstruction
-        from ._hyfdca_reports_attack import report_inversion
-
-        return [row_reconstruction, report_inversion]

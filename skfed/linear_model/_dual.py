@@ -3,9 +3,10 @@
 Pure functions of numbers, no party state: the primal and conjugate values
 of the hinge, squared hinge and logistic losses, the exact maximiser of one
 dual coordinate's subproblem (the paper's Algorithm 5, with the row norm it
-leaves out), a client's sequential local pass over whole rows, and the
-server's line search along the aggregated direction. The party functions
-that use them are in :mod:`._hyfdca_protocol`.
+leaves out), a client's sequential local pass over whole rows (reading its
+block row by row, dense or CSR), and the server's line search along the
+aggregated direction with its step lengths. The party functions
+that use them are in :mod:`._protocol`.
 """
 
 # Authors: The skfed developers
@@ -14,12 +15,11 @@ that use them are in :mod:`._hyfdca_protocol`.
 import math
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit, xlogy
 
-from ._hyfdca_data import row_reader
-
-__all__ = ["LINE_SEARCH_GRID", "ZERO_MODEL_LOSS", "loss_values",
-           "conjugate_values", "dual_step"]
+__all__ = ["LINE_SEARCH_GRID", "ZERO_MODEL_LOSS", "line_search_grid",
+           "loss_values", "conjugate_values", "dual_step", "row_reader"]
 
 #: step lengths at which clients report their conjugate sums: the exact
 #: values of a polynomial of degree 1 (hinge) or 2 (squared hinge), a grid
@@ -32,6 +32,17 @@ LINE_SEARCH_GRID = {
 
 #: value of the loss at margin 0 (the zero model's primal objective)
 ZERO_MODEL_LOSS = {"hinge": 1.0, "squared_hinge": 0.5, "logistic": math.log(2.0)}
+
+
+def line_search_grid(loss, step_size):
+    """The step lengths at which the clients report their conjugate sums:
+    :data:`LINE_SEARCH_GRID` with ``step_size="auto"``; with a fixed step
+    ``s`` the sums at 0, (s/2,) s."""
+    grid = LINE_SEARCH_GRID[loss]
+    if step_size == "auto":
+        return grid
+    return grid[[0, -1]] * float(step_size) if loss != (
+        "squared_hinge") else np.array([0.0, 0.5, 1.0]) * float(step_size)
 
 
 # -- losses: primal values, dual (conjugate) values, exact 1-D dual steps ----
@@ -112,6 +123,21 @@ def _logistic_step_scalar(a, b, c):
             break
         s = s_new
     return 1.0 / (1.0 + math.exp(-s)) if s > -700 else 0.0
+
+
+def row_reader(X):
+    """``read(i) -> (columns, values)`` of row ``i`` of a dense array or CSR
+    block, for the sequential coordinate pass (``columns`` a slice for
+    dense rows)."""
+    if sp.issparse(X):
+        indptr, indices, data = X.indptr, X.indices, X.data
+
+        def read(i):
+            lo, hi = indptr[i], indptr[i + 1]
+            return indices[lo:hi], data[lo:hi]
+        return read
+    everything = slice(None)
+    return lambda i: (everything, X[i])
 
 
 def _sequential_pass(loss, X, signs, a, margins, sqnorm, lam_n, beta, order,

@@ -1,0 +1,656 @@
+"""HyFDCAClassifier: the estimator, its Notes and its privacy hooks.
+
+``fit`` checks its input, then hands the data to the solver that
+``solver`` names: :class:`._protocol.AcceleratedSolver` (skfed's round,
+the class Notes) or :class:`._paper.PaperSolver` (Algorithm 1 of Overman,
+Blum and Klabjan as published). Both make the parties with one setup
+(:meth:`._protocol.Solver.set_up_parties`: each client's block, the
+clients' key pair, every party's state), play their Algorithm 1 on the
+federation of those parties and return the model; the estimator sets its
+fitted attributes from what the solver returns. The privacy hooks hand
+:mod:`skfed.privacy` the contract of :mod:`._contract` and the attacks of
+:mod:`._attacks`.
+"""
+
+# Authors: The skfed developers
+# SPDX-License-Identifier: BSD-3-Clause
+
+import copy
+import math
+import numbers
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.linear_model._base import LinearClassifierMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import validate_data
+
+from .._docstrings import fill_doc
+from .._privacy_core import Secret
+from ..base import (FederatedMixin, check_labels_not_single_class,
+                    check_row_weights)
+from ..partition import (HorizontalPartition, HybridPartition,
+                         VerticalPartition)
+from ._attacks import report_inversion, row_reconstruction
+from ._contract import hyfdca_contract
+from ._dual import line_search_grid
+from ._paper import PaperSolver
+from ._protocol import AcceleratedSolver, row_sqnorms
+
+__all__ = ["HyFDCAClassifier"]
+
+
+# -- the checks of fit's arguments that need the data or the partition --------
+
+def _largest_abs(X):
+    if sp.issparse(X):
+        return float(abs(X).max()) if X.nnz else 0.0
+    return float(np.max(np.abs(X), initial=0.0))
+
+
+def check_encodable(X, *, alpha, fit_intercept, intercept_scaling, encryption):
+    """Refuse, before any party starts, data no fixed-point scale fits."""
+    with np.errstate(over="ignore"):
+        sq = row_sqnorms(X) + (intercept_scaling ** 2 if fit_intercept else 0.0)
+    bound = float(np.sqrt(np.max(sq, initial=0.0))) / alpha
+    if np.all(np.isfinite(sq)) and math.isfinite(bound) and bound < 2.0 ** 500:
+        return
+    largest = _largest_abs(X)
+    if encryption is None:  # no encoding to speak of here
+        raise ValueError(
+            "HyFDCA cannot fit this X: its values are too large "
+            f"(largest |x| = {largest:.3g}); the squared row norms divided by "
+            "alpha overflow the protocol's arithmetic (they must stay below "
+            "2**500). Rescale the features (for example with StandardScaler) "
+            "or raise alpha.")
+    raise ValueError(
+        f"HyFDCA cannot encode this X: its row norms (largest |x| = "
+        f"{largest:.3g}) divided by alpha overflow the fixed-point range, so "
+        "rescale the features (for example with StandardScaler) or raise "
+        "alpha.")
+
+
+def check_sample_party(partition_spec, sample_party):
+    """Row owners make sense only when the partition splits rows."""
+    if sample_party is not None and isinstance(
+            partition_spec, (VerticalPartition, list, tuple)):
+        raise ValueError(
+            "sample_party was given, but the partition is vertical (one "
+            "row group: every client holds every row). Pass a "
+            "HybridPartition or HorizontalPartition to split rows.")
+
+
+def check_participation(participation, partition, solver="accelerated",
+                        schedule="random"):
+    """Partial participation needs a row group that can sit a round out, or
+    (``solver="paper"``, a vertical split) section 4.3's cyclic sets."""
+    if participation >= 1 or partition.n_row_groups > 1:
+        return
+    if solver != "paper":
+        raise ValueError(
+            f"participation={participation} on a split with one row group (a "
+            "vertical split: every client holds part of every row) needs "
+            "solver='paper', which runs section 4.3's cyclic participation "
+            "(clients in turn, with stale weights of the absent ones and "
+            "gamma_t = 1/t); the accelerated solver moves a row group's duals "
+            "only when all its clients take part. Use solver='paper' with "
+            "schedule='cyclic', participation=1.0, or split the rows too with "
+            "a HybridPartition.")
+    if schedule != "cyclic":
+        raise ValueError(
+            f"participation={participation} on a vertical split needs "
+            "schedule='cyclic' (section 4.3, Assumption 4.10: the clients take "
+            "part in fixed sets, in turn); random subsets are not covered on "
+            "a vertical split.")
+    if partition.n_clients < 2:
+        raise ValueError(
+            f"participation={participation} needs at least two clients to "
+            "take turns; this split has one.")
+
+
+@fill_doc
+class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
+                       BaseEstimator):
+    """Linear classifier trained by HyFDCA on a hybrid federated split.
+
+    Hybrid Federated Dual Coordinate Ascent [1]_ minimises
+
+    ``P(w) = lambda/2 ||w||^2 + 1/N sum_i l(y_i x_i^T w)``
+
+    over data split in a grid: client ``k`` holds the rows of one row group
+    restricted to the columns of one column group, and the labels of its
+    rows. A server without any data coordinates: it sums the clients'
+    encrypted partial inner products and their securely aggregated weight
+    contributions, and steers the step. The dual variables never leave the
+    clients (``solver="paper"``: the server holds them encrypted). Horizontal and vertical splits are the special cases of one
+    column group and one row group.
+
+    Parameters
+    ----------
+    %(partition_hybrid)s
+
+    loss : {"hinge", "squared_hinge", "logistic"}, default="hinge"
+        The loss ``l``. Hinge (the paper's) and squared hinge have closed-form
+        dual coordinate steps; logistic takes a 1-D Newton solve.
+
+    alpha : float, default=1e-2
+        The regularisation strength ``lambda`` (> 0). The objective matches
+        :class:`~sklearn.svm.LinearSVC` with ``C = 1 / (alpha * n_samples)``
+        and ``loss="hinge"``. Smaller values need more rounds.
+
+    max_iter : int, default=1000
+        Maximum number of outer rounds ``T``.
+
+    local_iterations : int or "auto", default="auto"
+        ``H``, dual coordinates a participating client updates per round.
+        ``"auto"``: one pass over its rows. Clients that hold parts of rows
+        update their row group's coordinates all at once against the round's
+        ``w`` (every client of the row group computes the same step from what
+        the row group shares); clients that hold whole rows (one column
+        group) update them one after the other, each step seeing the
+        previous ones, and may make several passes (``H`` above their number
+        of rows). ``solver="paper"``: each client draws its own ``H`` rows
+        (at most one pass); the paper tunes ``H`` and one pass diverges with
+        its constant step, so ``"auto"`` is ``ceil(sqrt(n_k))`` for a
+        client with ``n_k`` rows there (one pass under ``gamma_t = 1/t``).
+
+    participation : float, default=1.0
+        Fraction of the clients that take part in each round, in (0, 1]. A
+        row group's duals move only in rounds where all its clients take
+        part (otherwise the server's ``w`` would stop matching the duals).
+        On a split with one row group (vertical) ``participation < 1``
+        needs ``solver="paper"`` and ``schedule="cyclic"``: section 4.3's
+        cyclic sets of clients, ``ceil(1 / participation)`` of them.
+
+    schedule : {"random", "cyclic"}, default="random"
+        How participants are chosen when ``participation < 1``: a fresh
+        random subset of the row groups each round (section 4.2 on a
+        horizontal split), or fixed sets of row groups that take turns (a
+        round-robin of row groups, not section 4.3). On a vertical split
+        (``solver="paper"``) only ``"cyclic"``: the clients' sets of
+        section 4.3 (Assumption 4.10, Theorem 4.11).
+
+    solver : {"accelerated", "paper"}, default="accelerated"
+        ``"accelerated"``: skfed's round (below and in Notes): the duals stay on
+        the clients, the server chooses each step by an exact line search with
+        momentum, and stops at ``tol``; one pass over the rows per round
+        converges, with any participation of row groups. ``"paper"``:
+        Algorithm 1 of [1]_ as published: the server holds the **encrypted**
+        global duals and adds the clients' encrypted, averaged changes; each
+        client updates ``local_iterations`` (``H``) of its coordinates per
+        round with the theorems' fixed step; no objective is evaluated, so
+        ``tol`` is not used (``max_iter`` rounds run), ``objective_curve_``
+        and ``duality_gap_`` are NaN and the published ``w`` is the last one.
+        It diverges when ``H`` is too large for the data (one pass per round
+        usually is; the paper tunes ``H``, e.g. 13 on 569 rows): the fit then
+        stops with :class:`DivergenceError`. Its ``local_iterations="auto"`` is
+        ``ceil(sqrt(n_k))`` per client (our default, not the paper's: it
+        converged on the five tables of ``benchmarks/bench_hyfdca_paper_h.py``,
+        where one pass diverged on all five). ``"paper"`` also runs section
+        4.3's cyclic participation on a vertical split (``participation < 1``,
+        ``schedule="cyclic"``), which ``"accelerated"`` refuses. Parameters
+        by solver: ``tol`` and ``packing`` only for ``"accelerated"``;
+        ``step_size``, ``local_iterations``, ``participation`` and
+        ``schedule`` mean the same for both except as stated under each.
+
+    step_size : float or "auto", default="auto"
+        ``gamma_t``, the length of the step along the clients' dual
+        direction, in (0, 1]. ``"auto"``: the server chooses it by an exact
+        line search on the dual objective (from the clients' reported sums
+        and the direction's securely summed weights), never accepts a step
+        that lowers the dual, adds momentum (monotone FISTA) and rescales the
+        clients' step curvature from the line search. This holds with any
+        participation. A float keeps ``gamma_t`` constant with no safeguard
+        (the paper uses 1 with few coordinates per round); a divergence then
+        stops the fit with :class:`DivergenceError`.
+
+    fit_intercept : bool, default=True
+        Add a constant column of value ``intercept_scaling``, held by the
+        clients of column group 0, whose weight (regularised like the others,
+        as in liblinear) gives ``intercept_``.
+
+    intercept_scaling : float, default=1.0
+        Value of the constant column.
+
+    tol : float or None, default=1e-3
+        Not used by ``solver="paper"``. Stop when the duality gap ``P - D`` is at most ``tol * D``: then
+        ``(P(w) - P*) / P* <= tol`` for the published ``w``. With partial
+        participation the server's gap estimate uses the absent row groups'
+        last reports; when it falls below ``tol`` the server holds still
+        until every row group has reported on the same ``w`` and stops only
+        if the exact gap confirms it. ``None`` runs ``max_iter`` rounds.
+
+    %(encryption_schemes)s
+
+    %(key_size)s
+
+    packing : bool, default=True
+        With encryption, pack several values into each plaintext (42 bits
+        per value with two column groups: 48 values per 2048-bit Paillier
+        plaintext, 16 per 2048-bit OU plaintext).
+        ``False`` encrypts every value alone. Either way the fixed-point
+        scale comes from the data (see Notes).
+
+    %(n_jobs)s
+
+    %(random_state)s
+
+    %(verbose)s
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        The published primal weights ``w`` (one row per class for
+        one-vs-rest): per class the ``w`` of smallest primal value among
+        those the server evaluated exactly (every row group reporting on
+        it).
+
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+        ``intercept_scaling`` times the weight of the constant column; zeros
+        when ``fit_intercept=False``.
+
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+
+    n_iter_ : int
+        Outer rounds run.
+
+    objective_curve_ : ndarray of shape (n_iter_, 2)
+        Per round, the primal objective of the round's ``w`` and the dual
+        objective of the duals after the round, summed over one-vs-rest
+        tasks, as the server computes them from ``w`` and the row groups'
+        reported sums (with partial participation, absent row groups count
+        by their last report).
+
+    duality_gap_ : float
+        The last relative duality gap ``(P - D) / D`` the server computed.
+
+    communication_ : CommunicationSummary
+        Messages of ``fit`` by phase and link.
+
+    crypto_time_ : float
+        Seconds the parties spent encrypting, decrypting and adding
+        ciphertexts, summed over parties.
+
+    fit_time_ : float
+        Wall-clock seconds of the protocol.
+
+    partition_ : HybridPartition
+        The resolved partition.
+
+    n_features_in_ : int
+        Number of features seen during ``fit``.
+
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when ``X`` is a DataFrame with string columns.
+
+    See Also
+    --------
+    sklearn.svm.LinearSVC : The centralised solver of the hinge objective.
+    sklearn.linear_model.LogisticRegression : Centralised logistic loss.
+
+    Notes
+    -----
+    One round of ``solver="accelerated"`` (Algorithm 1 with the practical
+    local method, Algorithm 5; ``solver="paper"`` is described after it):
+
+    1. The server picks the participants; the row groups whose clients all
+       take part move this round.
+    2. The round's point: the duals plus momentum. Each client sends its
+       part ``X_k^T (y * delta) / (lambda N)`` of the change of ``w`` by
+       secure aggregation (pairwise ring masks): the server learns one sum
+       per column group. It sends each client the weights of its columns.
+    3. SecureInnerProduct (Algorithm 2): each client encrypts
+       ``x_{k,i}^T w_k`` for its rows; the server adds the parts of each
+       row and returns ``enc(x_i^T w)`` to one client of the row group,
+       which decrypts it and sends ``x_i^T w`` to its partners (one
+       decryption per row group). Skipped when clients hold whole rows: they
+       compute it themselves.
+    4. LocalDualMethod: every client computes its rows' dual direction and
+       sends its part of the direction's change of ``w`` by secure
+       aggregation; one client per row group shares two kinds of sums over
+       its rows (losses, and conjugates along the direction) by secure
+       aggregation too: the server learns only their totals.
+    5. The server computes ``P`` and ``D`` exactly, stops when the gap is
+       below ``tol``, else chooses the step length by line search on ``D``
+       and sends it; the clients move their duals, the server its ``w``.
+
+    Choices where the paper is silent or loose, and where skfed departs:
+
+    - The server holds no dual variable, not even encrypted: the clients of
+      a row group compute the same step from the same inputs, so nothing
+      needs averaging, and ``w`` is kept exact by summing the changes the
+      clients send. The paper's per-client ``w_hat_k`` in plaintext, which
+      let the server read a client's row, becomes one secure sum per column
+      group.
+    - The coordinate step uses ``||x_i||^2`` (the paper's closed form omits
+      it, i.e. assumes unit-norm rows). The squared norms are summed once at
+      setup like the inner products: the clients of a row group learn
+      ``||x_i||^2`` of their rows.
+    - The paper's constant ``gamma_t`` with all coordinates updated against
+      the same ``w`` overshoots on correlated features; the line search,
+      momentum and curvature scale of ``step_size="auto"`` make one pass
+      per round converge (see the user guide for measured rounds).
+    - Partial participation: the paper's stale variables are avoided; a row
+      group's duals move only when all its clients are present.
+    - Fixed-point scale: the clients agree on the binary order of magnitude
+      of their largest row part (a federated maximum) before anything is
+      encrypted; every encryption and secure sum is scaled from it (and from
+      ``||w||``, which the server sends as one exponent per round), with 40
+      significant bits. Encrypted and plaintext fits agree to ~1e-10.
+    - Multiclass problems are solved one-vs-rest, all classes in the same
+      messages.
+    - The clients share one Paillier (or, with ``encryption="ou"``,
+      Okamoto-Uchiyama) key pair generated from the operating system's
+      randomness (never ``random_state``); the server never holds a key. One
+      client per row group decrypts the sums of its partners' encrypted parts
+      and adds its own, never encrypted (the paper has every client encrypt
+      and decrypt; the values and what each party learns are the same).
+      Horizontal splits need no encryption at all (every exchange is a
+      secure sum).
+
+    What each party learns (see the user guide for the measured audit): the
+    server sees ciphertexts of the inner products and squared norms, one
+    sum per column group of the clients' weight changes, the loss and
+    conjugate sums totalled over the row groups (a secure sum; one row
+    group's only in a round where it takes part alone), and the model ``w``; client ``k`` sees the
+    margins, squared norms and duals of its own rows and the weights of its
+    own columns.
+
+    Sample weights (``fit(..., sample_weight=s)``). With weights ``s_i >= 0``
+    and their total ``S = sum_i s_i`` the objective is
+
+    ``P(w) = lambda/2 ||w||^2 + 1/S sum_i s_i l(y_i x_i^T w)``
+
+    (``S = N`` without weights). Dividing by ``S`` rather than ``N`` makes an
+    integer weight ``k`` the same as ``k`` copies of the row and a zero weight
+    the same as no row; it is the ``1/N`` form with the weights rescaled to
+    mean 1, and :class:`~sklearn.svm.LinearSVC` with ``C = 1 / (lambda S)`` and
+    the same ``sample_weight``. The conjugate of ``s l`` is ``u -> s l*(u/s)``,
+    so the dual is
+
+    ``D(alpha) = 1/S sum_i -s_i l*(-alpha_i / s_i) - lambda/2 ||w||^2``,
+    ``w = 1/(lambda S) sum_i alpha_i x_i``.
+
+    With ``alpha_i = s_i y_i u_i`` the dual box of ``y_i alpha_i`` is ``s_i``
+    times the unweighted one (``[0, s_i]`` for the hinge and logistic losses)
+    and ``-s_i l*(-alpha_i / s_i) = s_i g(u_i)`` with the unweighted ``g``:
+
+    ``D(u) = 1/S sum_i s_i g(u_i) - lambda/2 ||w||^2``,
+    ``w = 1/(lambda S) sum_i s_i y_i u_i x_i``.
+
+    Moving ``u_i`` by ``d`` changes ``S D`` by ``s_i (g(u_i + d) - g(u_i) - d b
+    - c_i d^2 / 2)`` with ``b = y_i x_i^T w`` and ``c_i = s_i ||x_i||^2 /
+    (lambda S)``: the unweighted coordinate step with its curvature times
+    ``s_i``. So the clients keep ``u`` in the unweighted box, scale the
+    curvature by ``s_i``, send ``X_k^T (y * s * v) / (lambda S)`` as the
+    change of ``w`` for a change ``v`` of ``u``, and report ``sum_i s_i
+    l(margin_i)`` and ``sum_i s_i g(u_i)``; the server's formulas are those of
+    the unweighted case with ``N = S``. A zero weight gives the row no
+    curvature and no part in ``w`` or ``D``. The weights stay with the clients
+    holding the rows (like the labels); the clients learn ``S`` at setup by a
+    secure sum over one client per row group (the server learns ``S`` and the
+    binary order of magnitude of each row group's total weight).
+
+    Sparse ``X`` (CSR, CSC or COO): every client gets its block as CSR and
+    computes ``x_{k,i}^T w_k``, ``X_k^T v`` and its rows' squared norms with
+    sparse products; no dense copy of ``X`` or of a block is made. The model
+    equals the dense fit's up to floating-point reassociation.
+
+    ``solver="paper"``: one round of Algorithm 1 as published. ``K^t`` are the
+    round's clients, ``K-bar^t`` those of them absent the round before.
+
+    1. The server sends the clients of ``K-bar^t`` ``enc(alpha_0)`` of their
+       rows; they decrypt and run PrimalAggregation (Algorithm 4).
+    2. SecureInnerProduct (Algorithm 2) for ``K^t``: the server sends each
+       client the weights of its columns; each encrypts ``x_{k,i}^T w_k``;
+       the server adds, per row, the latest parts of **every** client holding
+       it (an absent client's last part: section 4.3's stale ``w``), and each
+       client decrypts the sums of its rows.
+    3. LocalDualMethod (Algorithm 3, with Algorithm 5's exact 1-D maximiser):
+       each client draws ``H`` of its rows without replacement and moves each
+       towards ``u_i in -dl(x_i^T w)`` by at most ``c_k gamma_t |u_i -
+       alpha_i|``; it sends ``enc(gamma_t / |B_n| delta alpha)`` for **all**
+       its rows (zeros for the others), ``|B_n|`` the clients holding row
+       ``n``.
+    4. The server adds them to ``enc(alpha_0)`` homomorphically and sends each
+       client of ``K^t`` the ciphertexts of its rows, which it decrypts; then
+       PrimalAggregation for ``K^t``. With cyclic vertical participation the
+       round ends with Algorithm 2 again (its parts are used while the client
+       is away); otherwise that second call is the next round's first.
+
+    Steps (``step_size="auto"``), from the theorem that covers the setting:
+    cyclic vertical participation, ``gamma_t = 1/t`` and ``c_k = 1`` (Theorem
+    4.11); a horizontal split (all clients or random subsets), ``gamma_t = 1``
+    and ``c_k = 1`` (Theorem 4.8); any other split, ``gamma_t = 1`` and ``c_k =
+    N_k / N`` (Theorem 4.4; no theorem covers random row groups of a hybrid
+    split, the same steps are used). A float ``step_size`` is a constant
+    ``gamma_t``. The theorems also need ``H <= N`` (``H`` above a client's
+    rows means all of them).
+
+    Readings where the paper is loose, chosen to keep its guarantees:
+
+    - PrimalAggregation's ``w_hat_k`` would reach the server in plaintext per
+      client; a client holding part of a row group's rows would give the
+      server ``sum_{i in I_k} alpha_i x_{k,i}`` alone. Each client instead
+      sends the change of its ``w_hat_k / (lambda N)`` since its last upload,
+      summed over its column group by secure aggregation (a column group
+      with one client this round, e.g. a vertical split, is a one-term sum:
+      that part is the weights of its own columns, which the server publishes
+      anyway). The server's ``w`` is the same.
+    - Algorithm 5 omits ``||x_i||^2`` (unit-norm rows); it is kept here, the
+      squared norms summed once like Algorithm 2. ``alpha`` is kept in label
+      direction and per unit weight (``y_i alpha_i / s_i``), encrypted with
+      absolute precision ``2**-44``: encrypted and plaintext fits agree to
+      about ``1e-9``.
+    - The server never holds a key: it initialises ``enc(alpha_0)`` with the
+      first round's sum (``alpha^0 = 0``). Each client draws its own
+      coordinates (from ``random_state``), as Algorithm 3 says.
+    - Partial participation on a hybrid or horizontal split moves row groups
+      whole, as the accelerated solver does; on a vertical split it is
+      section 4.3's cyclic sets of clients (Assumption 4.10; ``ceil(1 /
+      participation)`` sets, at least two, as equal as the count allows).
+    - No objective is computed; the server checks what it holds, ``w``: non-
+      finite weights, or a ``lambda/2 ||w||^2`` above the zero model's
+      objective (so ``P(w) > P(0)``) in the last half of the rounds, raise
+      :class:`DivergenceError` with a constant ``gamma_t``; with ``gamma_t =
+      1/t`` (which overshoots only in its first rounds) the latter warns
+      (ConvergenceWarning: raise ``max_iter``).
+
+    References
+    ----------
+    .. [1] T. Overman, G. Blum, D. Klabjan, "A Primal-Dual Algorithm for
+       Hybrid Federated Learning", AAAI 2024 (arXiv:2210.08106).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skfed.linear_model import HyFDCAClassifier
+    >>> from skfed.partition import HybridPartition
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = HyFDCAClassifier(partition=HybridPartition(2, 2),
+    ...                        encryption=None, random_state=0)
+    >>> clf.fit(X, y).score(X, y) > 0.95
+    True
+    """
+
+    _partition_kind = "hybrid"
+
+    _parameter_constraints = {
+        "partition": [None, list, tuple, HybridPartition, VerticalPartition,
+                      HorizontalPartition],
+        "loss": [StrOptions({"hinge", "squared_hinge", "logistic"})],
+        "alpha": [Interval(numbers.Real, 0, None, closed="neither")],
+        "max_iter": [Interval(numbers.Integral, 1, None, closed="left")],
+        "local_iterations": [Interval(numbers.Integral, 1, None, closed="left"),
+                             StrOptions({"auto"})],
+        "participation": [Interval(numbers.Real, 0, 1, closed="right")],
+        "schedule": [StrOptions({"random", "cyclic"})],
+        "solver": [StrOptions({"accelerated", "paper"})],
+        "step_size": [Interval(numbers.Real, 0, 1, closed="right"),
+                      StrOptions({"auto"})],
+        "fit_intercept": ["boolean"],
+        "intercept_scaling": [Interval(numbers.Real, 0, None, closed="neither")],
+        "tol": [None, Interval(numbers.Real, 0, None, closed="left")],
+        "encryption": [None, StrOptions({"paillier", "ou"})],
+        "key_size": [Interval(numbers.Integral, 128, None, closed="left")],
+        "packing": ["boolean"],
+        "n_jobs": [None, numbers.Integral],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, partition=None, *, loss="hinge", alpha=1e-2,
+                 max_iter=1000, local_iterations="auto", participation=1.0,
+                 schedule="random", solver="accelerated", step_size="auto",
+                 fit_intercept=True,
+                 intercept_scaling=1.0, tol=1e-3, encryption="paillier",
+                 key_size=2048, packing=True, n_jobs=None, random_state=None,
+                 verbose=0):
+        self.partition = partition
+        self.loss = loss
+        self.alpha = alpha
+        self.max_iter = max_iter
+        self.local_iterations = local_iterations
+        self.participation = participation
+        self.schedule = schedule
+        self.solver = solver
+        self.step_size = step_size
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.tol = tol
+        self.encryption = encryption
+        self.key_size = key_size
+        self.packing = packing
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None, sample_party=None):
+        """Run HyFDCA on the clients' blocks.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            The whole table; each client only ever holds its own block
+            (CSR when ``X`` is sparse: CSR, CSC or COO).
+
+        y : array-like of shape (n_samples,)
+            Class labels; each client holds the labels of its rows.
+
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights ``s_i``, held with the labels by the
+            clients of each row's row group (they never leave them): row
+            ``i``'s loss counts ``s_i`` times in an average over the total
+            weight (see Notes), so integer weights equal repeated rows and
+            zero weights equal removed rows. ``None``: all ones.
+
+        sample_party : array-like of shape (n_samples,), default=None
+            Row group of every row, instead of the partition's rule: ids
+            ``0..n_row_groups-1``, or any labels (strings, ...), numbered in
+            sorted order as scikit-learn's ``groups``. Routed by metadata
+            routing in cross-validation.
+
+        Returns
+        -------
+        self : HyFDCAClassifier
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64,
+                             accept_sparse=["csr", "csc", "coo"])
+        weights = check_row_weights(sample_weight, X)
+        check_classification_targets(y)
+        self.classes_, y_index = np.unique(y, return_inverse=True)
+        check_labels_not_single_class(self.classes_)
+        check_sample_party(self.partition, sample_party)
+        partition = self._resolve_partition(X, sample_party)
+        check_encodable(X, alpha=self.alpha, fit_intercept=self.fit_intercept,
+                        intercept_scaling=self.intercept_scaling,
+                        encryption=self.encryption)
+        check_participation(self.participation, partition, self.solver,
+                            self.schedule)
+        if len(self.classes_) == 2:
+            Y = np.where(y_index == 1, 1.0, -1.0)[:, None]
+        else:  # one-vs-rest: one +-1 column per class
+            Y = np.where(y_index[:, None] == np.arange(len(self.classes_)),
+                         1.0, -1.0)
+        # One party setup for both solvers; the solver returns the model.
+        solver = self._solver()
+        setup = solver.set_up(X, Y, weights, partition)
+        start = time.perf_counter()
+        with self._federation(setup.states) as fed:
+            result = solver.run(fed, setup, keep=self._kept)
+        self.fit_time_ = time.perf_counter() - start
+        self.crypto_time_ = result.crypto_time
+        self.n_iter_ = result.n_iter
+        self.duality_gap_ = result.duality_gap
+        self.objective_curve_ = result.objective_curve
+        self.coef_ = result.coef
+        self.intercept_ = result.intercept
+        return self
+
+    def _solver(self):
+        """The solver of ``solver``, made from the parameters it reads."""
+        params = dict(
+            loss=self.loss, alpha=self.alpha, max_iter=self.max_iter,
+            local_iterations=self.local_iterations,
+            participation=self.participation, schedule=self.schedule,
+            step_size=self.step_size, fit_intercept=self.fit_intercept,
+            intercept_scaling=self.intercept_scaling,
+            encryption=self.encryption, key_size=self.key_size,
+            n_jobs=self.n_jobs, random_state=self.random_state,
+            verbose=self.verbose)
+        if self.solver == "paper":
+            return PaperSolver(**params)
+        return AcceleratedSolver(tol=self.tol, packing=self.packing,
+                                 grid=self._grid(), **params)
+
+    def _grid(self):
+        """The line search's step lengths (the objective reports' size)."""
+        return line_search_grid(self.loss, self.step_size)
+
+    def _kept(self, coef, intercept):
+        """A fitted copy holding ``coef`` and ``intercept``: the last good
+        model a :class:`DivergenceError` carries (this estimator is left
+        unfitted, as after any failed fit)."""
+        kept = copy.copy(self)
+        kept.coef_, kept.intercept_ = coef, intercept
+        return kept
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        tags.input_tags.sparse = True
+        return tags
+
+    # -- the privacy hooks (read by skfed.privacy) ---------------------------
+
+    def _privacy_secrets(self, X, y=None, sample_weight=None, **fit_params):
+        """The base secrets, plus each client's row weights (kind
+        ``"weights"``) when the fit was weighted."""
+        secrets = super()._privacy_secrets(X, y, **fit_params)
+        if sample_weight is not None:
+            weight = np.asarray(sample_weight, dtype=float)
+            partition = self.partition_
+            for k in range(partition.n_clients):
+                secrets.append(Secret(f"client{k}", "weights",
+                                      f"row weights of client{k}",
+                                      weight[partition.client_rows(k)]))
+        return secrets
+
+    def _privacy_contract(self):
+        partition = self.partition_
+        sizes = [len(partition.client_rows(k))
+                 for k in range(partition.n_clients)]
+        return hyfdca_contract(min(sizes) if sizes else 1,
+                               getattr(self, "solver", "accelerated"))
+
+    def _privacy_attacks(self):
+        return [row_reconstruction, report_inversion]
