@@ -9,7 +9,7 @@ import pytest
 from sklearn.metrics.pairwise import euclidean_distances
 
 from skfed.federation import aggregation
-from skfed.kernel_methods import _vertical_features_keys
+from skfed.kernel_methods import _vertical_features
 
 from skfed.kernel_methods._attacks import column_reconstruction_known_seed
 from skfed.kernel_methods._mds_attack import (
@@ -70,7 +70,7 @@ def _pin_protocol_secrets(monkeypatch, seed=0):
         lambda shape, dtype: np.frombuffer(
             rng.bytes(dtype.itemsize * int(np.prod(shape, dtype=np.int64))),
             dtype=dtype).reshape(shape))
-    monkeypatch.setattr(_vertical_features_keys, "secrets",
+    monkeypatch.setattr(_vertical_features, "secrets",
                         SimpleNamespace(token_bytes=rng.bytes))
 
 
