@@ -10,7 +10,7 @@ from ._export import (
     consolidate_shares,
     predict_with_shares,
 )
-from ._fdskl import FDSKLClassifier, FDSKLRegressor
+from ._fdskl._estimator import FDSKLClassifier, FDSKLRegressor
 
 __all__ = ["AVFKAMRanker", "FDSKLClassifier", "FDSKLRegressor",
            "KernelConsolidated", "KernelShare", "consolidate_shares",

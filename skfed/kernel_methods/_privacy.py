@@ -122,7 +122,7 @@ def _fdskl_fit_sums(estimator, messages, n_rows):
     Stops where the replay and the recorded sizes disagree (the caller then
     sees fewer sums)."""
     from ..federation import PartyState
-    from ._fdskl_protocol import _History, _party_pair_projection, _party_receive_step
+    from ._fdskl._protocol import _History, _party_pair_projection, _party_receive_step
 
     facts = getattr(estimator, "_privacy_public", None)
     names = _names(estimator)

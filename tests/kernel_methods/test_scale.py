@@ -15,7 +15,7 @@ from skfed.cluster import _dspgd
 from skfed.federation import record_messages
 from skfed.kernel_methods import AVFKAMRanker, FDSKLClassifier, FDSKLRegressor
 from skfed.kernel_methods import _avfkam_protocol as avfkam_protocol
-from skfed.kernel_methods import _fdskl_base
+from skfed.kernel_methods._fdskl import _estimator as fdskl_estimator
 from skfed.kernel_methods._contracts import fdskl_contract
 from skfed.partition import VerticalPartition
 from skfed.privacy import check_messages
@@ -77,7 +77,7 @@ def test_bytes_per_step_do_not_grow_with_the_rows():
 
 
 def test_checks_score_a_bounded_sample_of_held_out_rows(monkeypatch):
-    monkeypatch.setattr(_fdskl_base, "MAX_VALIDATION_ROWS", 30)
+    monkeypatch.setattr(fdskl_estimator, "MAX_VALIDATION_ROWS", 30)
     X, y = make_classification(600, 6, n_informative=4, random_state=0)
     with record_messages() as rec:
         clf = FDSKLClassifier(partition=2, early_stopping=True,

@@ -22,12 +22,8 @@ from sklearn.preprocessing import StandardScaler
 
 from skfed.federation import aggregation, record_messages
 from skfed.kernel_approximation import spectral_directions
-from skfed.kernel_methods import (
-    AVFKAMRanker,
-    FDSKLClassifier,
-    _fdskl_protocol,
-    _vertical_features,
-)
+from skfed.kernel_methods import AVFKAMRanker, FDSKLClassifier, _vertical_features
+from skfed.kernel_methods._fdskl import _protocol as fdskl_protocol
 from skfed.partition import VerticalPartition
 from skfed.privacy import check_messages
 from skfed.kernel_methods._attacks import (
@@ -73,7 +69,7 @@ def _fit(name, leak=None, q=3, **params):
             mp.setattr(aggregation, "_fresh_mask",
                        lambda shape, dtype: np.zeros(shape, dtype=dtype))
         if leak in ("paper", "public directions"):
-            for module in (_vertical_features, _fdskl_protocol):
+            for module in (_vertical_features, fdskl_protocol):
                 mp.setattr(module, "party_directions", _public_directions)
         with record_messages() as rec:
             est.fit(X, y)
