@@ -3,7 +3,7 @@
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from ._avfkam import AVFKAMRanker
+from ._avfkam._estimator import AVFKAMRanker
 from ._export import (
     KernelConsolidated,
     KernelShare,

@@ -20,7 +20,7 @@ from skfed.federation import record_messages
 from skfed.privacy import check_messages
 from skfed.kernel_approximation import keyed_directions
 from skfed.kernel_methods import AVFKAMRanker
-from skfed.kernel_methods import _avfkam_protocol as protocol
+from skfed.kernel_methods._avfkam import _protocol as protocol
 from skfed.kernel_methods._vertical_features import (
     party_name,
     reference_features,

@@ -6,7 +6,7 @@ import pytest
 
 from skfed.federation import record_messages
 from skfed.kernel_methods import AVFKAMRanker
-from skfed.kernel_methods import _avfkam_training as training
+from skfed.kernel_methods._avfkam import _protocol as training
 from skfed.partition import VerticalPartition
 
 from .test_avfkam import SMALL, _data

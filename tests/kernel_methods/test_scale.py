@@ -14,7 +14,7 @@ from skfed._privacy_core._check import public_sizes
 from skfed.cluster import _dspgd
 from skfed.federation import record_messages
 from skfed.kernel_methods import AVFKAMRanker, FDSKLClassifier, FDSKLRegressor
-from skfed.kernel_methods import _avfkam_protocol as avfkam_protocol
+from skfed.kernel_methods._avfkam import _protocol as avfkam_protocol
 from skfed.kernel_methods._fdskl import _estimator as fdskl_estimator
 from skfed.kernel_methods._contracts import fdskl_contract
 from skfed.partition import VerticalPartition
