@@ -2,8 +2,8 @@
 
 :class:`KernelPrivacyMixin` gives :class:`FDSKLClassifier`,
 :class:`FDSKLRegressor` and :class:`AVFKAMRanker` the hooks read by
-:mod:`skfed.privacy`: their contract (:mod:`._contracts`), their secrets
-and the attacks of :mod:`skfed.kernel_methods._attacks`.
+:mod:`skfed.privacy`: their secrets and the attacks of
+:mod:`skfed.kernel_methods._attacks`.
 
 :func:`masked_sum_instances` lays out the recorded messages of every masked
 two-tree sum (Algorithm 3) of a fit: which rows and features each entry
@@ -193,12 +193,7 @@ def masked_sum_instances(estimator, messages, n_rows):
 
 
 class KernelPrivacyMixin:
-    """The privacy hooks of the kernel estimators (see :mod:`skfed.privacy`).
-
-    ``_privacy_protocol`` names the contract (``"fdskl"`` or ``"avfkam"``).
-    """
-
-    _privacy_protocol = "fdskl"
+    """The privacy hooks of the kernel estimators (see :mod:`skfed.privacy`)."""
 
     def _keep_party_keys(self, fed, names, n_rows, row_order=None):
         """File each party's key with the fitted model (prediction needs
@@ -222,12 +217,6 @@ class KernelPrivacyMixin:
         # shares of two fits refuse to be used together (never shapes the
         # model: drawn from secrets, after training).
         self._model_fingerprint = new_fingerprint()
-
-    def _privacy_contract(self):
-        from ._contracts import avfkam_contract, fdskl_contract
-
-        return (fdskl_contract if self._privacy_protocol == "fdskl"
-                else avfkam_contract)(self)
 
     def _privacy_attacks(self):
         from ._attacks import KERNEL_ATTACKS

@@ -50,6 +50,7 @@ from functools import lru_cache, partial
 import numpy as np
 import scipy.sparse as sp
 
+from .._privacy_core import Aggregate, Inherent, Masked, Public, Rule
 from ..federation import (
     AngleEncoder,
     Local,
@@ -547,3 +548,81 @@ def federated_decision(fed, names, receiver, n_rows, n_outputs, basis_seed,
         out[start:start + len(rows)] = total.result() if hasattr(total, "result") \
             else total
     return out
+
+
+# --------------------------------------------------------------------------
+# What the messages of these sub-protocols may carry (read by
+# skfed.privacy; each algorithm's _contract adds its own rules).
+
+_T1 = ("uniform ring mask (angles in Z_2^32), fresh per row and feature, from "
+       "each sender's CSPRNG; l' leads the receiver's only T1 child")
+_T2 = "sums of fresh ring masks only (no data)"
+
+
+def random_features(sizes):
+    """The random features a fit may draw: the fitted estimator's
+    ``_n_feature_ids`` (FDSKL: its features per step for at most
+    ``max_iter`` steps, at most the pool, ``"auto"`` resolved, a diverged
+    fit keeping fewer than it sent; AVFKAM: ``n_random_features``)."""
+    return int(sizes["est"]._n_feature_ids)
+
+
+def rows_x_features(sizes):
+    """One value per row and random feature."""
+    return sizes["rows"] * random_features(sizes)
+
+
+def rows_x_outputs(sizes):
+    """One value per row and output (one output but for multiclass)."""
+    classes = getattr(sizes["est"], "classes_", ())
+    return sizes["rows"] * (len(classes) if len(classes) > 2 else 1)
+
+
+def masked_sum_rules(phase, requested=True):
+    """Rules of the masked two-tree sums of ``phase`` (Algorithm 3)."""
+    rules = [
+        Rule(f"{phase}/T1", "party", "party",
+             (Masked(_T1, dtype="u", max_size=rows_x_features),),
+             note="a T1 partial sum; only the receiver gets one without a mask "
+                  "left in it, and it is the result"),
+        Rule(f"{phase}/T2", "party", "party",
+             (Masked(_T2, dtype="u", max_size=rows_x_features),),
+             note="a T2 partial sum of masks; no party can cancel its T1 inputs "
+                  "with it (the trees are checked node by node)"),
+    ]
+    if requested:
+        rules.append(Rule(
+            f"{phase}/request", "active", "party",
+            (Public("row ids (None: every row)", dtype="iu", max_size="rows",
+                    query=True),
+             Public("feature ids", dtype="iu", max_size=random_features)),
+            note="the coefficient holder asks for these rows and features"))
+    return rules
+
+
+def gamma_rules(n_rows):
+    return [
+        Rule("gamma/moments", "party", "party",
+             (Aggregate(n_rows, "sum, sum of squares, entry and column counts "
+                        "of the senders' blocks", dtype="f", max_size=4),),
+             note="gamma='scale' needs var(X)"),
+        Rule("gamma/broadcast", "party", "party",
+             (Public("gamma", dtype="f", max_size=1),)),
+    ]
+
+
+F_SUMS = Inherent("partial sums of the local models f^l(x) (zeros from "
+                  "passive parties)", exempt=("labels",), dtype="f",
+                  max_size=rows_x_outputs)
+
+
+def predict_rules():
+    return masked_sum_rules("predict/features") + [
+        Rule("predict/sum", "party", "active", (F_SUMS,),
+             note="Algorithm 2: f(x) = sum of f^l(x), to the label holder"),
+    ]
+
+
+def contract_n_rows(estimator):
+    # Aggregates span every row the parties hold (the fitted X).
+    return max(int(getattr(estimator, "_privacy_n_rows", 2)), 2)

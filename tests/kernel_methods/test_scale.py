@@ -16,7 +16,7 @@ from skfed.federation import record_messages
 from skfed.kernel_methods import AVFKAMRanker, FDSKLClassifier, FDSKLRegressor
 from skfed.kernel_methods._avfkam import _protocol as avfkam_protocol
 from skfed.kernel_methods._fdskl import _estimator as fdskl_estimator
-from skfed.kernel_methods._contracts import fdskl_contract
+from skfed.kernel_methods._fdskl._contract import fdskl_contract
 from skfed.partition import VerticalPartition
 from skfed.privacy import check_messages
 

@@ -55,6 +55,7 @@ from .._vertical_features import (
     resolve_party_keys,
 )
 from . import _protocol as protocol
+from ._contract import avfkam_contract
 
 __all__ = ["AVFKAMRanker"]
 
@@ -309,8 +310,6 @@ class AVFKAMRanker(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
     True
     """
 
-    _privacy_protocol = "avfkam"
-
     #: checkpoints recorded during training (for staged scores)
     _n_checkpoints = 20
     _accepts_party_data = True
@@ -501,6 +500,7 @@ class AVFKAMRanker(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
             self._keep_party_keys(fed, names, X.shape[0])
 
         self._basis_seed = basis_seed
+        self._n_feature_ids = D  # the pool seeds 0, ..., D - 1
         self.n_iter_ = int(plan.done)
         self.n_iter_per_party_ = dict(plan.per_party)
         self.checkpoint_times_ = np.array([c[0] for c in checkpoints])
@@ -678,6 +678,11 @@ class AVFKAMRanker(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
         a, t, base = fed[lead].call(protocol.training_calibration,
                                     Local(total)).result()
         return float(a), float(t), float(base)
+
+    # -------------------------------------------------------------- privacy
+
+    def _privacy_contract(self):
+        return avfkam_contract(self)
 
     # -------------------------------------------------------------- predict
 

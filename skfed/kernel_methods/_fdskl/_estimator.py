@@ -65,6 +65,7 @@ from .._vertical_features import (
     party_name,
     resolve_party_keys,
 )
+from ._contract import fdskl_contract
 from ._protocol import setup_party, train
 
 __all__ = ["FDSKLClassifier", "FDSKLRegressor"]
@@ -350,6 +351,9 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
             return None
         return _check_sample_weight(sample_weight, np.empty((len(y), 0)),
                                     ensure_non_negative=True)
+
+    def _privacy_contract(self):
+        return fdskl_contract(self)
 
     def _privacy_secrets(self, X, y=None, sample_weight=None, **fit_params):
         secrets = super()._privacy_secrets(X, y, **fit_params)
