@@ -273,7 +273,7 @@ def test_kernel_kmeans_out_of_sample_moment_by_blocks():
 def test_pool_sums_replay_and_the_contract_holds():
     # The privacy replay rebuilds every masked sum of a pool fit from the
     # public history (the seeds come back, one broadcast per step).
-    from skfed.kernel_methods._privacy import masked_sum_instances
+    from skfed.kernel_methods._attacks import masked_sum_instances
     from skfed.privacy import check_messages
 
     X, y = _binary_data(n=80)

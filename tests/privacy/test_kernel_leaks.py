@@ -293,7 +293,7 @@ def test_the_replay_labels_every_fdskl_sum(cache_size):
     # recomputes the pairs of the rows past it: the replay (the protocol's
     # own bookkeeping run on the public history) labels every entry of
     # every recorded sum, and the planted leak is found through it.
-    from skfed.kernel_methods._privacy import masked_sum_instances
+    from skfed.kernel_methods._attacks import masked_sum_instances
 
     est, messages, X, y = _fit("fdskl", "paper", early_stopping=True,
                                cache_size=cache_size)

@@ -11,9 +11,9 @@ from sklearn.metrics.pairwise import euclidean_distances
 from skfed.federation import aggregation
 from skfed.kernel_methods import _vertical_features
 
-from skfed.kernel_methods._attacks import column_reconstruction_known_seed
-from skfed.kernel_methods._mds_attack import (
+from skfed.kernel_methods._attacks import (
     classical_mds,
+    column_reconstruction_known_seed,
     distance_mds,
     kernel_from_angles,
     procrustes_rotation,

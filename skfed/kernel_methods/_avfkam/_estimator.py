@@ -43,6 +43,7 @@ from .._convergence import (
     split_seed,
     warn_not_converged,
 )
+from .._attacks import KERNEL_ATTACKS
 from .._export import KernelShareMixin
 from .._privacy import KernelPrivacyMixin
 from .._vertical_features import (
@@ -55,6 +56,7 @@ from .._vertical_features import (
     resolve_party_keys,
 )
 from . import _protocol as protocol
+from ._attacks import masked_sums
 from ._contract import avfkam_contract
 
 __all__ = ["AVFKAMRanker"]
@@ -683,6 +685,13 @@ class AVFKAMRanker(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
 
     def _privacy_contract(self):
         return avfkam_contract(self)
+
+    def _privacy_attacks(self):
+        return list(KERNEL_ATTACKS)
+
+    def _privacy_masked_sums(self, messages, n_rows):
+        """The preprocessing sums of a recorded fit (see :mod:`._attacks`)."""
+        return masked_sums(self, messages, n_rows)
 
     # -------------------------------------------------------------- predict
 

@@ -56,6 +56,7 @@ from .._convergence import (
     validation_split,
     warn_not_converged,
 )
+from .._attacks import KERNEL_ATTACKS
 from .._export import KernelShareMixin
 from .._privacy import KernelPrivacyMixin
 from .._vertical_features import (
@@ -65,6 +66,7 @@ from .._vertical_features import (
     party_name,
     resolve_party_keys,
 )
+from ._attacks import masked_sums, public_facts
 from ._contract import fdskl_contract
 from ._protocol import setup_party, train
 
@@ -296,6 +298,9 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
             # this simulation files them (it stands for all parties at once).
             stores = fed.gather(fed[p].call(_get_store) for p in names)
             self._keep_party_keys(fed, names, X.shape[0])
+            # The public bookkeeping of the run (the same at every party),
+            # for the attacks' replay of which pairs each masked sum carried.
+            self._privacy_public = fed[names[-1]].call(public_facts).result()
         self.coef_stores_ = stores
         self.n_iter_ = result["n_iter"]
         self.n_components_ = sum(len(st) for st in stores if st is not None)
@@ -354,6 +359,13 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
 
     def _privacy_contract(self):
         return fdskl_contract(self)
+
+    def _privacy_attacks(self):
+        return list(KERNEL_ATTACKS)
+
+    def _privacy_masked_sums(self, messages, n_rows):
+        """The training sums of a recorded fit (see :mod:`._attacks`)."""
+        return masked_sums(self, messages, n_rows)
 
     def _privacy_secrets(self, X, y=None, sample_weight=None, **fit_params):
         secrets = super()._privacy_secrets(X, y, **fit_params)
