@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (
     _check_sample_weight,
+    _num_samples,
     check_is_fitted,
     validate_data,
 )
@@ -45,7 +46,6 @@ from .._convergence import (
 )
 from .._attacks import KERNEL_ATTACKS
 from .._export import KernelShareMixin
-from .._privacy import KernelPrivacyMixin
 from .._vertical_features import (
     CoefficientStore,
     federated_decision,
@@ -63,7 +63,7 @@ __all__ = ["AVFKAMRanker"]
 
 
 @fill_doc
-class AVFKAMRanker(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
+class AVFKAMRanker(KernelShareMixin, FederatedMixin,
                    ClassifierMixin, BaseEstimator):
     """Asynchronous vertical federated kernel AUC maximisation (AVFKAM).
 
@@ -692,6 +692,21 @@ class AVFKAMRanker(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
     def _privacy_masked_sums(self, messages, n_rows):
         """The preprocessing sums of a recorded fit (see :mod:`._attacks`)."""
         return masked_sums(self, messages, n_rows)
+
+    def _privacy_row_order(self, n_rows):
+        """Row ``r`` of the parties' blocks is row ``order[r]`` of the
+        caller's ``X`` (a fit may put held-out rows first)."""
+        order = getattr(self, "_row_order", None)
+        return np.arange(n_rows) if order is None else np.asarray(order)
+
+    def _privacy_secrets(self, X, y=None, **fit_params):
+        # The messages refer to rows in the parties' order: so do the secrets.
+        secrets = super()._privacy_secrets(X, y, **fit_params)
+        order = self._privacy_row_order(_num_samples(X))
+        for secret in secrets:
+            if secret.kind != "rows" and len(secret.values) == len(order):
+                secret.values = np.asarray(secret.values)[order]
+        return secrets
 
     # -------------------------------------------------------------- predict
 

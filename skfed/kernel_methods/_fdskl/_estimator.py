@@ -58,7 +58,6 @@ from .._convergence import (
 )
 from .._attacks import KERNEL_ATTACKS
 from .._export import KernelShareMixin
-from .._privacy import KernelPrivacyMixin
 from .._vertical_features import (
     federated_decision,
     federated_gamma,
@@ -110,7 +109,7 @@ class Schedule(NamedTuple):
     max_iter: int
 
 
-class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
+class _BaseFDSKL(KernelShareMixin, FederatedMixin,
                  BaseEstimator):
     """What the FDSKL classifier and regressor share: the federated fit."""
 
@@ -367,12 +366,22 @@ class _BaseFDSKL(KernelShareMixin, KernelPrivacyMixin, FederatedMixin,
         """The training sums of a recorded fit (see :mod:`._attacks`)."""
         return masked_sums(self, messages, n_rows)
 
+    def _privacy_row_order(self, n_rows):
+        """Row ``r`` of the parties' blocks is row ``order[r]`` of the
+        caller's ``X`` (a fit may put held-out rows first)."""
+        order = getattr(self, "_row_order", None)
+        return np.arange(n_rows) if order is None else np.asarray(order)
+
     def _privacy_secrets(self, X, y=None, sample_weight=None, **fit_params):
         secrets = super()._privacy_secrets(X, y, **fit_params)
+        # The messages refer to rows in the parties' order: so do the secrets.
+        order = self._privacy_row_order(_num_samples(X))
+        for secret in secrets:
+            if secret.kind != "rows" and len(secret.values) == len(order):
+                secret.values = np.asarray(secret.values)[order]
         if y is not None:
             sample_weight = self._effective_weight(y, sample_weight)
         if sample_weight is not None:
-            order = self._privacy_row_order(_num_samples(X))
             names = [party_name(k) for k in range(self.partition_.n_parties)]
             for k in self.partition_.active_parties:
                 secrets.append(Secret(
