@@ -20,7 +20,7 @@ from skfed.kernel_methods._fdskl._contract import fdskl_contract
 from skfed.partition import VerticalPartition
 from skfed.privacy import check_messages
 
-from .test_fdskl import _binary_data, _central_fdskl
+from .fdskl.test_estimator import _binary_data, _central_fdskl
 
 
 # ----------------------------------------------------------------- FDSKL

@@ -9,7 +9,7 @@ from skfed.kernel_methods import AVFKAMRanker
 from skfed.kernel_methods._avfkam import _protocol as training
 from skfed.partition import VerticalPartition
 
-from .test_avfkam import SMALL, _data
+from .test_estimator import SMALL, _data
 
 
 def test_straggler_does_fewer_updates_only_in_asynchronous_mode():

@@ -7,7 +7,7 @@ from sklearn.utils.class_weight import compute_sample_weight
 from skfed.kernel_methods import FDSKLClassifier, FDSKLRegressor
 from skfed.partition import VerticalPartition
 
-from .test_fdskl import _binary_data, _central_fdskl
+from .test_estimator import _binary_data, _central_fdskl
 
 PARAMS = dict(learning_rate=2.0, alpha=0.01, max_iter=12, batch_size=16,
               n_components_per_iter=3, gamma=0.3, random_state=7)

@@ -20,7 +20,7 @@ from skfed.kernel_methods._attacks import (
     squared_distances,
 )
 
-from .test_kernel_leaks import FAILED, SUCCEEDED, _data, _fit, _receiver, fitted
+from .test_attacks import FAILED, SUCCEEDED, _data, _fit, _receiver, fitted
 
 
 def _by_kind(rows):
