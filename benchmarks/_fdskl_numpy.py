@@ -10,7 +10,7 @@ ids taken modulo ``D``, a returning id's coefficient growing in place and
 every row scored on the whole pool), with every column in one place: no
 parties, no masks, no messages. Its random directions come from one numpy generator, so
 the model is another draw of the same distribution, not the federated
-model itself (``tests/kernel_methods/test_fdskl.py`` checks that one
+model itself (``tests/kernel_methods/fdskl/test_estimator.py`` checks that one
 exactly).
 """
 

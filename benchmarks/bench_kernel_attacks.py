@@ -41,8 +41,8 @@ from skfed.kernel_methods import AVFKAMRanker, FDSKLClassifier
 from skfed.kernel_methods._attacks import (
     column_reconstruction_known_rows,
     column_reconstruction_known_seed,
+    distance_mds,
 )
-from skfed.kernel_methods._mds_attack import distance_mds
 from skfed.partition import VerticalPartition
 
 KNOWN = (3, 5, 9, 12, 18, 25, 40, 80)

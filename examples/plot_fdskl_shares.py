@@ -38,7 +38,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skfed.federation import record_messages
 from skfed.kernel_methods import FDSKLClassifier, consolidate_shares, predict_with_shares
-from skfed.kernel_methods._mds_attack import distance_mds
+from skfed.kernel_methods._attacks import distance_mds
 
 X, y = load_breast_cancer(return_X_y=True)
 X = StandardScaler().fit_transform(X)

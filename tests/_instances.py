@@ -38,7 +38,7 @@ _ZERO_WEIGHT_BINS = (
 # FDSKL: stochastic steps over random minibatches (as SGDClassifier, which
 # sklearn xfails here too): a weighted row is drawn once per epoch with its
 # weight, a repeated row once per copy, so the models agree in expectation
-# only (tests/kernel_methods/test_fdskl_weights.py checks the weighted steps
+# only (tests/kernel_methods/fdskl/test_estimator.py checks the weighted steps
 # exactly against a centralized re-implementation).
 _STOCHASTIC_ROWS = (
     "minibatch SGD: a row of weight k is drawn once with weight k (AVFKAM: "

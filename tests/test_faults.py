@@ -356,7 +356,7 @@ def test_ctrl_c_stops_every_avfkam_thread(phase, asynchronous):
     # training (plan_steps) without reading the stop flag: after Ctrl-C it
     # went on for minutes at max_iter=10**7 (3.6 CPU-s in 20 s), and Ctrl-C
     # itself waited out the runtime's 1 s for a party that does not stop.
-    from skfed.kernel_methods import _avfkam_protocol as protocol
+    from skfed.kernel_methods._avfkam import _protocol as protocol
 
     X, y = _data("AVFKAMRanker")
     # preprocess: one label holder replays all 10**7 steps; train: two

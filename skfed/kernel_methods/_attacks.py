@@ -17,18 +17,28 @@ masked it, ``V`` being the columns of the parties the view covers and
 Ring values (``uint32``/``uint64``) are read as angles; float values (the
 float protocol before ring masks) as plain numbers.
 
+Which sums a run sent is the algorithm's: each estimator's
+``_privacy_masked_sums`` lays them out as :class:`MaskedSum` (FDSKL's
+training sums, replayed from the public history by
+:mod:`skfed.kernel_methods._fdskl._attacks`; AVFKAM's preprocessing sums,
+:mod:`skfed.kernel_methods._avfkam._attacks`, by :func:`requested_sums`):
+which rows and features each entry stands for, and which party sent which
+partial sum to whom. All of it is public to the parties (the row and feature
+ids are broadcast, the trees and ``l'_j`` follow from the public seed, the
+message sizes are seen by their receivers).
+
 Attacks (each scored only against the victims' true columns):
 
 ``column_reconstruction``
     The paper's inference attack (its Definition 6): least squares for the
     victim rows and the per-feature constants, given the directions
     ``omega_{j,V}`` the attacker can compute: from the public seed, and from
-    its own key (the estimator's ``_privacy_direction_guesses``); the
-    attacker keeps the guess that fits best, and weights its reconstruction
-    by the share of the values that guess explains beyond chance (a guess
-    that explains nothing is no better than the prior mean, which is all
-    that knowing the distribution of the directions allows). Angles are
-    unwrapped iteratively. Metric: ``r2 = 1 - SSE / SST`` of each reconstructed column
+    its own key (:func:`direction_guesses`); the attacker keeps the guess
+    that fits best, and weights its reconstruction by the share of the
+    values that guess explains beyond chance (a guess that explains nothing
+    is no better than the prior mean, which is all that knowing the
+    distribution of the directions allows). Angles are unwrapped
+    iteratively. Metric: ``r2 = 1 - SSE / SST`` of each reconstructed column
     against the true one, both centred (the attacker cannot know a common
     shift); scale and sign are the attacker's, never fitted on the truth.
     Predicting the mean scores 0 (the ``chance`` column).
@@ -49,43 +59,362 @@ Attacks (each scored only against the victims' true columns):
     distances: Spearman correlation between the estimated kernel and minus
     the true distances. Expected to stay high for the receiver: the kernel of
     the shared rows is what kernel learning computes.
-``distance_mds`` (:mod:`._mds_attack`)
+``distance_mds``
     The kernel estimate as distances, and classical MDS: the victims'
     block up to a rigid motion, scored with an oracle rotation (an upper
-    bound) and without side information.
+    bound) and without side information (see below).
 
 For every (attacker, victim, target) the table keeps the attacker's best
 view, an upper bound on what it could do with the views listed above.
+
+Least squares. The column attacks model a view's values as ``v_ij = x_i .
+omega_j + c_j`` (modulo ``2 pi`` for ring values) and solve for the rows
+``x`` and the per-feature constants ``c`` by alternating least squares,
+unwrapping angles around the current fit, when every row observes every
+feature (dense) or not (sparse); and they weigh a fit against the values'
+spread around their constants alone.
+
+Distances and MDS: the other parties' block from the kernel, without any
+known row. A party that receives ``v_ij = omega_{j,V}^T x_{i,V} + c_j (mod
+2 pi)`` over many random features (the receiver of the masked sums, by
+design) can estimate the kernel of the view's columns between any two rows,
+``k(x_i, x_k) ~ mean_j cos(v_ij - v_kj)`` (the constants cancel), hence
+their distances with the public ``gamma_``: ``||x_i - x_k||^2 = -log k /
+gamma`` for the RBF kernel (``(-log k / gamma)^2``, an L1 distance read as
+Euclidean, for the Laplacian). Classical multidimensional scaling then
+returns the rows of the victims' block up to a rigid motion (rotation,
+reflection, shift), in as many dimensions as the victims have columns
+(public: the partition). Two scores, as separate rows of the table:
+
+- ``r2`` after the best rotation (orthogonal Procrustes against the truth):
+  an upper bound, the attacker does not know that rotation;
+- ``abs_corr``: no side information. FastICA unmixes the embedding into
+  independent components (columns of real tables are rarely Gaussian, so
+  the rotation is partly identifiable); each victim column is scored by its
+  best ``|corr|`` over the components (the choice of component uses the
+  truth, so this too is optimistic). ``chance`` is the same score for a
+  Gaussian embedding that knows nothing.
+
+With ``n_known`` rows of the victims' columns the attacker fits the rigid
+motion itself (orthogonal Procrustes on the known rows) and is scored
+``r2`` on the other rows: the known-rows curve of
+``benchmarks/bench_kernel_attacks.py``.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
 import functools
-from dataclasses import dataclass
+import numbers
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import spearmanr
+from sklearn.decomposition import FastICA
 from threadpoolctl import threadpool_limits
 
 from .._privacy_core import attack_row
-from ._attack_fits import (
-    _TWO_PI,
-    _confidence,
-    _fit_rows_and_constants,
-    _null_residual,
-    _solve_rows,
-    _wrap,
+from ..base import party_seeds
+from ..federation import child_sets
+from ..kernel_approximation import keyed_directions, spectral_directions
+from ._vertical_features import (
+    excluded_parties,
+    party_name,
+    resolve_party_keys,
+    trees_for,
 )
 
 __all__ = [
+    "MaskedSum",
+    "message_chunks",
+    "requested_sums",
+    "masked_sum_instances",
+    "kernel_views",
+    "direction_guesses",
     "column_reconstruction",
     "column_reconstruction_known_rows",
     "column_reconstruction_known_seed",
     "distance_reconstruction",
-    "kernel_views",
+    "distance_mds",
+    "kernel_from_angles",
+    "classical_mds",
+    "procrustes_rotation",
     "KERNEL_ATTACKS",
 ]
+
+
+# --------------------------------------------------------------------------
+# The masked sums of a recorded run
+
+@dataclass
+class MaskedSum:
+    """One masked two-tree sum of a recorded fit.
+
+    Attributes
+    ----------
+    receiver : str
+        The party that gets the result (the owner of the features).
+    excluded : str or None
+        The party ``l'`` whose value is not masked (``None``: one party).
+    trees : tuple
+        ``(T1, T2)``.
+    rows, features : ndarray of int
+        For each entry of a payload (flattened row-major), its row (in the
+        parties' row order) and its feature id.
+    t1, t2 : list of Message
+        The ``T1`` and ``T2`` messages, in the order they were sent.
+    """
+
+    receiver: str
+    excluded: object
+    trees: tuple
+    rows: np.ndarray
+    features: np.ndarray
+    t1: list = field(default_factory=list)
+    t2: list = field(default_factory=list)
+
+
+def _names(estimator):
+    return [party_name(k) for k in range(estimator.partition_.n_parties)]
+
+
+def message_chunks(messages, phase, size):
+    """The messages of ``phase`` in groups of ``size`` (one group per sum)."""
+    stream = [m for m in messages if m.phase == phase]
+    return [stream[i:i + size] for i in range(0, len(stream), size)] if size else []
+
+
+def requested_sums(estimator, messages, prefix, n_rows):
+    """Masked sums started by a request (``masked_features``) in the phases
+    ``prefix`` (AVFKAM's ``"preprocess"``, or a prediction's
+    ``"predict/features"``). Each request carries ``(rows, ids)`` to every
+    other party."""
+    names = _names(estimator)
+    q = len(names)
+    if q == 1:
+        return []
+    requests = message_chunks(messages, f"{prefix}/request", q - 1)
+    t1s = message_chunks(messages, f"{prefix}/T1", q - 1)
+    t2s = message_chunks(messages, f"{prefix}/T2", q - 2)
+    out = []
+    for k, group in enumerate(requests):
+        receiver = group[0].sender
+        rows, ids = group[0].payload[:2]
+        rows = np.arange(n_rows) if rows is None else np.asarray(rows)
+        ids = np.asarray(ids, dtype=np.int64)
+        excluded = str(excluded_parties(estimator._basis_seed, ids[:1], receiver,
+                                        names)[0])
+        grid_rows = np.repeat(rows, len(ids))
+        grid_ids = np.tile(ids, len(rows))
+        out.append(MaskedSum(receiver, excluded, trees_for(names, receiver, excluded),
+                             grid_rows, grid_ids, t1s[k] if k < len(t1s) else [],
+                             t2s[k] if q > 2 and k < len(t2s) else []))
+    return out
+
+
+def masked_sum_instances(estimator, messages, n_rows):
+    """Every masked two-tree sum of a recorded FDSKL or AVFKAM run.
+
+    Parameters
+    ----------
+    estimator : fitted FDSKL or AVFKAM estimator
+    messages : list of Message
+        A recorded fit (and, possibly, predictions).
+    n_rows : int
+        Rows of the fitted ``X`` (``rows=None`` in a request means all).
+
+    Returns
+    -------
+    list of MaskedSum
+        As the estimator's ``_privacy_masked_sums`` lays them out.
+    """
+    return estimator._privacy_masked_sums(messages, n_rows)
+
+
+# --------------------------------------------------------------------------
+# What an attacker can compute as another party's directions
+
+def keys_from_random_state(estimator):
+    """The keys ``party_keys="random_state"`` derives, as anyone who knows an
+    integer ``random_state`` can (None otherwise)."""
+    if not isinstance(estimator.random_state, numbers.Integral):
+        return None
+    q = estimator.partition_.n_parties
+    return resolve_party_keys("random_state",
+                              party_seeds(estimator.random_state, 2 + q)[2:])
+
+
+def direction_guesses(estimator, attacker, victim, feature_ids,
+                      knows_random_state=False):
+    """What ``attacker`` can compute as ``victim``'s block of ``omega``.
+
+    The paper's public seed (what every party could draw before the blocks
+    came from private keys) and the attacker's own key (what it would be if
+    keys were shared). Neither is the victim's block unless the protocol
+    leaks it. With ``knows_random_state``, also the block from the key
+    ``random_state`` gives the victim: exactly the victim's in a fit with
+    ``party_keys="random_state"``.
+    """
+    partition = estimator.partition_
+    names = _names(estimator)
+    columns = partition.columns(names.index(victim))
+    kernel, gamma = estimator.kernel, estimator.gamma_
+    guesses = [("public seed", spectral_directions(
+        estimator._basis_seed, columns, feature_ids, kernel, gamma))]
+    keys = getattr(estimator, "_party_keys", None)
+    if keys is not None:
+        guesses.append(("own key", keyed_directions(
+            keys[names.index(attacker)], len(columns), feature_ids, kernel,
+            gamma)))
+    derived = keys_from_random_state(estimator) if knows_random_state else None
+    if derived is not None:
+        guesses.append(("random_state", keyed_directions(
+            derived[names.index(victim)], len(columns), feature_ids, kernel,
+            gamma)))
+    return guesses
+
+
+# --------------------------------------------------------------------------
+# Least squares: rows and constants from angles
+
+_TWO_PI = 2.0 * np.pi
+
+
+def _wrap(a):
+    return (a + np.pi) % _TWO_PI - np.pi
+
+
+def _row_sums(values, r, n_rows):
+    """Sum of ``values`` (obs x ...) per row; ``r`` sorted, every row present."""
+    starts = np.searchsorted(r, np.arange(n_rows))
+    return np.add.reduceat(values, starts, axis=0)
+
+
+def _row_grams(A, r, n_rows, ridge=1e-6):
+    """``A_r^T A_r + ridge I`` for every row (``r`` sorted)."""
+    d = A.shape[1]
+    bounds = np.searchsorted(r, np.arange(n_rows + 1))
+    G = np.empty((n_rows, d, d))
+    for i in range(n_rows):
+        block = A[bounds[i]:bounds[i + 1]]
+        G[i] = block.T @ block
+    return G + ridge * np.eye(d)
+
+
+def _solve_rows(A, r, target, n_rows):
+    """Per row, least squares of ``target`` on the directions ``A`` (obs x d);
+    ``r`` sorted and covering ``range(n_rows)``."""
+    G = _row_grams(A, r, n_rows)
+    h = _row_sums(A * target[:, None], r, n_rows)
+    return np.linalg.solve(G, h[:, :, None])[:, :, 0]
+
+
+def _fit_dense(omega, V, circular, n_iter, x=None):
+    # Every row observes every feature: V = X omega + 1 c^T in matrix form.
+    pinv = np.linalg.pinv(omega)  # F x d
+    if x is None:
+        x = np.zeros((V.shape[0], omega.shape[0]))
+        c = np.angle(np.exp(1j * V).mean(axis=0)) if circular else V.mean(axis=0)
+    else:
+        R = V - x @ omega
+        c = np.angle(np.exp(1j * R).mean(axis=0)) if circular else R.mean(axis=0)
+    for _ in range(n_iter):
+        pred = x @ omega + c
+        target = pred + (_wrap(V - pred) if circular else V - pred)
+        x = (target - c) @ pinv
+        c = (target - x @ omega).mean(axis=0)
+    pred = x @ omega + c
+    resid = _wrap(V - pred) if circular else V - pred
+    return x, c, float(np.mean(resid**2))
+
+
+def _fit_sparse(A, r, f, v, n_rows, n_feats, circular, n_iter, x=None):
+    G_inv = np.linalg.inv(_row_grams(A, r, n_rows))
+    count = np.maximum(np.bincount(f, None, n_feats), 1)
+    if x is None:
+        x = np.zeros((n_rows, A.shape[1]))
+    resid0 = v - np.einsum("od,od->o", x[r], A)
+    if circular:
+        c = np.angle(np.bincount(f, np.cos(resid0), n_feats)
+                     + 1j * np.bincount(f, np.sin(resid0), n_feats))
+    else:
+        c = np.bincount(f, resid0, n_feats) / count
+    for _ in range(n_iter):
+        pred = np.einsum("od,od->o", x[r], A) + c[f]
+        resid = _wrap(v - pred) if circular else v - pred
+        target = pred + resid
+        h = _row_sums(A * (target - c[f])[:, None], r, n_rows)
+        x = np.einsum("rde,re->rd", G_inv, h)
+        c = c + np.bincount(f, target - np.einsum("od,od->o", x[r], A) - c[f],
+                            n_feats) / count
+    pred = np.einsum("od,od->o", x[r], A) + c[f]
+    resid = _wrap(v - pred) if circular else v - pred
+    return x, c, float(np.mean(resid**2))
+
+
+def _fit_rows_and_constants(omega, r, f, v, n_rows, circular, n_iter=12):
+    """``v = x_r . omega_f + c_f`` (mod 2 pi) by alternating least squares,
+    angles unwrapped around the current fit. A first pass uses only the
+    features of shortest direction (whose values rarely wrap); the second
+    refines on every feature. Returns ``x``, ``c`` and the mean square of
+    the (wrapped) residuals."""
+    d, n_feats = omega.shape
+    dense = len(v) == n_rows * n_feats
+    if dense:
+        V = np.empty((n_rows, n_feats))
+        V[r, f] = v
+    x = None
+    if circular:
+        norms = np.linalg.norm(omega, axis=0)
+        short = norms <= np.quantile(norms, 0.3)
+        if short.sum() >= 2 * d:
+            if dense:
+                x = _fit_dense(omega[:, short], V[:, short], True, n_iter)[0]
+            else:
+                keep = short[f]
+                sub = np.cumsum(short) - 1
+                rows_seen = np.bincount(r[keep], None, n_rows) > 0
+                if rows_seen.all():
+                    x = _fit_sparse(omega.T[f[keep]], r[keep], sub[f[keep]],
+                                    v[keep], n_rows, int(short.sum()), True,
+                                    n_iter)[0]
+    if dense:
+        return _fit_dense(omega, V, circular, n_iter, x)
+    return _fit_sparse(omega.T[f], r, f, v, n_rows, n_feats, circular, n_iter, x)
+
+
+def _null_residual(f, v, n_feats, circular):
+    """Mean square of the values around their per-feature constant."""
+    if circular:
+        c = np.angle(np.bincount(f, np.cos(v), n_feats)
+                     + 1j * np.bincount(f, np.sin(v), n_feats))
+        return float(np.mean(_wrap(v - c[f]) ** 2))
+    c = np.bincount(f, v, n_feats) / np.maximum(np.bincount(f, None, n_feats), 1)
+    return float(np.mean((v - c[f]) ** 2))
+
+
+def _confidence(resid, null, d, per_row):
+    """How far the guessed directions explain the values beyond chance.
+
+    ``d`` directions fitted to ``per_row`` values of a row explain a share
+    ``d / per_row`` of anything by chance. A guess that explains no more is
+    no better than any draw from the spectral measure, and an attacker who
+    knows only that measure can do no better than the prior mean: the
+    likelihood of the values does not change if the unknown rows and
+    directions are rotated together. The attacker weights its
+    reconstruction by the explained share beyond chance (1 when its
+    directions are the victim's, about 0 when they are not).
+    """
+    explained = 1.0 - resid / max(null, 1e-300)
+    by_chance = min(d / max(per_row, 1.0), 1.0)
+    if by_chance >= 1.0:
+        return 0.0
+    return float(np.clip((explained - by_chance) / (1.0 - by_chance), 0.0, 1.0))
+
+
+# --------------------------------------------------------------------------
+# Views and the attacks on them
 
 #: features used per view (the most observed ones), to bound the work: when
 #: every row observes every feature (AVFKAM, prediction), and otherwise
@@ -152,9 +481,6 @@ def kernel_views(estimator, messages, n_rows):
     -------
     list of View
     """
-    from ..federation import child_sets
-    from ._privacy import masked_sum_instances
-
     pieces = {}
 
     def add(attacker, kind, victims, inst, payload):
@@ -216,8 +542,6 @@ def _select(view, cap=None):
 
 
 def _victim_columns(estimator, victims):
-    from ._vertical_features import party_name
-
     partition = estimator.partition_
     out = []
     for k in range(partition.n_parties):
@@ -249,23 +573,10 @@ def _truth_rows(estimator, X, rows):
 
 def _guesses(estimator, attacker, victims, feature_ids, knows_random_state=False):
     """Candidate direction blocks (d_V x F) for the victims' columns."""
-    from ..kernel_approximation import spectral_directions
-    from ._vertical_features import party_name
-
-    hook = getattr(estimator, "_privacy_direction_guesses", None)
-    partition = estimator.partition_
-    per_party = []
-    for k in range(partition.n_parties):
-        name = party_name(k)
-        if name not in victims:
-            continue
-        if hook is not None:
-            per_party.append(hook(attacker, name, feature_ids,
-                                  knows_random_state=knows_random_state))
-        else:  # the float protocol: one public seed for every block
-            per_party.append([("public seed", spectral_directions(
-                estimator._basis_seed, partition.columns(k), feature_ids,
-                estimator.kernel, estimator.gamma_))])
+    per_party = [direction_guesses(estimator, attacker, party_name(k),
+                                   feature_ids, knows_random_state)
+                 for k in range(estimator.partition_.n_parties)
+                 if party_name(k) in victims]
     labels = [g[0] for g in per_party[0]]
     return [(label, np.vstack([dict(g)[label] for g in per_party]))
             for label in labels]
@@ -481,6 +792,168 @@ def distance_reconstruction(estimator, messages, X, y=None, **fit_params):
 
 distance_reconstruction.attack_name = "distance_reconstruction"
 
-#: the attacks of FDSKL and AVFKAM, as ``_privacy_attacks`` returns them
+
+# --------------------------------------------------------------------------
+# Distances and MDS
+
+#: rows used per view (a seeded choice beyond it): MDS is O(rows^2)
+MDS_MAX_ROWS = 1500
+#: features used per view (the most observed ones): the kernel estimate's
+#: error falls as 1 / sqrt(features), and costs rows^2 x features
+MDS_MAX_FEATURES = 4000
+#: least number of features two rows must share for their kernel estimate
+MIN_SHARED = 10
+
+
+def kernel_from_angles(rows, features, values, n_rows, n_features):
+    """``mean_j cos(v_ij - v_kj)`` over the features rows ``i`` and ``k``
+    share, and how many they share.
+
+    Returns
+    -------
+    kernel, shared : ndarray of shape (n_rows, n_rows)
+    """
+    E = np.zeros((n_rows, n_features), dtype=complex)
+    E[rows, features] = np.exp(1j * values)
+    M = np.zeros((n_rows, n_features))
+    M[rows, features] = 1.0
+    shared = M @ M.T
+    kernel = (E @ E.conj().T).real / np.maximum(shared, 1.0)
+    return kernel, shared
+
+
+def squared_distances(kernel, shared, gamma, kernel_name="rbf"):
+    """Squared distances from a kernel estimate (``NaN`` where unknown).
+
+    The estimate of a kernel value has a standard error about
+    ``1 / sqrt(2 shared)``; values below twice that are clipped to it (the
+    distance is then a lower bound: far rows look less far).
+    """
+    floor = 2.0 / np.sqrt(2.0 * np.maximum(shared, 1.0))
+    k = np.clip(kernel, floor, 1.0)
+    d = -np.log(k) / gamma
+    d2 = d if kernel_name == "rbf" else d**2
+    d2[shared < MIN_SHARED] = np.nan
+    np.fill_diagonal(d2, 0.0)
+    return d2
+
+
+def classical_mds(d2, n_components):
+    """Classical (Torgerson) MDS of squared distances; ``NaN`` entries are
+    filled with their row's and column's mean first."""
+    d2 = np.array(d2, dtype=float)
+    missing = ~np.isfinite(d2)
+    if missing.any():
+        fill = np.nanmean(d2, axis=1)
+        fill = np.where(np.isfinite(fill), fill, np.nanmean(d2))
+        d2[missing] = ((fill[:, None] + fill[None, :]) / 2)[missing]
+    n = len(d2)
+    J = np.eye(n) - 1.0 / n
+    B = -0.5 * J @ d2 @ J
+    w, V = np.linalg.eigh((B + B.T) / 2)
+    top = np.argsort(w)[::-1][:n_components]
+    return V[:, top] * np.sqrt(np.maximum(w[top], 0.0))
+
+
+def procrustes_rotation(Y, T):
+    """The orthogonal ``R`` (reflections allowed) minimising ``||Y R - T||``
+    for centred ``Y`` and ``T``."""
+    U, _, Vt = np.linalg.svd(Y.T @ T)
+    return U @ Vt
+
+
+def _abs_corr(S, T):
+    """``|corr|`` of every column of ``S`` with every column of ``T``."""
+    S = (S - S.mean(axis=0)) / np.maximum(S.std(axis=0), 1e-300)
+    T = (T - T.mean(axis=0)) / np.maximum(T.std(axis=0), 1e-300)
+    return np.abs(S.T @ T) / len(S)
+
+
+def _unmixed(Y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a non-converged ICA is still a guess
+        return FastICA(n_components=Y.shape[1], whiten="unit-variance",
+                       max_iter=400, random_state=0).fit_transform(Y)
+
+
+def _chance_abs_corr(T, n_draws=20):
+    rng = np.random.RandomState(1)
+    return float(np.mean([_abs_corr(rng.standard_normal(T.shape), T).max(axis=0)
+                          for _ in range(n_draws)]))
+
+
+def _embed(view, estimator):
+    rows_u, r, feats_u, f, v = _select(view, MDS_MAX_FEATURES)
+    if len(rows_u) > MDS_MAX_ROWS:
+        keep = np.sort(np.random.RandomState(0).choice(len(rows_u), MDS_MAX_ROWS,
+                                                        replace=False))
+        sel = np.isin(r, keep)
+        rows_u, r, f, v = rows_u[keep], np.searchsorted(keep, r[sel]), f[sel], v[sel]
+    kernel, shared = kernel_from_angles(r, f, v, len(rows_u), len(feats_u))
+    d2 = squared_distances(kernel, shared, estimator.gamma_, estimator.kernel)
+    return rows_u, d2
+
+
+@_one_blas_thread
+def distance_mds(estimator, messages, X, y=None, n_known=None, estimates=None,
+                 **fit_params):
+    """Kernel estimate -> distances -> classical MDS -> alignment (see the
+    module docstring). Rows ``"column c (oracle rotation)"`` (``r2``) and
+    ``"column c (ICA, no side information)"`` (``abs_corr``); with
+    ``n_known`` (an int or several), ``"column c (n known rows)"`` (``r2``
+    on the other rows).
+    ``estimates``, a dict, receives the embedding of every view as
+    ``(rows, embedding, truth)``."""
+    best, chance, metric = {}, {}, {}
+    for view in kernel_views(estimator, messages, len(X)):
+        cols = _victim_columns(estimator, view.victims)
+        if not cols:
+            continue
+        rows_u, d2 = _embed(view, estimator)
+        if len(rows_u) < MIN_ROWS or np.isnan(d2).all():
+            continue
+        d = len(cols)
+        Y = classical_mds(d2, d)
+        Y -= Y.mean(axis=0)
+        truth = _truth_rows(estimator, X, rows_u)[:, [c for _, c in cols]]
+        T = truth - truth.mean(axis=0)
+        if estimates is not None:
+            estimates[view.attacker, tuple(view.victims), view.kind] = (
+                rows_u, Y, truth)
+        found = {}
+        aligned = Y @ procrustes_rotation(Y, T)
+        for a in range(d):
+            found[f"column {cols[a][1]} (oracle rotation)"] = (a, "r2", _r2(
+                aligned[:, a], T[:, a]), 0.0)
+        unmixed = _abs_corr(_unmixed(Y), T).max(axis=0)
+        by_chance = _chance_abs_corr(T)
+        for a in range(d):
+            found[f"column {cols[a][1]} (ICA, no side information)"] = (
+                a, "abs_corr", float(unmixed[a]), by_chance)
+        for k in () if n_known is None else np.atleast_1d(n_known).astype(int):
+            if len(rows_u) < k + MIN_ROWS:
+                continue
+            known = np.zeros(len(rows_u), dtype=bool)
+            known[np.random.RandomState(0).choice(len(rows_u), k,
+                                                  replace=False)] = True
+            mu_y, mu_t = Y[known].mean(axis=0), truth[known].mean(axis=0)
+            R = procrustes_rotation(Y[known] - mu_y, truth[known] - mu_t)
+            fit = (Y[~known] - mu_y) @ R + mu_t
+            for a in range(d):
+                found[f"column {cols[a][1]} ({k} known rows)"] = (
+                    a, "r2", _r2(fit[:, a], truth[~known, a]), 0.0)
+        for target, (a, name, value, base) in found.items():
+            key = (view.attacker, cols[a][0], target)
+            if key not in best or value > best[key]:
+                best[key], chance[key], metric[key] = value, base, name
+    return [attack_row("distance_mds", *key, metric[key], value, chance[key])
+            for key, value in sorted(best.items())]
+
+
+distance_mds.attack_name = "distance_mds"
+
+
+#: the attacks of FDSKL and AVFKAM, as their ``_privacy_attacks`` return them
 KERNEL_ATTACKS = (column_reconstruction, column_reconstruction_known_seed,
-                  column_reconstruction_known_rows, distance_reconstruction)
+                  column_reconstruction_known_rows, distance_reconstruction,
+                  distance_mds)

@@ -58,6 +58,8 @@ from ._vertical_features import (
     federated_decision,
     local_decision,
     make_party_states,
+    party_key,
+    party_key_mode,
     party_name,
 )
 
@@ -371,7 +373,27 @@ def consolidate_shares(shares):
 
 
 class KernelShareMixin:
-    """``export_shares`` and ``consolidate`` for the kernel estimators."""
+    """``export_shares`` and ``consolidate`` for the kernel estimators, and
+    the filing of every party's key at fit that they read."""
+
+    def _keep_party_keys(self, fed, names, n_rows, row_order=None):
+        """File each party's key with the fitted model (prediction needs
+        them), with the row facts the privacy checks need and the fit's
+        fingerprint (which its exported shares carry).
+
+        The simulation keeps every party's share in the estimator, as it
+        does the coefficient stores; fetching them is not a message. The
+        estimator thus holds every party's key: it is the whole simulation,
+        never a thing to hand to one party (``export_shares()`` splits it).
+        """
+        self.party_keys_ = party_key_mode(self.party_keys, self.random_state)
+        self._party_keys = fed.gather(fed[p].call(party_key) for p in names)
+        self._privacy_n_rows = int(n_rows)
+        self._row_order = None if row_order is None else np.asarray(row_order)
+        # Names this fit in every share export_shares() makes of it, so that
+        # shares of two fits refuse to be used together (never shapes the
+        # model: drawn from secrets, after training).
+        self._model_fingerprint = new_fingerprint()
 
     def _share_output(self):
         if hasattr(self, "threshold_"):

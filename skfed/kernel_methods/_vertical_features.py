@@ -7,10 +7,11 @@ the party runtime:
 
 - :func:`make_party_states`: the private state of each party (its column
   block, its private key, its coefficient store);
+- :func:`party_key_mode`, :func:`resolve_party_keys` and :func:`party_key`:
+  where each party's private key comes from (see "Keys" below);
 - :func:`party_directions` and :func:`party_phases`: a party's own rows of
   ``omega_j`` and its phase of feature ``j``, a pseudo-random function of
-  its private key (never of the public seed) and ``j``; they and the keys
-  are written in :mod:`._vertical_features_keys` (imported here);
+  its private key (never of the public seed) and ``j``;
 - :func:`masked_features`: ``phi_j(x)`` for chosen rows and features,
   delivered to one receiving party through FDSKL's Algorithm 3 over the ring
   of angles (masked sum over ``T1``, masks removed over a totally
@@ -27,16 +28,29 @@ the same phase at training and prediction time. The masks themselves are
 fresh uniform ring elements from each party's CSPRNG
 (:func:`~skfed.federation.masked_tree_sum`) and cancel exactly: they do not
 change the model.
+
+Keys. The paper draws ``omega_j`` from a seed every party knows, so whoever
+receives ``omega_j^T x + b`` over many features can solve the linear system
+for the other parties' columns (it knows their directions). Here each party
+draws its block of ``omega_j`` from its own key, so the receiver knows the
+distribution of the other blocks but not the blocks. In a simulation the
+keys derive from a given ``random_state`` (reproducible fits; anyone who
+knows the seed knows the keys); ``party_keys="os"`` draws them from the
+operating system, as a deployment does, and so does the default ``"auto"``
+when ``random_state`` is None. The keys are part of each party's share of
+the model (:mod:`._export`): prediction needs them.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import secrets
 from functools import lru_cache, partial
 
 import numpy as np
 import scipy.sparse as sp
 
+from .._privacy_core import Aggregate, Inherent, Masked, Public, Rule
 from ..federation import (
     AngleEncoder,
     Local,
@@ -53,14 +67,6 @@ from ..kernel_approximation import (
     keyed_phases,
     resolve_gamma,
     variance_from_moments,
-)
-from ._vertical_features_keys import (
-    PARTY_KEY_MODES,
-    party_directions,
-    party_key,
-    party_key_mode,
-    party_phases,
-    resolve_party_keys,
 )
 
 __all__ = [
@@ -123,6 +129,73 @@ def ring_angles(values, scaled=False):
 
 def party_name(k):
     return f"party{k}"
+
+
+#: values of the estimators' ``party_keys`` parameter
+PARTY_KEY_MODES = ("auto", "random_state", "os")
+
+
+def party_key_mode(mode, random_state):
+    """The key source a fit uses: ``"auto"`` resolved.
+
+    ``"auto"`` is ``"os"`` when ``random_state`` is None (the model is not
+    reproducible anyway, so nothing is lost by keys nobody can rebuild) and
+    ``"random_state"`` otherwise (a seeded fit is reproducible, and whoever
+    knows the seed can rebuild every key).
+    """
+    if mode not in PARTY_KEY_MODES:
+        raise ValueError(f"party_keys must be one of {PARTY_KEY_MODES}, got "
+                         f"{mode!r}.")
+    if mode == "auto":
+        return "os" if random_state is None else "random_state"
+    return mode
+
+
+def resolve_party_keys(mode, seeds, random_state=None):
+    """The key of every party for a fit (one entry per party).
+
+    Parameters
+    ----------
+    mode : {"auto", "random_state", "os"}
+        ``"random_state"``: derived from ``seeds`` (drawn from the
+        estimator's ``random_state``), so a fit is reproducible and whoever
+        knows the seed can rebuild every key (simulation). ``"os"``: ``None``
+        for every party, which then draws its own key from the operating
+        system inside its own thread (deployment; the model changes with
+        every fit). ``"auto"``: see :func:`party_key_mode`.
+
+    seeds : list of int
+        One seed per party (used in ``"random_state"`` mode).
+
+    random_state : int, RandomState instance or None
+        The estimator's, for ``"auto"``.
+
+    Returns
+    -------
+    list of bytes or None
+    """
+    if party_key_mode(mode, random_state) == "random_state":
+        return [derive_party_key(seed, k) for k, seed in enumerate(seeds)]
+    return [None] * len(seeds)
+
+
+def party_key(state):
+    """This party's private key (drawn from the OS on first use if unset)."""
+    if state.key is None:
+        # party_keys="os": the party's own CSPRNG, in its own thread.
+        state.key = secrets.token_bytes(32)
+    return state.key
+
+
+def party_directions(state, feature_ids):
+    """This party's rows of ``omega_j`` (its columns, in its own order)."""
+    return keyed_directions(party_key(state), len(state.columns), feature_ids,
+                            state.kernel, state.gamma)
+
+
+def party_phases(state, feature_ids):
+    """This party's phases of the features, uniform on ``[0, 2 pi)``."""
+    return keyed_phases(party_key(state), feature_ids)
 
 
 class CoefficientStore:
@@ -475,3 +548,81 @@ def federated_decision(fed, names, receiver, n_rows, n_outputs, basis_seed,
         out[start:start + len(rows)] = total.result() if hasattr(total, "result") \
             else total
     return out
+
+
+# --------------------------------------------------------------------------
+# What the messages of these sub-protocols may carry (read by
+# skfed.privacy; each algorithm's _contract adds its own rules).
+
+_T1 = ("uniform ring mask (angles in Z_2^32), fresh per row and feature, from "
+       "each sender's CSPRNG; l' leads the receiver's only T1 child")
+_T2 = "sums of fresh ring masks only (no data)"
+
+
+def random_features(sizes):
+    """The random features a fit may draw: the fitted estimator's
+    ``_n_feature_ids`` (FDSKL: its features per step for at most
+    ``max_iter`` steps, at most the pool, ``"auto"`` resolved, a diverged
+    fit keeping fewer than it sent; AVFKAM: ``n_random_features``)."""
+    return int(sizes["est"]._n_feature_ids)
+
+
+def rows_x_features(sizes):
+    """One value per row and random feature."""
+    return sizes["rows"] * random_features(sizes)
+
+
+def rows_x_outputs(sizes):
+    """One value per row and output (one output but for multiclass)."""
+    classes = getattr(sizes["est"], "classes_", ())
+    return sizes["rows"] * (len(classes) if len(classes) > 2 else 1)
+
+
+def masked_sum_rules(phase, requested=True):
+    """Rules of the masked two-tree sums of ``phase`` (Algorithm 3)."""
+    rules = [
+        Rule(f"{phase}/T1", "party", "party",
+             (Masked(_T1, dtype="u", max_size=rows_x_features),),
+             note="a T1 partial sum; only the receiver gets one without a mask "
+                  "left in it, and it is the result"),
+        Rule(f"{phase}/T2", "party", "party",
+             (Masked(_T2, dtype="u", max_size=rows_x_features),),
+             note="a T2 partial sum of masks; no party can cancel its T1 inputs "
+                  "with it (the trees are checked node by node)"),
+    ]
+    if requested:
+        rules.append(Rule(
+            f"{phase}/request", "active", "party",
+            (Public("row ids (None: every row)", dtype="iu", max_size="rows",
+                    query=True),
+             Public("feature ids", dtype="iu", max_size=random_features)),
+            note="the coefficient holder asks for these rows and features"))
+    return rules
+
+
+def gamma_rules(n_rows):
+    return [
+        Rule("gamma/moments", "party", "party",
+             (Aggregate(n_rows, "sum, sum of squares, entry and column counts "
+                        "of the senders' blocks", dtype="f", max_size=4),),
+             note="gamma='scale' needs var(X)"),
+        Rule("gamma/broadcast", "party", "party",
+             (Public("gamma", dtype="f", max_size=1),)),
+    ]
+
+
+F_SUMS = Inherent("partial sums of the local models f^l(x) (zeros from "
+                  "passive parties)", exempt=("labels",), dtype="f",
+                  max_size=rows_x_outputs)
+
+
+def predict_rules():
+    return masked_sum_rules("predict/features") + [
+        Rule("predict/sum", "party", "active", (F_SUMS,),
+             note="Algorithm 2: f(x) = sum of f^l(x), to the label holder"),
+    ]
+
+
+def contract_n_rows(estimator):
+    # Aggregates span every row the parties hold (the fitted X).
+    return max(int(getattr(estimator, "_privacy_n_rows", 2)), 2)

@@ -1,6 +1,9 @@
 """DSPGD: the threshold lambda, the eigenvalue estimates and the stopping
 rule."""
 
+import tracemalloc
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from sklearn.metrics.pairwise import rbf_kernel
@@ -94,3 +97,28 @@ def test_nonfinite_eigenvalues_stop_the_fit(blobs, monkeypatch):
     monkeypatch.setattr(_dspgd, "server_select_pairs", broken)
     with pytest.raises(ValueError, match="non-finite values at iteration 1.*gamma"):
         FederatedKernelKMeans(4, random_state=0).fit(blobs[0])
+
+
+# -- memory: W is built in place -----------------------------------------------
+
+def test_kernel_kmeans_w_is_built_in_place(monkeypatch):
+    rng = np.random.RandomState(0)
+    n, D, r = 4000, 100, 6
+    state = SimpleNamespace(X=rng.normal(size=(n, 5)), B=rng.normal(size=(n, r)),
+                            n_random_features=D, gamma=0.2,
+                            users_key=b"k" * 32)
+    eta = 0.25
+    tracemalloc.start()
+    _dspgd.user_form_w(state, 3, eta)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    W = state.W
+    assert W.shape == (n, D + r)
+    # W itself and one block of rows (about 2 million values), not copies
+    # of the n x D features
+    assert peak < W.nbytes + 9 * 2**21 + 2**20
+    A = _dspgd.RandomFourierBasis(_dspgd.feature_seed(state.users_key, 3),
+                                  gamma=0.2).transform(state.X, np.arange(D))
+    np.testing.assert_allclose(W[:, :D], np.sqrt(eta / D) * A, rtol=1e-12,
+                               atol=1e-14)
+    np.testing.assert_allclose(W[:, D:], np.sqrt(1 - eta) * state.B)

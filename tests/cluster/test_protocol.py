@@ -2,6 +2,9 @@
 key, row counts), the messages of an iteration with and without CEM, and
 what the server receives."""
 
+import tracemalloc
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
@@ -10,6 +13,7 @@ from sklearn.metrics import normalized_mutual_info_score as nmi
 from skfed.cluster import FederatedKernelKMeans, dspgd_uploads
 from skfed.cluster._coreset import MIN_GROUP
 from skfed.cluster._dspgd import feature_seed
+from skfed.cluster import _dspgd, _protocol
 from skfed.cluster._protocol import MIN_USER_ROWS
 from skfed.federation import record_messages
 from skfed.kernel_approximation import RandomFourierBasis
@@ -227,3 +231,22 @@ def test_reproducible_with_fresh_masks(blobs):
     np.testing.assert_array_equal(fits[0].eigenvalues_, fits[1].eigenvalues_)
     # Masks come from each user's CSPRNG, never from random_state.
     assert not any(np.array_equal(a, b) for a, b in zip(*first_uploads))
+
+
+# -- memory: the out-of-sample moment by blocks ---------------------------------
+
+def test_kernel_kmeans_out_of_sample_moment_by_blocks():
+    rng = np.random.RandomState(1)
+    n, width = 6000, 1000
+    state = SimpleNamespace(X=rng.normal(size=(n, 4)), H=rng.normal(size=(n, 3)),
+                            gamma=0.3, users_key=b"u" * 32)
+    tracemalloc.start()
+    total = _protocol.user_oos_moment(state, width)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # one block of features (2^21 values, and its finite check: a byte per
+    # value), never the n x width matrix
+    assert peak < 9 * 2**21 + 2**20 < 8 * n * width
+    A = _dspgd.RandomFourierBasis(_dspgd.oos_seed(state.users_key),
+                                  gamma=0.3).transform(state.X, np.arange(width))
+    np.testing.assert_allclose(total, state.H.T @ A, rtol=1e-10, atol=1e-8)

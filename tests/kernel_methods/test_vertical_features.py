@@ -1,9 +1,20 @@
+"""The shared vertical random features: masked two-tree sums, party keys,
+the coefficient store and its ring encoding, sparse blocks."""
+
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from skfed.federation import Federation, record_messages
 from skfed.kernel_approximation import derive_party_key, keyed_directions
+from skfed.kernel_methods import (
+    AVFKAMRanker,
+    FDSKLClassifier,
+    FDSKLRegressor,
+    _vertical_features,
+)
 from skfed.kernel_methods._vertical_features import (
+    ANGLES,
     CoefficientStore,
     federated_decision,
     make_party_states,
@@ -11,6 +22,7 @@ from skfed.kernel_methods._vertical_features import (
     party_name,
     reference_features,
     resolve_party_keys,
+    ring_angles,
 )
 from skfed.partition import VerticalPartition
 
@@ -132,3 +144,99 @@ def test_federated_decision_is_the_sum_of_local_models():
                 + reference_features(X, part, keys, np.arange(20, 26), "party2",
                                      5, "rbf", 0.3) @ stores[2].coef)
     np.testing.assert_allclose(f, expected, atol=1e-8)
+
+
+# The fast ring encoding of angles and the raw units of the coefficient store.
+
+def _ring_distance(a, b):
+    d = (a.astype(np.int64) - b.astype(np.int64)) % 2**32
+    return np.minimum(d, 2**32 - d)
+
+
+def test_ring_angles_match_the_encoder_within_one_unit():
+    rng = np.random.RandomState(0)
+    values = np.concatenate([rng.normal(scale=30, size=100_000),
+                             [0.0, -0.0, np.pi, -np.pi, 2 * np.pi, -1e-12, 1e6]])
+    fast = ring_angles(values)
+    assert fast.dtype == np.uint32
+    assert _ring_distance(fast, ANGLES.encode(values)).max() <= 1
+    # sums of encodings decode to sums of angles (what the masked sum needs)
+    a, b = values[:1000], values[1000:2000]
+    with np.errstate(over="ignore"):
+        total = ring_angles(a) + ring_angles(b)
+    np.testing.assert_allclose(np.cos(ANGLES.decode(total)), np.cos(a + b),
+                               atol=1e-8)
+
+
+def test_ring_angles_fall_back_for_huge_angles_and_refuse_non_finite():
+    huge = np.array([3e18, -7e17, 1.0])
+    np.testing.assert_array_equal(ring_angles(huge), ANGLES.encode(huge))
+    with pytest.raises(ValueError, match="non-finite"):
+        ring_angles(np.array([1.0, np.inf]))
+    assert ring_angles(np.empty(0)).shape == (0,)
+
+
+def test_store_reports_its_fold_so_raw_sums_can_follow():
+    store = CoefficientStore(n_outputs=1)
+    store.add([0, 1], [[1.0], [2.0]])
+    phi = np.array([[0.5, -1.0]])
+    saved = phi @ store.raw_coef           # a sum kept in raw units
+    folds = 1.0
+    for _ in range(400):
+        folds *= store.decay(0.3)
+    assert folds != 1.0                   # the scale was folded in at least once
+    np.testing.assert_allclose(store.raw_coef * store.scale, store.coef)
+    # the saved sum times the folds and the running scale is f(x) now
+    np.testing.assert_allclose(saved * folds * store.scale, phi @ store.coef,
+                               rtol=1e-12)
+
+
+# Sparse input (CSR/CSC) for FDSKL and AVFKAM: each party holds its column
+# block as a CSR matrix and the model equals the dense fit's.
+
+def _sparse_data(n=120, d=8, density=0.3, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.normal(size=(n, d)) * (rng.rand(n, d) < density)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    return X, y
+
+
+ESTIMATORS = [
+    lambda: FDSKLClassifier(partition=3, max_iter=20, batch_size=16,
+                            random_state=0),
+    lambda: FDSKLRegressor(partition=2, max_iter=20, batch_size=16,
+                           random_state=0),
+    lambda: AVFKAMRanker(partition=3, max_iter=50, n_random_features=50,
+                         batch_size=16, features_per_step=8, random_state=0),
+]
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_sparse_fit_equals_the_dense_fit(make, fmt, monkeypatch):
+    X, y = _sparse_data()
+    blocks = []
+    column_block = _vertical_features._column_block
+
+    def spy(X, columns):
+        out = column_block(X, columns)
+        blocks.append(out)
+        return out
+
+    monkeypatch.setattr(_vertical_features, "_column_block", spy)
+    dense = make().fit(X, y)
+    n_dense = len(blocks)
+    Xs = sp.csr_matrix(X) if fmt == "csr" else sp.csc_matrix(X)
+    sparse = make().fit(Xs, y)
+    # Every party got its block as a CSR matrix (not densified).
+    assert blocks[n_dense:] and all(sp.issparse(b) and b.format == "csr"
+                                    for b in blocks[n_dense:])
+    score = "predict" if isinstance(dense, FDSKLRegressor) else "decision_function"
+    expected = getattr(dense, score)(X)
+    # The masked sums add angles in Z_{2^32}; a sparse product only
+    # reassociates the same sums.
+    np.testing.assert_allclose(getattr(sparse, score)(Xs), expected,
+                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(getattr(sparse, score)(X), expected,
+                               rtol=1e-6, atol=1e-7)
+    assert sparse.gamma_ == pytest.approx(dense.gamma_, rel=1e-12)

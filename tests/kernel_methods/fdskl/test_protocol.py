@@ -6,7 +6,7 @@ import scipy.sparse as sp
 
 from skfed.federation import record_messages
 from skfed.kernel_methods import FDSKLClassifier
-from skfed.kernel_methods._fdskl_pairs import _SLACK, _project, _ring_units, _row_blocks
+from skfed.kernel_methods._fdskl._protocol import _SLACK, _project, _ring_units, _row_blocks
 from skfed.kernel_methods._vertical_features import _UNITS_PER_RADIAN, ring_angles
 
 

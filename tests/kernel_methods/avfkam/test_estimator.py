@@ -17,10 +17,9 @@ from sklearn.svm import SVC
 
 from skfed.base import party_seeds
 from skfed.federation import record_messages
-from skfed.privacy import check_messages
 from skfed.kernel_approximation import keyed_directions
 from skfed.kernel_methods import AVFKAMRanker
-from skfed.kernel_methods import _avfkam_protocol as protocol
+from skfed.kernel_methods._avfkam import _protocol as protocol
 from skfed.kernel_methods._vertical_features import (
     party_name,
     reference_features,
@@ -28,6 +27,8 @@ from skfed.kernel_methods._vertical_features import (
 )
 from skfed.losses import get_loss
 from skfed.partition import VerticalPartition
+from skfed.privacy import check_messages
+
 
 SMALL = dict(n_random_features=150, batch_size=8, features_per_step=16,
              max_iter=120)
@@ -564,3 +565,30 @@ def test_sample_weight_chooses_which_rows_the_ranking_follows():
     np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
     with pytest.raises(ValueError, match="0 on every positive row"):
         AVFKAMRanker(2, **params).fit(X, y, sample_weight=(y == 0) * 1.0)
+
+
+# AVFKAMRanker's defaults on a held-out imbalanced table, against a
+# balanced SVC (issue 19, item 6; the scale run is
+# ``benchmarks/_avfkam_quality.py``).
+
+#: the held-out AUC a default fit may trail SVC(class_weight="balanced") by
+#: on this small table (the issue asks 0.01 on 5,000-10,000 rows; 100
+#: held-out positives leave a split-to-split spread of about 0.01). Measured
+#: +0.005; a fit cut to 20 steps trails by 0.03, a pool of 20 seeds by 0.08.
+MARGIN = 0.02
+
+
+@pytest.mark.slow
+def test_default_fit_is_close_to_balanced_svc_on_held_out_rows():
+    X, y = make_classification(n_samples=2000, n_features=10, n_informative=5,
+                               weights=[0.9], random_state=0)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, stratify=y,
+                                          random_state=0)
+    # Scalers fitted on the training rows; one active party, so the
+    # asynchronous loop is deterministic.
+    svc = make_pipeline(StandardScaler(), SVC(class_weight="balanced"))
+    ours = make_pipeline(StandardScaler(), AVFKAMRanker(2, random_state=0))
+    base = roc_auc_score(yte, svc.fit(Xtr, ytr).decision_function(Xte))
+    scores = ours.fit(Xtr, ytr).decision_function(Xte)
+    assert np.all(np.isfinite(scores))
+    assert roc_auc_score(yte, scores) > base - MARGIN, (base, ours.score(Xte, yte))

@@ -44,11 +44,11 @@ def test_planted_weight_leak_is_detected(monkeypatch):
     # The label holder sends its weights down the decay broadcast (a float
     # element, where one value is declared): the size bound sees it, and
     # only the "weights" secret can tell what it is.
-    from skfed.kernel_methods import _fdskl_protocol
+    from skfed.kernel_methods._fdskl import _protocol as fdskl_protocol
 
     X, y = _binary_data()
     weight = np.random.RandomState(1).uniform(0.1, 3.0, size=len(y))
-    broadcast, decay = _fdskl_protocol.tree_broadcast, _fdskl_protocol._party_decay
+    broadcast, decay = fdskl_protocol.tree_broadcast, fdskl_protocol._party_decay
 
     def leaky(fed, tree, value, fn, phase=None):
         if phase != "step/decay":
@@ -56,7 +56,7 @@ def test_planted_weight_leak_is_detected(monkeypatch):
         return broadcast(fed, tree, weight.copy(),
                          lambda state, _: decay(state, value), phase=phase)
 
-    monkeypatch.setattr(_fdskl_protocol, "tree_broadcast", leaky)
+    monkeypatch.setattr(fdskl_protocol, "tree_broadcast", leaky)
     clf, messages = _fit_recorded(X, y, weight)
     found = check_messages(clf, messages, X, y, sample_weight=weight)
     assert found and {v.phase for v in found} == {"step/decay"}

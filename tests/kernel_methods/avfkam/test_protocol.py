@@ -2,14 +2,18 @@
 draws (appendix C) and stragglers that take s times their own work per
 update (section 6.3). No assertion here depends on a tight timing margin."""
 
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
+from sklearn.datasets import make_classification
 
 from skfed.federation import record_messages
 from skfed.kernel_methods import AVFKAMRanker
-from skfed.kernel_methods import _avfkam_training as training
+from skfed.kernel_methods._avfkam import _protocol as protocol
 from skfed.partition import VerticalPartition
 
-from .test_avfkam import SMALL, _data
+from .test_estimator import SMALL, _data
 
 
 def test_straggler_does_fewer_updates_only_in_asynchronous_mode():
@@ -36,7 +40,7 @@ def test_straggler_waits_its_factor_minus_one_times_its_own_work(
         monkeypatch, asynchronous):
     # Deterministic: the waits are recorded instead of slept.
     waits = []
-    monkeypatch.setattr(training.time, "sleep", waits.append)
+    monkeypatch.setattr(protocol.time, "sleep", waits.append)
     X, y = _data()
     est = AVFKAMRanker(VerticalPartition(3, active_parties=(0, 1)),
                        party_delays={1: 4}, asynchronous=asynchronous,
@@ -44,7 +48,7 @@ def test_straggler_waits_its_factor_minus_one_times_its_own_work(
     # one wait per update of the straggler, none for party0 (factor 1)
     assert len(waits) == est.n_iter_per_party_["party1"] > 0
     assert all(w > 0 for w in waits)
-    plan = training.TrainingPlan(None, ["party0"], ["party0"], 1, 1.0,
+    plan = protocol.TrainingPlan(None, ["party0"], ["party0"], 1, 1.0,
                                  {"party0": 4.0}, 1)
     waits.clear()
     plan.straggle("party0", 0.01)
@@ -76,3 +80,41 @@ def test_preprocessing_asks_only_for_the_seeds_training_draws():
     t1 = sum(a.size for m in rec.messages if m.phase == "preprocess/T1"
              for a in m.payload)
     assert t1 == 60 * 2 * (len(asked["party0"]) + len(asked["party1"]))
+
+
+# ------------------------------------------------------------ at scale
+# The kept features and the chunked preprocessing, in small (the sizes
+# themselves are in benchmarks/bench_scale.py).
+
+
+def test_avfkam_keeps_float32_features_of_the_rows_it_draws_only():
+    rng = np.random.RandomState(0)
+    y = np.where(rng.rand(5000) < 0.1, 1.0, -1.0)
+    state = SimpleNamespace(y=y)
+    seeds = np.arange(300)
+    ids = protocol.plan_steps(state, 1, 8, 16, seeds, 50,
+                                     keep_all_rows=False)
+    protocol.start_features(state, len(ids))
+    # at most 2 B rows per step are drawn: the kept block follows the steps
+    assert state.Z.shape == (len(state.kept_rows), len(ids))
+    assert len(state.kept_rows) <= 2 * 8 * 50 < len(y)
+    assert state.Z.dtype == np.float32
+    every = SimpleNamespace(y=y)
+    protocol.plan_steps(every, 1, 8, 16, seeds, 50)
+    assert len(every.kept_rows) == len(y)  # several active parties
+
+
+def test_avfkam_preprocessing_runs_in_chunks_of_rows(monkeypatch):
+    monkeypatch.setattr(protocol, "CHUNK_VALUES", 4000)
+    X, y = make_classification(900, 6, weights=[0.8], random_state=0)
+    with record_messages() as rec:
+        est = AVFKAMRanker(partition=2, n_random_features=40, batch_size=4,
+                           features_per_step=8, max_iter=20,
+                           random_state=0).fit(X, y)
+    n_ids = 40  # 20 steps x 8 seeds draw (nearly) all of them
+    sums = [m for m in rec.messages if m.phase == "preprocess/T1"]
+    chunk = protocol.preprocess_chunk(n_ids)
+    assert len(sums) >= -(-900 // chunk)
+    # no message of the preprocessing carries more than a chunk of rows
+    assert max(np.size(m.payload[0]) for m in sums) <= chunk * n_ids
+    assert est.score(X, y) > 0.7
