@@ -654,8 +654,17 @@ class _Target:
                     self.cumulative = after
                 return
             running = after
-        # nothing reaches the threshold (a strict search above the largest
-        # value, or a weighted total rounded below it)
+        if not self.strict and any(c > 0 for c in counts):
+            # a weighted total summed in another order than the holders'
+            # bins may sit an ulp above their running sum: the largest
+            # value then, as scikit-learn clips its search to the last index
+            i = max(i for i, c in enumerate(counts) if c > 0)
+            self.lo, self.hi = starts[i], starts[i + 1] - 1
+            self.below = running - counts[i]
+            if self.resolved:
+                self.cumulative = running
+            return
+        # nothing above (a strict search past the largest value)
         self.stuck = True
 
     def value(self):
