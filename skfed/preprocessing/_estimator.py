@@ -1120,8 +1120,9 @@ class KBinsDiscretizer(_FederatedPreprocessor, _sk.KBinsDiscretizer):
     feature_names_in_ : ndarray of shape (n_features_in_,)
     partition_ : partition object
     communication_ : CommunicationSummary
-        Phases ``"count/*"``, ``"extremes/*"``, ``"extremes: fitted"``,
-        ``"quantiles/*"`` and ``"bins: fitted"``.
+        Phases ``"count/*"`` (``"total weight: count/*"`` and ``"total
+        weight: fitted"`` with sample weights), ``"extremes/*"``,
+        ``"extremes: fitted"``, ``"quantiles/*"`` and ``"bins: fitted"``.
 
     See Also
     --------
@@ -1273,7 +1274,7 @@ class KBinsDiscretizer(_FederatedPreprocessor, _sk.KBinsDiscretizer):
                 bounds[j] = np.maximum(errors[j][:k], errors[j][k:])
         else:
             totals = fit_moments(fed, layout, n_features, what="count",
-                                 phase="count")[0]
+                                 phase="total weight")[0]
             values, bounds, rounds = fit_weighted_percentiles(
                 fed, layout, levels, totals,
                 average=self.quantile_method == "averaged_inverted_cdf",
