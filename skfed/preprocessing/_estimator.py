@@ -210,7 +210,7 @@ class StandardScaler(_FederatedPreprocessor, _sk.StandardScaler):
     communication_ : CommunicationSummary
         The messages of ``fit``, by phase: ``"moments: mean/*"`` and
         ``"moments: variance/*"`` (secure sums), ``"moments: fitted"`` (the
-        statistics sent to the holders). None on a vertical split.
+        statistics sent to the holders). Empty (no message) on a vertical split.
 
     See Also
     --------
