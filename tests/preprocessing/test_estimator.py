@@ -293,3 +293,36 @@ def test_sklearn_compatible_transformer(estimator, check):
     # no expected failure: every check passes as it does for scikit-learn's
     # own transformers
     check(estimator)
+
+
+def _carries(messages, word):
+    """Whether some payload array holds ``word`` (a 40-bit word of bytes)."""
+    for m in messages:
+        for part in m.payload:
+            arr = np.asarray(part)
+            if arr.dtype.kind in "ui" and np.any(arr == word):
+                return True
+    return False
+
+
+def test_one_hot_min_category_rows_keeps_rare_categories_home():
+    X = np.array([["a"]] * 10 + [["b"]] * 6 + [["rare"]], dtype=object)
+    owner = np.arange(len(X)) % 3
+    # "rare" is sent as its type tag and bytes, b"srare": one 40-bit word
+    rare = int.from_bytes(b"srare", "big")
+    runs = {}
+    for k in (1, 2):
+        with record_messages() as rec:
+            runs[k] = fp.OneHotEncoder(
+                partition=HorizontalPartition(3), min_category_rows=k,
+                handle_unknown="ignore", sparse_output=False).fit(
+                X, sample_party=owner)
+        runs[k, "messages"] = list(rec.messages)
+    assert runs[1].categories_[0].tolist() == ["a", "b", "rare"]
+    assert _carries(runs[1, "messages"], rare)  # opened: the fitted category
+    assert runs[2].categories_[0].tolist() == ["a", "b"]
+    assert not _carries(runs[2, "messages"], rare)  # never left its holder
+    np.testing.assert_array_equal(runs[2].transform([["rare"]]), [[0.0, 0.0]])
+    with pytest.raises(ValueError, match="handle_unknown"):
+        fp.OneHotEncoder(partition=HorizontalPartition(3),
+                         min_category_rows=2).fit(X, sample_party=owner)
