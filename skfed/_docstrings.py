@@ -40,6 +40,29 @@ list of column groups, default=None
     (or list of column groups) means one row group, a horizontal one means
     one column group. Row groups may come from ``fit(..., sample_party=...)``
     (integer ids, or labels numbered in sorted order).""",
+    "partition_preprocessing": """
+partition : None, int, list of column groups or partition object, default=None
+    Which party holds which rows and/or columns. ``None`` splits the rows
+    evenly over two parties (one if ``X`` has a single row), an int ``k``
+    over ``k`` parties; a :class:`~skfed.partition.HorizontalPartition` or
+    :class:`~skfed.partition.HybridPartition` splits rows, and the holders of
+    a column's rows combine their statistics through secure sums; a list of
+    column groups or a :class:`~skfed.partition.VerticalPartition` gives
+    every party whole columns, which it fits alone: nothing crosses. Row
+    owners may come from ``fit(..., sample_party=...)`` (integer ids, or
+    labels numbered in sorted order; with metadata routing, request it with
+    ``set_fit_request(sample_party=True)``). The resolved partition is
+    stored in ``partition_``.""",
+    "min_row_holders": """
+min_row_holders : int, default=2
+    The fewest holders a column's rows may be split over. Every holder
+    learns the fitted statistics, and subtracting its own share leaves the
+    sum over the others: with two row holders, each learns the other's
+    totals (count, sum, sum of squares, or its histogram). ``3`` or more
+    refuses such a fit with a ``ValueError`` before any party starts, so that
+    what a holder can subtract always mixes two others or more. Columns held
+    whole by one party (a vertical split) send nothing and are never
+    refused.""",
     "random_state": """
 random_state : int, RandomState instance or None, default=None
     Seeds every random choice of the protocol (per-party seeds are drawn

@@ -38,6 +38,9 @@ GUIDE_PAGE = {
     "SecureBoostRegressor": "secureboost",
     "FederatedKernelKMeans": "kernel_kmeans",
     "HyFDCAClassifier": "hyfdca",
+    **dict.fromkeys(["StandardScaler", "MinMaxScaler", "MaxAbsScaler",
+                     "SimpleImputer", "OneHotEncoder", "KBinsDiscretizer"],
+                    "preprocessing"),
 }
 
 # Names doc/api.rst may list before their module exists (the planned API).

@@ -1,0 +1,130 @@
+"""The protocols of federated preprocessing: encodings, searches, counts."""
+
+import math
+
+import numpy as np
+import pytest
+from sklearn import impute as sk_impute
+from sklearn import preprocessing as skp
+
+import skfed.preprocessing as fp
+from skfed.federation import record_messages
+from skfed.partition import HorizontalPartition
+from skfed.preprocessing._protocol import (float_keys, keys_to_float,
+                                           lerp, percentile_ranks)
+from skfed.preprocessing._ring import MAX_ABS, AnyEncoder, ExactSumEncoder
+
+RNG = np.random.RandomState(1)
+
+
+def test_exact_sum_encoder_is_exact_where_float64_is_not():
+    enc = ExactSumEncoder()
+    parts = [RNG.randn(5) * 10.0 ** RNG.randint(-30, 30, 5) for _ in range(7)]
+    ring = sum(enc.encode(enc.split(p)) for p in parts)
+    got = enc.join(enc.decode(ring))
+    want = [math.fsum(p[i] for p in parts) for i in range(5)]
+    np.testing.assert_array_equal(got, want)
+    # float64 addition in the holders' order loses it
+    big = [np.array([1e20]), np.array([1.0]), np.array([-1e20])]
+    ring = sum(enc.encode(enc.split(p)) for p in big)
+    assert enc.join(enc.decode(ring))[0] == 1.0
+    assert (big[0] + big[1] + big[2])[0] == 0.0
+
+
+def test_exact_sum_encoder_refuses_what_it_cannot_hold():
+    enc = ExactSumEncoder()
+    with pytest.raises(OverflowError, match="rescale"):
+        enc.split(np.array([MAX_ABS]))
+    with pytest.raises(ValueError, match="non-finite"):
+        enc.split(np.array([np.nan]))
+    assert enc.split(np.zeros((2, 3))).shape == (2, 3, enc.n_limbs)
+
+
+def test_any_encoder_is_an_or_and_hides_how_many():
+    enc = AnyEncoder()
+    flags = [np.array([0, 1, 0, 1]), np.array([0, 1, 1, 0]),
+             np.array([0, 1, 0, 0])]
+    total = sum(enc.encode(f) for f in flags)
+    assert enc.decode(total).tolist() == [False, True, True, True]
+    # one set flag or three: the totals are uniform ring elements alike
+    draws = np.array([enc.encode(np.ones(4000))]).ravel()
+    assert draws.all()
+    top_bit = (draws >> np.uint64(63)).mean()
+    assert abs(top_bit - 0.5) < 0.05
+
+
+def test_float_keys_sort_as_floats_and_invert():
+    x = np.concatenate([RNG.randn(200) * 10.0 ** RNG.randint(-300, 300, 200),
+                        [0.0, -0.0, 1e-310, -1e-310, np.inf, -np.inf,
+                         np.nextafter(1.0, 2.0), 1.0]])
+    keys = float_keys(x)
+    order = np.argsort(keys, kind="stable")
+    assert np.all(np.diff(x[order]) >= 0)
+    back = keys_to_float(keys)
+    np.testing.assert_array_equal(back, x + 0.0)
+
+
+@pytest.mark.parametrize("method", ["linear", "averaged_inverted_cdf",
+                                    "inverted_cdf", "nearest", "midpoint",
+                                    "hazen", "weibull", "median_unbiased"])
+def test_percentile_ranks_reproduce_numpy(method):
+    x = np.sort(RNG.randn(37) * 1e3)
+    levels = np.linspace(0, 100, 8)
+    lo, hi, gamma = percentile_ranks(len(x), levels, method)
+    np.testing.assert_allclose(lerp(x[lo], x[hi], gamma),
+                               np.percentile(x, levels, method=method),
+                               rtol=1e-13, atol=1e-12)
+
+
+def test_extremes_exact_one_ulp_apart_on_different_holders():
+    """The maximum is found bit by bit: a value one ulp above the other
+    holders' is found, and only the extremes reach the server."""
+    X = RNG.randn(30, 2)
+    X[3, 0] = 5.0
+    X[17, 0] = np.nextafter(5.0, 6.0)
+    X[25, 1] = -7.0
+    X[4, 1] = np.nextafter(-7.0, -8.0)
+    owner = np.arange(30) % 3
+    with record_messages() as rec:
+        est = fp.MinMaxScaler(partition=HorizontalPartition(3)).fit(
+            X, sample_party=owner)
+    ref = skp.MinMaxScaler().fit(X)
+    np.testing.assert_array_equal(est.data_max_, ref.data_max_)
+    np.testing.assert_array_equal(est.data_min_, ref.data_min_)
+    # sixteen 4-bit rounds of secure ORs, each asked of the three holders
+    requests = [m for m in rec.messages if m.phase == "extremes/request"]
+    assert len(requests) == 16 * 3
+
+
+def test_value_counts_many_distinct_strings_and_ties():
+    """Hash collisions send values to a new round; all are still found, and
+    ties of the most frequent pick scikit-learn's (the smallest)."""
+    values = np.array([f"v{i:03d}" for i in range(150)], dtype=object)
+    X = np.concatenate([values, values[::-1], values[:40]])[:, None]
+    owner = np.arange(len(X)) % 3
+    enc = fp.OneHotEncoder(partition=HorizontalPartition(3)).fit(
+        X, sample_party=owner)
+    assert enc.categories_[0].tolist() == sorted(values.tolist())
+    Xt = np.concatenate([np.array(["b", "a", "c", "a", "b"], dtype=object)]
+                        * 4)[:, None]
+    imp = fp.SimpleImputer(partition=HorizontalPartition(3),
+                           strategy="most_frequent",
+                           missing_values="c").fit(
+        Xt, sample_party=np.arange(len(Xt)) % 3)
+    ref = sk_impute.SimpleImputer(strategy="most_frequent",
+                                  missing_values="c").fit(Xt)
+    assert imp.statistics_.tolist() == ref.statistics_.tolist() == ["a"]
+
+
+def test_min_frequency_and_max_categories_match_sklearn():
+    X = RNG.choice(list("abcdefg"), size=(200, 1),
+                   p=[0.4, 0.2, 0.15, 0.1, 0.1, 0.03, 0.02]).astype(object)
+    owner = np.arange(200) % 3
+    for params in ({"min_frequency": 10}, {"max_categories": 3}):
+        ours = fp.OneHotEncoder(partition=HorizontalPartition(3),
+                                sparse_output=False, **params).fit(
+            X, sample_party=owner)
+        ref = skp.OneHotEncoder(sparse_output=False, **params).fit(X)
+        np.testing.assert_array_equal(ours.transform(X), ref.transform(X))
+        np.testing.assert_array_equal(ours.get_feature_names_out(),
+                                      ref.get_feature_names_out())
