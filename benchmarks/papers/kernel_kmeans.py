@@ -4,7 +4,10 @@ The paper's headline (section 6): FK k-means reaches "comparable average NMI
 scores" to centralized kernel k-means (CK k-means; Figure 3, NMI against the
 floats uploaded), and CEM "can reduce communication cost of DSPGD by more
 than 98%" (Figure 2, floats uploaded per user per DSPGD iteration, with and
-without CEM, on 1,625 to 116,202 rows per user). Three tables:
+without CEM; section 6.2). Our copy of the paper lost Table 1's sizes; with
+its M = 5 users (section 6.1) and LIBSVM's Mushrooms (8,124 rows) and
+Covtype (581,012 rows) that is 1,625 to 116,202 rows per user (our
+inference). Three tables:
 
 1. **Small tables** (a few hundred rows over 3 and 5 users, several seeds):
    digits subsets, iris, wine, breast cancer (standardised) and blobs, each
@@ -18,7 +21,8 @@ without CEM, on 1,625 to 116,202 rows per user). Three tables:
    those rows per user (see below).
 2. **Figure 3 on digits** (1,797 rows, the paper's M = 5 users): NMI against
    the floats uploaded by all users over the whole fit for FK k-means at the
-   paper's settings (``D`` below 50, ``T = 10``, ``threshold="paper"``) and
+   paper's settings (``D`` below 50, appendix G; ``T = 10``, the smallest
+   of the paper's grid [10, 20, 30, 40, 50]; ``threshold="paper"``) and
    with its defaults, DSPGD without CEM, and random-feature k-means (RFK,
    Figure 3's distributed competitor), with the CK k-means NMI.
 3. **Saving against rows per user** (Figure 2's x axis, Figure 3's y axis):
@@ -117,7 +121,8 @@ def best_saving(k, n_rows):
 
 def small_table_rows(quick, **params):
     seeds = (0, 1) if quick else (0, 1, 2)
-    rows, worst = [], dict(train=np.inf, held=np.inf, saving=np.inf)
+    rows, worst = [], dict(train=np.inf, held=np.inf, saving=np.inf,
+                           held_ok=0, settings=0)
     for name, X, y in small_tables():
         k = len(np.unique(y))
         train, test = train_test(len(X))
@@ -149,6 +154,9 @@ def small_table_rows(quick, **params):
             worst["train"] = min(worst["train"], r[:, 0].mean())
             worst["held"] = min(worst["held"], r[:, 1].mean())
             worst["saving"] = min(worst["saving"], np.mean(savings))
+            # unrounded: 0.9494 prints as 0.949 and is below 0.95
+            worst["held_ok"] += int(r[:, 1].mean() >= 0.95)
+            worst["settings"] += 1
     return rows, worst
 
 
@@ -162,6 +170,8 @@ def print_small_tables(quick):
          "D", "n_iter", "floats/fit"), rows))
     print(f"worst table mean: FK/CK {worst['train']:.3f} on training rows, "
           f"{worst['held']:.3f} on held-out rows; saving {100 * worst['saving']:.0f}%")
+    print(f"ours: held-out mean FK/CK >= 0.95 in {worst['held_ok']} of "
+          f"{worst['settings']} settings (unrounded means)")
     print("paper: NMI comparable to CK k-means (Figure 3); CEM saves > 98% "
           "per iteration at 1,625+ rows per user (Figure 2); at these rows per "
           "user no D saves 90% (column 'best possible')")
@@ -178,7 +188,8 @@ def figure3(quick):
           "against floats uploaded by all users over the whole fit; CK "
           f"k-means NMI {ck:.3f}")
     rows, points = [], []
-    # The paper's settings: D below 50, T = 10, lambda by its rule.
+    # The paper's settings: D below 50, lambda by its rule; T = 10 is the
+    # smallest of appendix G's grid [10, 20, 30, 40, 50].
     paper = dict(max_iter=10, tol=None, threshold="paper")
     settings = [("FK k-means (CEM), T=10", True, D, paper)
                 for D in ((12, 25, 50) if quick else (12, 25, 50, 100))]
