@@ -157,9 +157,11 @@ def _isolated(fitted, X, y, passive):
         for rows, positions, sums in tree["nodes"]:
             if passive not in sums:
                 continue
-            G, H = (_first_output(v) for v in sums[passive])
-            pairs, slots = np.unique(np.column_stack([G, H]), axis=0,
-                                     return_index=True)
+            G, H = (_first_output(v) for v in sums[passive][:2])
+            slots = np.flatnonzero(sums[passive][2])  # the candidates sent
+            pairs, first = np.unique(np.column_stack([G[slots], H[slots]]),
+                                     axis=0, return_index=True)
+            slots = slots[first]
             left = _true_left(owner, bins, missing_bin, slots, rows)
             g, h = qg[positions], qh[positions]
             first, second = np.triu_indices(g.size, 1)

@@ -59,7 +59,11 @@ Usage::
                                       # default trees on 1k and 10k rows: the
                                       # times the getting-started page quotes
     python benchmarks/bench_secureboost.py --small-nodes  # subset_sum attack,
-                                      # min_passive_rows: reach, accuracy cost
+                                      # min_passive_rows: reach, accuracy cost,
+                                      # then the --sides tables
+    python benchmarks/bench_secureboost.py --sides  # side_fixing attack,
+                                      # min_passive_side: sides, accuracy cost
+                                      # beside HGB, passive CPU at depth 6
 
 The machine may be shared: the load average is printed with the results.
 """
@@ -93,6 +97,7 @@ from threadpoolctl import threadpool_limits
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
 
 from _secureboost_narrow import narrow
+from _secureboost_sides import sides
 from _secureboost_small_nodes import small_nodes
 from _secureboost_wide import BASELINE, cpu_seconds, fit_splits, wide
 
@@ -386,6 +391,11 @@ def main():
     parser.add_argument("--small-nodes", action="store_true",
                         help="the subset_sum attack and min_passive_rows: attack, "
                              "reach and accuracy cost tables, and exit")
+    parser.add_argument("--sides", action="store_true",
+                        help="the side_fixing attack and min_passive_side: side, "
+                             "accuracy cost and passive CPU tables, and exit")
+    parser.add_argument("--repeats", type=int, default=2,
+                        help="--sides: repeats of the 5-fold CV")
     parser.add_argument("--trees", type=int, default=2,
                         help="--a9a: trees to fit (the first also builds key tables)")
     parser.add_argument("--baseline", default=BASELINE,
@@ -414,6 +424,10 @@ def main():
         return
     if args.small_nodes:
         small_nodes()
+        sides(repeats=args.repeats)
+        return
+    if args.sides:
+        sides(repeats=args.repeats)
         return
     if args.multiclass:
         multiclass(args.keys[0], args.n_jobs)

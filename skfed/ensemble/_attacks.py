@@ -1,6 +1,6 @@
 """What an honest-but-curious party of SecureBoost can learn.
 
-Three attacks on a fitted :class:`~skfed.ensemble.SecureBoostClassifier` or
+Four attacks on a fitted :class:`~skfed.ensemble.SecureBoostClassifier` or
 :class:`~skfed.ensemble.SecureBoostRegressor`, each played by one party with
 what that party holds (its own columns, the labels if it is the active
 party, the messages it received and sent) and public knowledge (the
@@ -87,12 +87,45 @@ the other parties' data only scores the attack.
     a passive party reveals no sums from which one over fewer gradient rows
     can be formed, so with the default no node is small enough for this
     search.
+
+``side_fixing`` (attacker: the active party; victim: each passive party)
+    ``subset_sum`` needs a small row set; a large one is as weak when one
+    side of a threshold is small. For every row set whose sums the active
+    party holds (as above: nodes, and nodes minus the largest held nodes
+    inside them, same candidate = same threshold within a tree) and every
+    distinct sum of a candidate it holds for every set used, the attack
+    looks for the one multiset of at most :data:`SIDE_ROWS` (3) rows, by
+    class of equal ``(qg, qh)``, whose sums are the left sum (a small left
+    side) or the set's total minus it (a small right side): the sums of
+    every single row and pair are tabled, a triple is a row plus a tabled
+    pair. A unique match that leaves rows on both sides fixes the side of
+    that threshold for every row of the set (classes taken whole or not at
+    all), a candidate ``x_f(i) <= t`` for each; it is checked against the
+    owner's bins, and a match the truth contradicts counts as wrong.
+
+    Metrics, per tree, over the passive party's training rows:
+    ``fraction_sides`` (mean over trees) and ``fraction_sides_worst_tree``:
+    the share of rows with a side of some threshold fixed;
+    ``fraction_isolated``: the share of rows found on a small side.
+    ``chance``: a guesser who picks, for every distinct candidate sum of a
+    set of ``n`` rows that has a side of 1 to 3 rows, one of the
+    ``2 * sum_{j <= 3} C(n, j)`` small sides uniformly, combined over sums
+    and sets as for ``subset_sum``. The shipped search covers one sum at a
+    time; the difference of two candidate sums of one feature (the rows
+    between two thresholds) is what ``min_passive_side``'s gap rule bounds,
+    and differences across features are not searched.
+
+    The defence is ``min_passive_side`` (:class:`~._histogram.SideLedger`):
+    no revealed candidate has a side, or a gap to the previous revealed
+    threshold, of 1 to ``min_passive_side - 1`` rows in any set the active
+    party can reach.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
 import copy
+from math import comb
 from numbers import Integral
 
 import numpy as np
@@ -103,7 +136,7 @@ from ._binning import BinMapper
 from ._sampling import training_rows
 
 __all__ = ["deshuffle", "leaf_purity", "subset_sum", "invert_sums", "node_results",
-           "MAX_ROWS"]
+           "MAX_ROWS", "side_fixing", "side_results", "SIDE_ROWS"]
 
 
 def _names(estimator):
@@ -452,13 +485,16 @@ def _targets(nodes, passive):
 
     The nodes it holds sums for (received or derived), and each one's *atom*:
     the node minus the largest held nodes inside it, whose sums it obtains
-    by subtraction. Yields ``(rows, positions, G, H)``.
+    by subtraction. Yields ``(rows, positions, G, H, shown)``: ``shown``
+    marks the candidates whose sums it holds for every set used
+    (``min_passive_side``).
     """
-    held = [(rows, positions, *(_first_output(v) for v in sums[passive]))
+    held = [(rows, positions, *(_first_output(v) for v in sums[passive][:2]),
+             np.asarray(sums[passive][2], dtype=bool))
             for rows, positions, sums in nodes if passive in sums]
     sets = [set(rows.tolist()) for rows, *_ in held]
-    for i, (rows, positions, G, H) in enumerate(held):
-        yield rows, positions, G, H
+    for i, (rows, positions, G, H, shown) in enumerate(held):
+        yield rows, positions, G, H, shown
         inside = [j for j in range(len(held))
                   if j != i and sets[j] < sets[i]]
         largest = [j for j in inside
@@ -469,7 +505,8 @@ def _targets(nodes, passive):
         if keep.any():
             yield (rows[keep], positions[keep],
                    G - sum(held[j][2] for j in largest),
-                   H - sum(held[j][3] for j in largest))
+                   H - sum(held[j][3] for j in largest),
+                   np.logical_and.reduce([shown] + [held[j][4] for j in largest]))
 
 
 def node_results(estimator, X, y, passive, max_rows=MAX_ROWS):
@@ -495,11 +532,13 @@ def node_results(estimator, X, y, passive, max_rows=MAX_ROWS):
         qg, qh = _first_output(tree["qg"]), _first_output(tree["qh"])
         passive_log = dict(truth, order=orders[tree["key"]])
         yield tree["key"], None, None, 0, 0, 0  # marks a tree
-        for rows, positions, G, H in _targets(tree["nodes"], passive):
-            if not 0 < rows.size <= max_rows:
+        for rows, positions, G, H, shown in _targets(tree["nodes"], passive):
+            if not 0 < rows.size <= max_rows or not shown.any():
                 continue
-            pairs, slots = np.unique(np.column_stack([G, H]), axis=0,
-                                     return_index=True)
+            slots = np.flatnonzero(shown)
+            pairs, first = np.unique(np.column_stack([G[slots], H[slots]]),
+                                     axis=0, return_index=True)
+            slots = slots[first]
             left, known, counts = invert_sums(qg[positions], qh[positions],
                                               pairs[:, 0], pairs[:, 1])
             # Useful: the sums fix rows on both sides (they split the node).
@@ -564,3 +603,195 @@ def subset_sum(estimator, messages, X, y=None, *, max_rows=MAX_ROWS, **fit_param
 
 
 subset_sum.attack_name = "subset_sum"
+
+
+# -- side_fixing -------------------------------------------------------------
+#: Largest side (rows) :func:`side_fixing` looks for.
+SIDE_ROWS = 3
+#: Largest row set it searches: the pair table grows as the square of the
+#: set's distinct gradients.
+MAX_SIDE_SET = 2048
+
+
+class _SmallSides:
+    """Every multiset of 1 to 3 rows of a set, by class of equal ``(g, h)``.
+
+    ``find`` returns, for each target sum, the class counts of the one
+    multiset with that sum (None when there is none or several).
+    """
+
+    def __init__(self, g, h):
+        pairs, members, sizes = np.unique(np.column_stack([g, h]), axis=0,
+                                          return_inverse=True, return_counts=True)
+        self.g, self.h = pairs[:, 0], pairs[:, 1]
+        self.members, self.sizes = members.ravel(), sizes
+        self.keys = _key(self.g, self.h)
+        i, j = np.triu_indices(self.g.size)
+        ok = (i != j) | (sizes[i] >= 2)
+        self.pair_i, self.pair_j = i[ok], j[ok]
+        pair_keys = self.keys[self.pair_i] + self.keys[self.pair_j]
+        self.pair_order = np.argsort(pair_keys, kind="stable")
+        self.pair_keys = pair_keys[self.pair_order]
+        self.single_order = np.argsort(self.keys, kind="stable")
+        self.single_keys = self.keys[self.single_order]
+
+    def find(self, target_g, target_h):
+        target_g = np.asarray(target_g, dtype=np.int64)
+        target_h = np.asarray(target_h, dtype=np.int64)
+        wanted = _key(target_g, target_h)
+        found = [set() for _ in range(wanted.size)]
+        # One row, two rows.
+        for sorted_keys, order, combo in (
+                (self.single_keys, self.single_order, lambda s: (s,)),
+                (self.pair_keys, self.pair_order,
+                 lambda s: (self.pair_i[s], self.pair_j[s]))):
+            lo = np.searchsorted(sorted_keys, wanted, side="left")
+            hi = np.searchsorted(sorted_keys, wanted, side="right")
+            for t in np.flatnonzero(hi > lo).tolist():
+                for slot in order[lo[t]:hi[t]].tolist():
+                    found[t].add(tuple(sorted(int(c) for c in combo(slot))))
+        # Three rows: one class plus a pair, looked up as target - class.
+        with np.errstate(over="ignore"):
+            rest = wanted[:, None] - self.keys[None, :]
+        lo = np.searchsorted(self.pair_keys, rest, side="left")
+        hi = np.searchsorted(self.pair_keys, rest, side="right")
+        for t, c in zip(*np.nonzero(hi > lo)):
+            for slot in self.pair_order[lo[t, c]:hi[t, c]].tolist():
+                found[t].add(tuple(sorted(
+                    (int(c), int(self.pair_i[slot]), int(self.pair_j[slot])))))
+        out = []
+        for t, combos in enumerate(found):
+            exact = []
+            for combo in combos:
+                counts = np.bincount(combo, minlength=self.sizes.size)
+                # The hash is linear, not injective: check exactly.
+                if (np.all(counts <= self.sizes)
+                        and int(counts @ self.g) == int(target_g[t])
+                        and int(counts @ self.h) == int(target_h[t])):
+                    exact.append(counts)
+            out.append(exact[0] if len(exact) == 1 else None)
+        return out
+
+    def sides(self, counts):
+        """Rows known on the small side, rows known on the other side."""
+        taken = counts[self.members]
+        return taken == self.sizes[self.members], taken == 0
+
+
+def _guess_options(n, k=SIDE_ROWS):
+    """How many small sides a guesser picks from in a set of ``n`` rows."""
+    from_math = sum(comb(n, j) for j in range(1, min(k, n - 1) + 1))
+    return 2.0 * max(from_math, 1)
+
+
+def side_results(estimator, X, y, passive, max_rows=MAX_SIDE_SET):
+    """Play :func:`side_fixing` on every tree; yield one record per tree.
+
+    Yields ``(tree key, fixed, isolated, chance_fixed, chance_isolated, hits,
+    wrong)`` over the training rows: rows whose side of some threshold the
+    attack fixed, rows inside a small side it found, a guesser's chance of
+    each per row, and how many sums were inverted right and wrong. Used by
+    :func:`side_fixing` and by the benchmark.
+    """
+    names, active, _ = _names(estimator)
+    log = _audit_log(estimator, "side_fixing")
+    view, truth = log.get(active), log.get(passive)
+    if view is None or truth is None:
+        return
+    bins, missing_bin = _passive_bins(estimator, X, y, names.index(passive))
+    n_rows = bins.shape[0]
+    orders = {tuple(key): order for key, order, _ in truth["trees"]}
+    for tree in view["trees"]:
+        if tree["key"] not in orders:
+            continue  # grown without the passive parties
+        qg, qh = _first_output(tree["qg"]), _first_output(tree["qh"])
+        owner = dict(truth, order=orders[tree["key"]])
+        fixed = np.zeros(n_rows, dtype=bool)
+        isolated = np.zeros(n_rows, dtype=bool)
+        miss_fixed, miss_isolated = np.zeros(n_rows), np.zeros(n_rows)
+        hits = wrong = 0
+        for rows, positions, G, H, shown in _targets(tree["nodes"], passive):
+            if not 2 <= rows.size <= max_rows or not shown.any():
+                continue
+            g, h = qg[positions], qh[positions]
+            slots = np.flatnonzero(shown)
+            sums, first = np.unique(np.column_stack([G[slots], H[slots]]),
+                                    axis=0, return_index=True)
+            slots = slots[first]
+            true_left = _true_left(owner, bins, missing_bin, slots, rows)
+            # A guesser: one of the small sides, uniformly, per sum that has one.
+            sizes = true_left.sum(axis=1)
+            small = np.minimum(sizes, rows.size - sizes)
+            p_miss = np.log1p(-1.0 / _guess_options(rows.size))
+            has = (small >= 1) & (small <= SIDE_ROWS)
+            miss_fixed[rows] += int(has.sum()) * p_miss
+            for c in np.flatnonzero(has):
+                side = true_left[c] if sizes[c] == small[c] else ~true_left[c]
+                miss_isolated[rows[side]] += p_miss
+            search = _SmallSides(g, h)
+            total_g, total_h = int(g.sum()), int(h.sum())
+            for is_left in (True, False):
+                target_g = sums[:, 0] if is_left else total_g - sums[:, 0]
+                target_h = sums[:, 1] if is_left else total_h - sums[:, 1]
+                for c, counts in enumerate(search.find(target_g, target_h)):
+                    if counts is None:
+                        continue
+                    near, far = search.sides(counts)
+                    if not near.any() or not far.any():
+                        continue
+                    truth_side = true_left[c] if is_left else ~true_left[c]
+                    if np.any(near & ~truth_side) or np.any(far & truth_side):
+                        wrong += 1
+                        continue
+                    hits += 1
+                    fixed[rows[near | far]] = True
+                    isolated[rows[near]] = True
+        yield (tree["key"], fixed, isolated, -np.expm1(miss_fixed),
+               -np.expm1(miss_isolated), hits, wrong)
+
+
+def side_fixing(estimator, messages, X, y=None, *, max_rows=MAX_SIDE_SET,
+                **fit_params):
+    """The active party fixes the sides of passive thresholds from small sides.
+
+    See the module docstring for the attack, the metrics and ``chance``.
+
+    Returns
+    -------
+    list of dict
+        Three :func:`~skfed.privacy.attack_row` per passive party (rows with
+        a side fixed: mean over trees and worst tree; rows isolated: mean).
+    """
+    _, active, passives = _names(estimator)
+    out = []
+    for passive in passives:
+        fixed, isolated, chance_fixed, chance_isolated = [], [], [], []
+        hits = wrong = 0
+        for _, f, i, cf, ci, n_hits, n_wrong in side_results(
+                estimator, X, y, passive, max_rows):
+            fixed.append(f.mean())
+            isolated.append(i.mean())
+            chance_fixed.append(cf.mean())
+            chance_isolated.append(ci.mean())
+            hits, wrong = hits + n_hits, wrong + n_wrong
+        if not fixed:
+            continue
+        what = (f"x_f(i) <= t of its rows, sides of <= {SIDE_ROWS} rows "
+                f"({hits} sums inverted, {wrong} wrong)")
+        worst = int(np.argmax(fixed))
+        out += [
+            attack_row("side_fixing", active, passive,
+                       f"{what}, mean of {len(fixed)} trees", "fraction_sides",
+                       float(np.mean(fixed)), float(np.mean(chance_fixed))),
+            attack_row("side_fixing", active, passive, f"{what}, worst tree",
+                       "fraction_sides_worst_tree", fixed[worst],
+                       chance_fixed[worst]),
+            attack_row("side_fixing", active, passive,
+                       f"rows alone on a side of <= {SIDE_ROWS}, mean of "
+                       f"{len(fixed)} trees", "fraction_isolated",
+                       float(np.mean(isolated)), float(np.mean(chance_isolated))),
+        ]
+    return out
+
+
+side_fixing.attack_name = "side_fixing"

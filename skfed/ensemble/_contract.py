@@ -23,13 +23,18 @@ CSPRNG.
 
 import numpy as np
 
-from .._privacy_core import Ciphertext, Contract, Inherent, Public, RandomIds, Rule
-from ._histogram import RevealedNodes
+import dataclasses
 
-__all__ = ["CONTRACT", "MIN_PASSIVE_ROWS", "MinPassiveRows"]
+from .._privacy_core import Ciphertext, Contract, Inherent, Public, RandomIds, Rule
+from ._histogram import RevealedNodes, SideLedger
+
+__all__ = ["CONTRACT", "MIN_PASSIVE_ROWS", "MIN_PASSIVE_SIDE", "MinPassiveRows",
+           "contract_for"]
 
 #: Default of ``min_passive_rows``, and the minimum the contract declares.
 MIN_PASSIVE_ROWS = 64
+#: Default of ``min_passive_side``, and the minimum the contract declares.
+MIN_PASSIVE_SIDE = 16
 
 _TREE_KEY = Public("tree key (round, output)", dtype="i", max_size=2)
 #: size bounds, from public sizes: one (h, g) pair per row and output; one
@@ -44,20 +49,47 @@ class MinPassiveRows:
     The element rules cannot see it (the sums are ciphertexts), so this
     check replays the fit: it pairs every ``histogram/sums`` answer of a
     passive party with the last ``histogram/rows`` request it received (one
-    request is answered before the next is sent), takes each node's gradient rows from the last ``gradients``
-    message the party received, and holds the revealed nodes of each tree
-    to :class:`~._histogram.RevealedNodes` with ``min_rows``: a node of
-    fewer gradient rows, or one that lets the active party subtract its way
-    to fewer, is a violation. A fit with ``min_passive_rows`` below
+    request is answered before the next is sent), takes each node's
+    gradient rows from the last ``gradients`` message the party received,
+    and holds the revealed nodes of each tree to
+    :class:`~._histogram.RevealedNodes` with ``min_rows``: a node of fewer
+    gradient rows, or one that lets the active party subtract its way to
+    fewer, is a violation. A fit with ``min_passive_rows`` below
     ``min_rows`` (the paper's protocol at 0) shows up here.
+
+    With ``min_side`` and the fit's audit log (a fit made while messages
+    were recorded keeps each passive party's bins and secret candidate
+    orders aside), the revealed candidates of each node are held to
+    :class:`~._histogram.SideLedger` too: a candidate sent (flagged in the
+    message's mask, or every candidate when no mask came) whose left side,
+    right side, or gap to the previous revealed threshold in some set the
+    active party can reach holds 1 to ``min_side - 1`` rows is a violation.
+    Without the log only the node rule is replayed (the bins never leave
+    their party).
     """
 
-    def __init__(self, min_rows):
+    def __init__(self, min_rows, min_side=0, audit_log=None):
         self.min_rows = int(min_rows)
+        self.min_side = int(min_side)
+        self.audit_log = audit_log
 
     def describe(self):
+        sides = (f"; every candidate's sides and gaps 0 or >= {self.min_side} "
+                 "rows in each set a subtraction reaches"
+                 if self.min_side > 1 and self.audit_log else "")
         return (f"candidate sums over >= {self.min_rows} gradient rows, "
-                "and none a subtraction brings below that")
+                "and none a subtraction brings below that" + sides)
+
+    def _owner(self, party, tree_key):
+        """``(bins, missing bin, candidates in message order)`` or None."""
+        log = (self.audit_log or {}).get(party)
+        if self.min_side <= 1 or not log or "row_bins" not in log:
+            return None
+        for key, order, _ in log["trees"]:
+            if tuple(int(v) for v in key) == tree_key:
+                return (log["row_bins"], log["missing_bin"], log["features"][order],
+                        log["bins"][order], log["missing_left"][order])
+        return None
 
     def __call__(self, messages, roles):
         def role(name, wanted):
@@ -76,21 +108,51 @@ class MinPassiveRows:
                 # One request to a party is answered before the next.
                 requests[m.receiver] = payload
             elif (m.phase == "histogram/sums" and role(m.sender, "passive")
-                    and len(payload) == 3 and m.sender in requests):
+                    and len(payload) == 4 and m.sender in requests):
                 tree_key, _, node_rows = requests.pop(m.sender)
-                key = (m.sender, tuple(int(v) for v in np.ravel(tree_key)))
-                ledger = ledgers.setdefault(key, RevealedNodes(self.min_rows))
+                tree_key = tuple(int(v) for v in np.ravel(tree_key))
+                key = (m.sender, tree_key)
+                if key not in ledgers:
+                    ledgers[key] = (RevealedNodes(self.min_rows),
+                                    SideLedger(self.min_side),
+                                    self._owner(m.sender, tree_key))
+                nodes, sides, owner = ledgers[key]
                 revealed = np.ravel(payload[1]).astype(bool)
+                masks = iter(payload[2] if payload[2] is not None else ())
                 sample = sampled.get(m.sender, (None, 0))
                 for rows, shown in zip(node_rows, revealed):
+                    mask = next(masks, None) if shown else None
                     rows = _gradient_rows(rows, *sample) if shown else None
                     if rows is None:  # withheld, or malformed (flagged above)
                         continue
-                    problem = ledger.problem(rows)
+                    problem = nodes.problem(rows)
                     if problem is not None:
                         problems.append((index, f"candidate sums of {problem}"))
-                    ledger.add(rows)
+                    nodes.add(rows)
+                    if owner is not None:
+                        problems += [(index, p) for p in
+                                     _side_problems(sides, owner, rows, mask)]
         return problems
+
+
+def _side_problems(sides, owner, rows, mask):
+    """Replay one node against the side rule; record it; list what breaks it."""
+    row_bins, missing_bin, features, bins, missing_left = owner
+    n = features.size
+    try:
+        sent = (np.ones(n, dtype=bool) if mask is None
+                else np.asarray(mask, dtype=bool).reshape(n))
+    except (TypeError, ValueError):
+        return [f"a candidate mask of {np.size(mask)} values for {n} candidates"]
+    broken = sides.walk(row_bins, rows, features, bins, missing_left, missing_bin,
+                        sent)
+    sides.add(rows, sent)
+    if not broken.any():
+        return []
+    return [f"{int(broken.sum())} of {int(sent.sum())} candidate sums of a node "
+            f"of {rows.size} gradient rows with a side (or a gap to the "
+            f"previous threshold) of 1 to {sides.min_side - 1} rows in a set "
+            "the active party reaches by subtraction"]
 
 
 def _gradient_rows(rows, sample, n_rows):
@@ -153,14 +215,20 @@ CONTRACT = Contract("secureboost", rules=[
              Public("per requested node, whether its sums follow (a "
                     "function of the nodes' row counts, which both sides "
                     "know)", dtype="b", max_size="rows"),
-             Ciphertext("active", "left-of-threshold sums of every candidate, "
-                        "in the passive party's secret order, packed and "
-                        "re-randomised, for the revealed nodes only",
-                        max_size=_CANDIDATE_SUMS),
+             Public("per revealed node, which candidates' sums follow, in "
+                    "the order of the ids (min_passive_side; None: all): a "
+                    "function of the passive party's counts of the node's "
+                    "rows on each side of its thresholds, no sum attached",
+                    dtype="b", max_size="features * est.max_bins * rows"),
+             Ciphertext("active", "left-of-threshold sums of the candidates "
+                        "flagged, in the passive party's secret order, "
+                        "packed and re-randomised, for the revealed nodes "
+                        "only", max_size=_CANDIDATE_SUMS),
          ),
          note="the active party decrypts anonymous candidate sums; no sum "
-              f"over fewer than {MIN_PASSIVE_ROWS} gradient rows can be "
-              "formed from them (checked by MinPassiveRows)"),
+              f"over fewer than {MIN_PASSIVE_ROWS} gradient rows, and no "
+              f"side of a threshold of 1 to {MIN_PASSIVE_SIDE - 1} rows, can "
+              "be formed from them (checked by MinPassiveRows)"),
     Rule("split/choice", sender="active", receiver="passive",
          elements=(
              _TREE_KEY,
@@ -194,4 +262,10 @@ CONTRACT = Contract("secureboost", rules=[
                       exempt=("columns", "bins"), max_size="rows"),
          ),
          note="a split on a binary column repeats the column: inherent"),
-], checks=[MinPassiveRows(MIN_PASSIVE_ROWS)])
+], checks=[MinPassiveRows(MIN_PASSIVE_ROWS, MIN_PASSIVE_SIDE)])
+
+
+def contract_for(audit_log=None):
+    """:data:`CONTRACT` with its replay given a fit's audit log (or None)."""
+    return dataclasses.replace(CONTRACT, checks=[
+        MinPassiveRows(MIN_PASSIVE_ROWS, MIN_PASSIVE_SIDE, audit_log)])

@@ -39,6 +39,7 @@ class _Node:
         self.parent = parent
         self.sibling = None
         self.candidates = {}        # party -> (G_left, H_left) int64
+        self.shown = {}             # party -> candidates whose sums it sent
         self.built = False
 
 
@@ -153,6 +154,11 @@ def find_splits(state, params):
             if party not in node.candidates and party in sibling.candidates:
                 node.candidates[party] = tuple(
                     a - b for a, b in zip(sums, sibling.candidates[party]))
+                # min_passive_side: a difference only where both were sent.
+                shown = [s.shown[party] for s in (parent, sibling)
+                         if party in s.shown]
+                if shown:
+                    node.shown[party] = np.logical_and.reduce(shown)
     if state.audit_log is not None:
         _log_candidates(state)
     if tree.use_passives:
@@ -178,6 +184,8 @@ def find_splits(state, params):
                 params["reg_lambda"], params["gamma"], params["min_child_weight"])
             if party == own:
                 gains[~tree.own_allowed] = -np.inf
+            elif party in node.shown:  # candidates the party did not send
+                gains[~node.shown[party]] = -np.inf
             if len(node.candidates[party]) == 3:
                 # min_samples_leaf, from the count slot.
                 counts = node.candidates[party][2]
@@ -251,7 +259,8 @@ def _log_candidates(state):
     tree = state.tree
     for node_id in tree.frontier:
         node = tree.nodes[node_id]
-        sums = {p: tuple(np.array(v) for v in s[:2])
+        sums = {p: tuple(np.array(v) for v in s[:2]) + (
+                    node.shown.get(p, np.ones(s[0].shape[0], dtype=bool)),)
                 for p, s in node.candidates.items() if p != state.name}
         if sums:
             rows = node.rows[state.position[node.rows] >= 0]
@@ -282,7 +291,7 @@ def finish_level(state):
     for node_id in tree.frontier:
         node = tree.nodes[node_id]
         if tree.tree.children_left[node_id] < 0:
-            node.candidates = {}
+            node.candidates, node.shown = {}, {}
     tree.frontier = tree.next_frontier
     tree.next_frontier = []
     return len(tree.frontier)
@@ -296,7 +305,7 @@ def finish_tree(state, learning_rate, reg_lambda):
     outputs = [tree.output] if tree.output >= 0 else list(range(qg.shape[1]))
     values = np.zeros((len(tree.nodes), len(outputs)))
     for node_id, node in enumerate(tree.nodes):
-        node.candidates = {}
+        node.candidates, node.shown = {}, {}
         if tree.tree.children_left[node_id] >= 0:
             continue
         g = np.ldexp(np.float64(qg[node.positions].sum(axis=0)), scale_g)

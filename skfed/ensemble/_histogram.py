@@ -69,11 +69,25 @@ disjoint atoms). :class:`RevealedNodes` keeps every non-empty atom at
 least ``min_rows`` gradient rows and leaves its nearest revealed ancestor's
 atom empty or still at ``min_rows`` or more. The same bookkeeping replays a
 recorded fit in the contract's check (:class:`~._contract.MinPassiveRows`).
+
+Which candidates of a revealed node follow (``min_passive_side``,
+:class:`SideLedger`). Bounding the rows of every reachable set is not
+enough: a candidate's left sum splits a set in two, and a side of one to
+three rows is a small subset sum the active party solves
+(:func:`~._attacks.side_fixing`), which fixes the side of that threshold
+for every row of the set. The passive party therefore sends, per revealed
+node, only the sums of candidates whose sides (and gaps to the previous
+revealed threshold of the same feature) hold 0 or at least ``min_side``
+rows in every set the active party can reach with them, plus the mask of
+which ones follow; the active party scores the others ``-inf`` and derives a
+sibling's candidate only where the parent and the built child both sent
+it. Fewer candidates also mean fewer ciphertexts to pack and decrypt.
 """
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import itertools
 import secrets
 
 import gmpy2
@@ -93,6 +107,8 @@ __all__ = [
     "active_receive_candidates",
     "own_candidate_sums",
     "RevealedNodes",
+    "SideLedger",
+    "MAX_CHECK_SETS",
     "NodeBins",
     "candidate_sums",
 ]
@@ -210,6 +226,170 @@ class RevealedNodes:
         return True
 
 
+#: Most check sets a passive party weighs for one node (min_passive_side);
+#: a node that would need more is withheld (safe, and only reached by
+#: trees deeper than 8 levels whose nodes still hold ``min_passive_rows``).
+MAX_CHECK_SETS = 512
+
+
+def _ok(counts, minimum):
+    """Counts that are 0 or at least ``minimum`` (vectorised)."""
+    return (counts == 0) | (counts >= minimum)
+
+
+class SideLedger:
+    """One passive party's revealed candidates of one tree (``min_passive_side``).
+
+    :class:`RevealedNodes` bounds the rows of every set the active party can
+    subtract its way to; inside such a set, a candidate's left sum still
+    splits the rows in two, and a side of one to three rows is a subset sum
+    the active party solves at once (:func:`~._attacks.side_fixing`). The
+    ledger decides, per revealed node, which candidates' sums follow: in
+    threshold order along each chain (one feature and missing side), a
+    candidate is revealed only if in every *check set* the rows left of it,
+    right of it, and between it and the chain's previous revealed threshold
+    the set can use are each 0 or at least ``min_side``; a "missing left"
+    candidate also needs the set's missing rows of its feature to be 0 or
+    at least ``min_side`` (its sum minus the "missing right" one of the
+    same bin is their sum).
+
+    Check sets are what the active party reaches with one candidate's sums:
+    the node itself and, for every revealed set ``a`` holding it, ``a``
+    minus the node minus any choice of the largest revealed sets inside
+    ``a`` disjoint from the node, each usable for the candidates revealed
+    in every set it subtracts. After a node, the ledger records it and
+    ``a - node`` for its nearest revealed ``a`` (the derived sibling when
+    ``a`` is the parent) with the candidates revealed in both. A node that
+    needs more than ``max_sets`` check sets is withheld. Everything is
+    decided from the passive party's own bins of rows it was sent, so the
+    contract's check replays it (:class:`~._contract.MinPassiveRows`).
+
+    Parameters
+    ----------
+    min_side : int
+        Smallest allowed side; 1 or less reveals every candidate.
+    max_sets : int, default=MAX_CHECK_SETS
+    """
+
+    def __init__(self, min_side, max_sets=MAX_CHECK_SETS):
+        self.min_side = int(min_side)
+        self.max_sets = int(max_sets)
+        self.entries = []  # (frozenset of rows, rows array, revealed mask)
+
+    def check_sets(self, rows):
+        """``[(rows, usable mask or None)]`` for a node of gradient rows
+        ``rows``, or None when there are more than ``max_sets``."""
+        rows_set = frozenset(np.asarray(rows).tolist())
+        found = {}
+        budget = self.max_sets
+        for a_set, _, a_mask in self.entries:
+            if not rows_set < a_set:
+                continue
+            inside = [(d_set, d_mask) for d_set, _, d_mask in self.entries
+                      if d_set < a_set and not d_set & rows_set]
+            inside = [(d_set, d_mask) for d_set, d_mask in inside
+                      if not any(d_set < e_set for e_set, _ in inside)]
+            budget -= 2 ** len(inside)
+            if budget < 0:
+                return None
+            rest = a_set - rows_set
+            for r in range(len(inside) + 1):
+                for sub in itertools.combinations(inside, r):
+                    left = rest.difference(*(d for d, _ in sub))
+                    if not left:
+                        continue
+                    usable = a_mask.copy()
+                    for _, d_mask in sub:
+                        usable &= d_mask
+                    found[left] = found[left] | usable if left in found else usable
+        sets = [(np.asarray(rows, dtype=np.intp), None)]
+        sets += [(np.fromiter(sorted(s), dtype=np.intp, count=len(s)), usable)
+                 for s, usable in found.items()]
+        return sets
+
+    def walk(self, row_bins, rows, features, bins, missing_left, missing_bin,
+             mask=None):
+        """Greedy choice (``mask`` None), or the candidates of ``mask`` that break
+        the rule.
+
+        Parameters
+        ----------
+        row_bins : ndarray of shape (n_training_rows, n_columns)
+            The party's bin indices of its columns.
+        rows : ndarray of int
+            The node's gradient rows.
+        features, bins, missing_left : ndarray
+            Each candidate's column (into ``row_bins``), bin and missing side.
+        missing_bin : int
+        mask : ndarray of bool, optional
+            Candidates revealed (to check, instead of choosing).
+
+        Returns
+        -------
+        ndarray of bool, or None
+            Chosen: the revealed candidates (None: withhold the node: too
+            many check sets). Checked: the revealed candidates that break the
+            rule (all of them when there are too many check sets).
+        """
+        n = features.size
+        if self.min_side <= 1:
+            return np.ones(n, dtype=bool) if mask is None else np.zeros(n, dtype=bool)
+        sets = self.check_sets(rows)
+        if sets is None:
+            return None if mask is None else np.asarray(mask, dtype=bool).copy()
+        width = missing_bin + 1
+        used, column = np.unique(features, return_inverse=True)
+        lefts, missing, totals, usable = [], [], [], []
+        for set_rows, set_usable in sets:
+            codes = row_bins[np.ix_(set_rows, used)] + width * np.arange(used.size)
+            hist = np.bincount(codes.ravel(), minlength=width * used.size)
+            hist = hist.reshape(used.size, width)
+            cum = np.cumsum(hist, axis=1)
+            left = cum[column, bins] + np.where(missing_left,
+                                                hist[column, missing_bin], 0)
+            lefts.append(left)
+            missing.append(hist[column, missing_bin])
+            totals.append(set_rows.size)
+            usable.append(np.ones(n, dtype=bool) if set_usable is None
+                          else set_usable)
+        lefts, missing = np.array(lefts), np.array(missing)
+        totals, usable = np.array(totals), np.array(usable)
+        m = self.min_side
+        safe = _ok(lefts, m) & _ok(totals[:, None] - lefts, m)
+        safe &= ~missing_left | _ok(missing, m)
+        out = np.zeros(n, dtype=bool)
+        chains = features.astype(np.int64) * 2 + missing_left
+        for chain in np.unique(chains):
+            members = np.flatnonzero(chains == chain)
+            members = members[np.argsort(bins[members], kind="stable")]
+            previous = np.zeros(len(sets), dtype=np.int64)
+            for c in members.tolist():
+                use = usable[:, c]
+                ok = ~use | (safe[:, c] & _ok(lefts[:, c] - previous, m))
+                shown = bool(ok.all()) if mask is None else bool(mask[c])
+                if mask is None:
+                    out[c] = shown
+                elif shown and not ok.all():
+                    out[c] = True
+                if shown:
+                    previous = np.where(use, lefts[:, c], previous)
+        return out
+
+    def add(self, rows, mask):
+        """Record a revealed node and its candidates, and what subtraction
+        from its nearest revealed set gives (with the candidates of both)."""
+        rows = np.asarray(rows, dtype=np.intp)
+        rows_set = frozenset(rows.tolist())
+        holders = [e for e in self.entries if rows_set < e[0]]
+        self.entries.append((rows_set, rows, np.asarray(mask, dtype=bool).copy()))
+        if holders:
+            a_set, _, a_mask = min(holders, key=lambda e: len(e[0]))
+            rest = a_set - rows_set
+            self.entries.append((rest, np.fromiter(sorted(rest), dtype=np.intp,
+                                                   count=len(rest)),
+                                 a_mask & mask))
+
+
 def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
     """Passive party: encrypted candidate sums for each requested node.
 
@@ -233,12 +413,21 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
         revealing it would let the active party compute sums over fewer than
         ``min_passive_rows`` gradient rows (:class:`RevealedNodes`), which the
         party decides from row counts alone.
+    shown : list of ndarray of bool, or None
+        Per revealed node, which candidates' sums follow, in the order of
+        ``ids`` (:class:`SideLedger`, ``min_passive_side``); None when every
+        candidate's do (``min_passive_side`` below 2, or
+        ``min_passive_rows=0``: the paper's protocol).
     messages : list of EncryptedArray
-        Per revealed node, packed and re-randomised candidate sums.
+        Per revealed node, packed and re-randomised candidate sums of the
+        shown candidates, in the order of ``ids``.
     """
     order, ids, new = _tree_order(state, tree_key)
+    min_side = getattr(state, "min_passive_side", 0)
+    sided = state.min_passive_rows > 0 and min_side > 1
     if new:
         state.stash["revealed"] = RevealedNodes(state.min_passive_rows)
+        state.stash["sides"] = SideLedger(min_side) if sided else None
         # colsample_bytree: this tree's own columns (model randomness, the
         # party's seed); candidates of other columns are neither built nor
         # sent, and their ids are dropped with them.
@@ -266,15 +455,27 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
     # output < 0: a multi-output tree, one message per ciphertext group.
     groups = range(len(state.encrypted)) if output < 0 else [output]
     layouts = np.asarray(state.layout)
-    messages = []
+    messages, shown = [], []
     revealed = np.zeros(len(node_rows), dtype=bool)
+    nodes, sides = state.stash["revealed"], state.stash["sides"]
     for i, rows in enumerate(node_rows):
         rows = np.arange(state.bins.shape[0]) if rows is None else rows
         positions = state.position[rows]
         keep = positions >= 0  # rows without gradients were not sampled
-        revealed[i] = state.stash["revealed"].reveal(rows[keep])
-        if not revealed[i]:
+        if nodes.problem(rows[keep]) is not None:
             continue
+        mask = None
+        if sides is not None:
+            # Which candidates' sums may follow (min_passive_side); none, or
+            # too many sets to weigh: the node is withheld as a whole.
+            mask = sides.walk(state.bins, rows[keep], state.cand_features[selected],
+                              b_all, ~right, missing_bin)
+            if mask is None or not mask.any():
+                continue
+            sides.add(rows[keep], mask)
+            shown.append(mask[secret_order])
+        nodes.add(rows[keep])
+        revealed[i] = True
         bins = state.bins[rows[keep]][:, features]
         plan = None
         per_group = []
@@ -293,10 +494,11 @@ def passive_histograms(state, tree_key, output, node_rows, n_jobs=None):
                 candidates = candidate_sums(hist, f_all, b_all, ~right, missing_bin,
                                             key)
             layout = layouts[group] if layouts.ndim == 2 else layouts
-            per_group.append(pack_candidates(candidates[secret_order], layout,
-                                             n_jobs))
+            sent = secret_order if mask is None else secret_order[mask[secret_order]]
+            per_group.append(pack_candidates(candidates[sent], layout, n_jobs))
         messages.append(per_group if output < 0 else per_group[0])
-    return (ids if new else None), revealed, messages
+    return ((ids if new else None), revealed,
+            (shown if sides is not None else None), messages)
 
 
 class NodeBins:
@@ -433,28 +635,52 @@ def _stack(columns):
     return concatenate(expanded, axis=1)
 
 
-def active_receive_candidates(state, party, ids, revealed, messages, node_ids):
-    """Active party: decrypt a passive party's candidate sums, per revealed node."""
+def active_receive_candidates(state, party, ids, revealed, shown, messages,
+                              node_ids):
+    """Active party: decrypt a passive party's candidate sums, per revealed node.
+
+    Candidates the party did not show (``min_passive_side``) get sums 0 and
+    are marked in the node's ``shown`` (the active party scores them
+    ``-inf``; see :func:`~._grower.find_splits`).
+    """
     if ids is not None:
         state.tree.candidate_ids[party] = ids
     n_candidates = state.tree.candidate_ids[party].size
     node_ids = np.asarray(node_ids)[np.asarray(revealed, dtype=bool)]
-    if node_ids.size != len(messages):
+    if node_ids.size != len(messages) or (
+            shown is not None and len(shown) != len(messages)):
         raise ValueError(f"{party} sent sums for {len(messages)} node(s) and "
                          f"flagged {node_ids.size} as revealed.")
-    for node, message in zip(node_ids, messages):
+    for i, (node, message) in enumerate(zip(node_ids, messages)):
+        mask = None
+        if shown is not None:
+            mask = np.asarray(shown[i], dtype=bool)
+            if mask.shape != (n_candidates,):
+                raise ValueError(f"{party} flagged {mask.size} candidate(s) of "
+                                 f"a tree of {n_candidates}.")
+        n_sent = n_candidates if mask is None else int(mask.sum())
         if not isinstance(message, list):
-            sums = unpack_candidates(state.private_key, message, n_candidates,
+            sums = unpack_candidates(state.private_key, message, n_sent,
                                      state.layout, state.n_jobs)
         else:  # multi-output: one message per group of outputs
-            parts = [unpack_candidates(state.private_key, part, n_candidates,
+            parts = [unpack_candidates(state.private_key, part, n_sent,
                                        layout, state.n_jobs)
                      for part, layout in zip(message, state.group_layouts)]
-            sums = tuple(np.column_stack([p[j].reshape(n_candidates, -1)
+            sums = tuple(np.column_stack([p[j].reshape(n_sent, -1)
                                           for p in parts]) for j in range(2))
             sums += parts[0][2:]  # the count slot rides with group 0
+        if mask is not None:
+            sums = tuple(_scatter(v, mask) for v in sums)
+            state.tree.nodes[node].shown[party] = mask
         state.tree.nodes[node].candidates[party] = sums
     return None
+
+
+def _scatter(values, mask):
+    """``values`` of the shown candidates placed in a zero array of all."""
+    out = np.zeros((mask.size,) + values.shape[1:], dtype=values.dtype)
+    out[mask] = values
+    return out
 
 
 def own_candidate_sums(state, qg, qh, rows, with_counts):

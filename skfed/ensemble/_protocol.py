@@ -175,7 +175,8 @@ def model_of(state):
 
     Plus, only during an audit (see ``audit_log`` in
     :func:`~._histogram.passive_histograms`), a passive party's candidate
-    list and its secret per-tree orders, for scoring attacks, and the active
+    list, its secret per-tree orders and its bins, for scoring attacks and
+    replaying its side rule (:class:`~._contract.MinPassiveRows`), and the active
     party's gradients and decrypted candidate sums per node
     (:func:`~._grower.start_tree`), for playing them.
     """
@@ -184,7 +185,9 @@ def model_of(state):
         log = {"active": True, "trees": list(log)}  # the attacker's own view
     elif log is not None:
         log = {"features": state.cand_features, "bins": state.cand_bins,
-               "missing_left": state.cand_missing_left, "trees": list(log)}
+               "missing_left": state.cand_missing_left, "trees": list(log),
+               # for the contract's replay of min_passive_side
+               "row_bins": state.bins, "missing_bin": state.mapper.missing_bin}
     return (getattr(state, "trees", None), getattr(state, "baseline", None),
             list(state.records), log)
 

@@ -13,15 +13,23 @@ threshold. With the paper's protocol (``min_passive_rows=0``) the attack
 recovers such indicators and the contract's ``MinPassiveRows`` check flags
 the fit (negative control); with the default the attack finds nothing to
 search and the fit is clean.
+
+``side_fixing``: inside a revealed node, a candidate whose left (or right)
+side holds 1 to 3 rows is a small subset sum the active party solves, which
+fixes the side of that threshold for every row of the node. With the node
+rule alone (``min_passive_side=0``) most rows of a passive party have a side
+fixed in every tree and the contract's replay of the side rule flags the
+fit; with the default side bound the attack fixes at most 1% per tree and
+the fit is clean.
 """
 
 import numpy as np
 import pytest
-from sklearn.datasets import make_classification
+from sklearn.datasets import load_breast_cancer, make_classification
 
 from skfed.ensemble import SecureBoostClassifier
 from skfed.ensemble import _grower, _histogram, _protocol
-from skfed.ensemble._attacks import invert_sums
+from skfed.ensemble._attacks import _SmallSides, invert_sums
 from skfed.ensemble._histogram import RevealedNodes
 from skfed.privacy import audit
 
@@ -174,8 +182,10 @@ def test_withholding_small_nodes_alone_is_not_enough(monkeypatch):
     # revealed, its small child withheld, then the large child's two children
     # asked for directly: parent - grandchildren = the small child's sums.
     # With 25 rows, above the attack's search (24), only such differences
-    # can be searched.
-    estimator = SecureBoostClassifier(min_passive_rows=25, **DEEP)
+    # can be searched. The node rule alone (the side bound withholds most of
+    # such a node's candidates too).
+    estimator = SecureBoostClassifier(min_passive_rows=25, min_passive_side=0,
+                                      **DEEP)
     honest = audit(estimator, X_SUB, Y_SUB)
     assert (_subset_sum_rows(honest).value == 0).all()
 
@@ -202,3 +212,71 @@ def test_paillier_same_sums_same_result(min_passive_rows):
     np.testing.assert_array_equal(plain.attacks.value, secure.attacks.value)
     assert len(plain.violations) == len(secure.violations)
     assert (plain.attacks.value.max() > 0.01) == (min_passive_rows == 0)
+
+
+# -- side_fixing and min_passive_side -----------------------------------------
+# Breast cancer, 300 rows (the issue's configuration): default nodes of 85 to
+# 225 rows, many of whose candidates have 1 to 3 rows on one side.
+
+def _breast_cancer_300():
+    X, y = load_breast_cancer(return_X_y=True)
+    keep = np.sort(np.random.RandomState(0).choice(len(X), 300, replace=False))
+    return X[keep], y[keep]
+
+
+X_BC, Y_BC = _breast_cancer_300()
+SIDES = dict(n_estimators=2, max_depth=3, encryption=None, random_state=0)
+
+
+def _side_rows(report):
+    rows = report.attacks[report.attacks.attack == "side_fixing"]
+    assert list(rows.metric) == ["fraction_sides", "fraction_sides_worst_tree",
+                                 "fraction_isolated"]
+    return rows.set_index("metric")
+
+
+def test_side_fixing_without_the_side_bound_fixes_most_rows():
+    # The node rule alone (min_passive_side=0): the issue's leak.
+    report = audit(SecureBoostClassifier(min_passive_side=0, **SIDES), X_BC, Y_BC,
+                   attacks=["side_fixing"])
+    rows = _side_rows(report)
+    # Tree 1 has two gradient values (one per class): nothing is unique in
+    # it. Tree 2: 95% of the rows (the issue: 65% mean, 100% worst tree).
+    assert rows.value["fraction_sides_worst_tree"] > 0.9
+    assert rows.value["fraction_sides"] > 0.4
+    assert rows.value["fraction_isolated"] > 0.005
+    assert (rows.value > 10 * rows.chance).all()
+    assert rows.target.iloc[:2].str.contains(r"\(\d+ sums inverted, 0 wrong\)").all()
+    # The replay of the side rule flags it; the node rule alone does not.
+    assert report.violations
+    assert all("rows in a set the active party reaches" in v.found
+               for v in report.violations)
+
+
+def test_side_bound_keeps_side_fixing_below_one_percent():
+    report = audit(SecureBoostClassifier(**SIDES), X_BC, Y_BC,
+                   attacks=["side_fixing", "subset_sum"])
+    rows = _side_rows(report)
+    assert rows.value["fraction_sides_worst_tree"] <= 0.01
+    assert report.violations == []
+    # The passive party still wins splits.
+    assert sum(len(r) for r in report.estimator._records[1:]) > 0
+
+
+def test_small_sides_search_by_hand():
+    # Rows 0..5; (g, h) of rows 1 and 4 equal (interchangeable).
+    g = np.array([5, 9, 17, 33, 9, 70])
+    h = np.array([1, 1, 1, 1, 1, 1])
+    search = _SmallSides(g, h)
+    found = search.find([5 + 17, 9, 5 + 33 + 70, 1000, 9 + 9 + 5],
+                        [2, 1, 3, 1, 3])
+    near, far = search.sides(found[0])
+    assert near.tolist() == [True, False, True, False, False, False]
+    assert far.tolist() == [False, True, False, True, True, True]
+    near, far = search.sides(found[1])  # one of rows 1 and 4: which is not fixed
+    assert not near.any() and far.tolist() == [True, False, True, True, False, True]
+    assert search.sides(found[2])[0].tolist() == [True, False, False, True, False, True]
+    assert found[3] is None
+    assert search.sides(found[4])[0].tolist() == [True, True, False, False, True, False]
+    # Rows {0, 1} and row {2} both sum to (3, 2): nothing is fixed.
+    assert _SmallSides([1, 2, 3], [1, 1, 2]).find([3], [2]) == [None]

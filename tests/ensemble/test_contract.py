@@ -14,7 +14,7 @@ from sklearn.datasets import make_classification, make_regression
 
 from skfed.crypto import EncryptedArray
 from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
-from skfed.ensemble import _grower, _protocol
+from skfed.ensemble import _grower, _histogram, _protocol
 from skfed.federation import record_messages
 from skfed.privacy import check_messages
 
@@ -172,3 +172,36 @@ def test_weights_in_the_row_ids_slot(monkeypatch):
     plant_in_row_ids_slot(monkeypatch, lambda state: state.w.astype(np.int64))
     found = " | ".join(v.found for v in _violations() if v.phase == "gradients")
     assert "party0's weights" in found
+
+
+# -- min_passive_side: the replay of the side rule ----------------------------
+
+def test_passive_party_ignoring_the_side_bound_is_flagged(monkeypatch):
+    # Planted: the passive party sends a mask but flags every candidate, as
+    # if it had no side bound; only the replay (bins from the audit log) sees
+    # that some revealed sides hold 1 to 15 rows.
+    class EverySide(_histogram.SideLedger):
+        def walk(self, row_bins, rows, features, *args, mask=None):
+            if mask is None:
+                return np.ones(features.size, dtype=bool)
+            return super().walk(row_bins, rows, features, *args, mask=mask)
+
+    clean, messages = _fit_recorded(SecureBoostClassifier(**SMALL))
+    assert check_messages(clean, messages, X, Y) == []
+    monkeypatch.setattr(_histogram, "SideLedger", EverySide)
+    fitted, messages = _fit_recorded(SecureBoostClassifier(**SMALL))
+    masks = [m.payload[2] for m in messages if m.phase == "histogram/sums"]
+    assert masks and all(mask.all() for node in masks for mask in node)
+    found = _found(check_messages(fitted, messages, X, Y), "histogram/sums")
+    assert "with a side (or a gap to the previous threshold) of 1 to 15" in found
+
+
+def test_side_rule_replayed_only_with_the_passive_bins():
+    # The paper's candidate sums under the node rule (min_passive_side=0):
+    # flagged with the audit log, node rule only without it.
+    fitted, messages = _fit_recorded(SecureBoostClassifier(min_passive_side=0,
+                                                           **SMALL))
+    flagged = check_messages(fitted, messages, X, Y)
+    assert flagged and all(v.phase == "histogram/sums" for v in flagged)
+    del fitted._audit_log
+    assert check_messages(fitted, messages, X, Y) == []
