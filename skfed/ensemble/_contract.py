@@ -37,9 +37,10 @@ MIN_PASSIVE_ROWS = 64
 MIN_PASSIVE_SIDE = 16
 
 _TREE_KEY = Public("tree key (round, output)", dtype="i", max_size=2)
-#: size bounds, from public sizes: one (h, g) pair per row and output; one
-#: left sum per candidate (passive columns times bins), per node built
-_PAIRS = "2 * rows * est.n_trees_per_iteration_"
+#: size bounds, from public sizes: one (h, g) pair per row and output, plus
+#: a count slot per row when leaves need row counts (min_samples_leaf > 1);
+#: one left sum per candidate (passive columns times bins), per node built
+_PAIRS = "(2 * est.n_trees_per_iteration_ + 1) * rows"
 _CANDIDATES = "features * est.max_bins"
 _CANDIDATE_SUMS = "4 * features * est.max_bins * est.n_trees_per_iteration_"
 

@@ -205,3 +205,11 @@ def test_side_rule_replayed_only_with_the_passive_bins():
     assert flagged and all(v.phase == "histogram/sums" for v in flagged)
     del fitted._audit_log
     assert check_messages(fitted, messages, X, Y) == []
+
+
+def test_clean_plaintext_fit_with_row_counts():
+    # min_samples_leaf > 1: each row's gradient message also carries a count
+    # slot, so a plaintext fit sends 3 values per row, not 2
+    fitted, messages = _fit_recorded(SecureBoostClassifier(
+        **{**SMALL, "encryption": None}, min_samples_leaf=3))
+    assert check_messages(fitted, messages, X, Y) == []
