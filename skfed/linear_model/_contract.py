@@ -26,7 +26,10 @@ What remains, declared below rather than hidden:
   what the report series gives away.
 - The clients learn, for their rows, the full inner products ``x_i^T w``
   and squared norms (hence their partners' parts, by subtraction), as in
-  the paper. One client per row group decrypts its partners' summed
+  the paper for the inner products. The squared norms serve skfed's exact
+  curvature (a declared deviation); the paper solver with
+  ``dual_curvature="paper"`` sends none, and its contract has no
+  ``squared norms`` phase. One client per row group decrypts its partners' summed
   parts, adds its own (which it never encrypts) and sends the inner
   products and squared norms to its partners (one decryption per row
   group, not per client).
@@ -107,7 +110,7 @@ def paper_rules():
     return rules
 
 
-def hyfdca_contract(min_rows=1, solver="accelerated"):
+def hyfdca_contract(min_rows=1, solver="accelerated", squared_norms=True):
     """The HyFDCA contract (fit; prediction sends nothing).
 
     Parameters
@@ -118,6 +121,11 @@ def hyfdca_contract(min_rows=1, solver="accelerated"):
     solver : {"accelerated", "paper"}, default="accelerated"
         ``"paper"`` adds :func:`paper_rules` (an accelerated fit sending
         duals would be flagged).
+    squared_norms : bool, default=True
+        Whether the fit exchanges the rows' squared norms (the exact
+        curvature ``||x_i||^2 / (lambda N)``). ``False`` for
+        ``solver="paper"`` with ``dual_curvature="paper"``: the contract then
+        has no ``squared norms`` phase, and any such message is flagged.
     """
     rules = [
         Rule("setup/scale", "client", "server",
@@ -148,20 +156,6 @@ def hyfdca_contract(min_rows=1, solver="accelerated"):
              (Aggregate(min_rows, "the total weight S of all rows",
                         dtype="f", max_size=1),),
              note="the average of the objective divides by it"),
-        Rule("squared norms", "client", "server",
-             (Ciphertext("client", "||x_{k,i}||^2 of the client's rows",
-                         max_size="rows"),)),
-        Rule("squared norms", "server", "client",
-             (Ciphertext("client", "||x_{k,i}||^2 summed over the row's "
-                         "other clients", max_size="rows"),),
-             note="to one client per row group, which decrypts and adds "
-                  "its own part (it never encrypts it)"),
-        Rule("squared norms/shared", "client", "client",
-             (Inherent("||x_i||^2 of the row group's rows, decrypted by one "
-                       "of its clients for its partners, who learn them in "
-                       "the paper too (each decrypts them there)", dtype="f",
-                       exempt=("columns",), max_size="rows"),),
-             note="between clients of one row group only, once at setup"),
         Rule("inner products", "client", "server",
              (Ciphertext("client", "x_{k,i}^T w_k of the client's rows",
                          max_size=f"rows * {_TASKS}"),),
@@ -193,6 +187,23 @@ def hyfdca_contract(min_rows=1, solver="accelerated"):
               Public("whether the step is taken, per task", dtype="b",
                      max_size=_TASKS)),),
     ]
+    if squared_norms:
+        rules += [
+            Rule("squared norms", "client", "server",
+                 (Ciphertext("client", "||x_{k,i}||^2 of the client's rows",
+                             max_size="rows"),)),
+            Rule("squared norms", "server", "client",
+                 (Ciphertext("client", "||x_{k,i}||^2 summed over the row's "
+                             "other clients", max_size="rows"),),
+                 note="to one client per row group, which decrypts and adds "
+                      "its own part (it never encrypts it)"),
+            Rule("squared norms/shared", "client", "client",
+                 (Inherent("||x_i||^2 of the row group's rows, decrypted by one "
+                           "of its clients for its partners, who learn them in "
+                           "the paper too (each decrypts them there)", dtype="f",
+                           exempt=("columns",), max_size="rows"),),
+                 note="between clients of one row group only, once at setup"),
+        ]
     # The objective reports: one reporter per row group shares its group's
     # changes of the loss and conjugate sums; the server decodes only their
     # total over the row groups taking part (a plaintext per-group report,

@@ -4,9 +4,9 @@
 (:meth:`._protocol.Solver.set_up_parties`: the same clients' blocks, key
 pair and party states; it adds the paper's own state) and its
 :meth:`~PaperSolver.algorithm_1` reads as the paper's box;
-:class:`ColumnCycle` is section 4.3's cyclic participation of the clients
-of a vertical split. The reading of the paper, where it is ambiguous, is in
-the estimator's Notes.
+:class:`ClientParticipation` and :class:`ColumnCycle` choose Algorithm 1's
+``K^t`` client by client (at random, or section 4.3's cyclic sets). The
+reading of the paper, where it is ambiguous, is in the estimator's Notes.
 
 The party functions below run on one party's thread and see only that
 party's state and the message it received; what one returns is the message
@@ -18,8 +18,10 @@ reused unchanged):
   pair the clients share (one ciphertext per row and task, kept per row
   group), and adds the clients' encrypted, scaled changes to them
   homomorphically (:func:`server_add_duals`); it never decrypts anything;
-- a client's local method is Algorithm 3 with the exact one-dimensional
-  maximiser of Algorithm 5 (:func:`client_local_dual_method`);
+- a client's local method is Algorithm 3 (the one-dimensional maximiser
+  on its segment of length ``c_k gamma_t``) or, with
+  ``step_size="algorithm_5"``, Algorithm 5 (the whole maximiser)
+  (:func:`client_local_dual_method`);
 - a client's part of ``w`` (Algorithm 4's ``w_hat_k``) goes to the server as
   the change since its last upload, summed over its column group by secure
   aggregation (:func:`client_primal_part`);
@@ -48,10 +50,11 @@ from ..exceptions import DivergenceError
 from ..federation import Local, protocol_rounds
 from . import _protocol as P
 from ._dual import ZERO_MODEL_LOSS, dual_step
-from ._protocol import SERVER, Participation, Solver, client_name
+from ._protocol import SERVER, Solver, client_name
 
-__all__ = ["PaperSolver", "ColumnCycle", "paper_steps",
-           "paper_local_iterations", "paper_client_state",
+__all__ = ["PaperSolver", "ColumnCycle", "ClientParticipation",
+           "cyclic_sets", "DUAL_CURVATURES", "paper_steps", "covering_theorem",
+           "paper_local_iterations", "paper_client_state", "local_curvature",
            "client_local_dual_method", "server_add_duals",
            "client_receive_duals", "client_primal_part", "server_add_weights",
            "server_store_inner_products", "client_receive_own_inner_products",
@@ -59,15 +62,21 @@ __all__ = ["PaperSolver", "ColumnCycle", "paper_steps",
 
 
 class ColumnCycle:
-    """Section 4.3 (Assumption 4.10): the clients of a vertical split are
-    split into ``C = ceil(1 / participation)`` fixed sets (at least 2, at
-    most the number of clients; as equal as the count allows) that take
-    part in turn, ``B_1, ..., B_C, B_1, ...``."""
+    """Cyclic participation of individual clients: the clients are split
+    into ``C = ceil(1 / participation)`` fixed sets (at least 2, at most the
+    number of clients) that take part in turn, ``B_1, ..., B_C, B_1, ...``.
+
+    On a vertical split this is section 4.3's Assumption 4.10, which needs
+    ``C`` sets of equal size (``Q mod C = 0``); the estimator refuses a
+    vertical split whose clients do not divide evenly
+    (:func:`._estimator.check_participation`). On a split with more than
+    one row group no theorem covers cyclic participation; the sets are as
+    equal as the count allows."""
 
     all = False
 
     def __init__(self, n_clients, participation):
-        n_sets = min(n_clients, max(2, int(np.ceil(1.0 / participation - 1e-9))))
+        n_sets = cyclic_sets(n_clients, participation)
         self.sets = [list(map(int, s)) for s in
                      np.array_split(np.arange(n_clients), n_sets)]
 
@@ -75,24 +84,71 @@ class ColumnCycle:
         return self.sets[(t - 1) % len(self.sets)]
 
 
+def cyclic_sets(n_clients, participation):
+    """``C`` of :class:`ColumnCycle`: ``ceil(1 / participation)``, at least
+    two (Assumption 4.10's ``C >= 2``), at most ``n_clients``."""
+    return min(n_clients, max(2, int(np.ceil(1.0 / participation - 1e-9))))
+
+
+class ClientParticipation:
+    """Random participation of individual clients (Algorithm 1's ``K^t``):
+    each round ``round(participation * K)`` of the ``K`` clients (at least
+    one), drawn uniformly without replacement, so every client is equally
+    likely (Assumption 4.7; a fixed size never leaves a round empty).
+
+    Unlike :class:`._protocol.Participation`, which moves whole row groups
+    (the accelerated solver), a client takes part without its row group's
+    other clients: the absent ones send nothing that round, their duals,
+    weights and stored inner-product parts stay stale (sections 4.2-4.3).
+    On a horizontal split (one client per row group) the two draw the same
+    subsets from the same seed."""
+
+    def __init__(self, n_clients, participation, seed):
+        self.n_clients = n_clients
+        self.size = max(1, int(round(participation * n_clients)))
+        self.rng = np.random.RandomState(seed)
+        self.all = participation >= 1.0 or self.size >= n_clients
+
+    def __call__(self, t):
+        if self.all:
+            return list(range(self.n_clients))
+        return sorted(map(int, self.rng.choice(self.n_clients, self.size,
+                                               replace=False)))
+
+
+#: the values of ``dual_curvature``: which curvature ``q`` of a coordinate's
+#: quadratic term the local method uses (see :func:`local_curvature`)
+DUAL_CURVATURES = ("row_norm", "paper")
+
+
 def paper_steps(step_size, partition, participation, n_samples):
-    """``(gamma(t), c_k(rows), rule)`` of the theorem that covers the
-    setting (section 4): ``gamma_t = 1/t`` and ``c_k = 1`` for cyclic
-    vertical participation (Theorem 4.11); ``gamma_t = 1`` and ``c_k = 1``
-    for a horizontal split (Theorem 4.8, all or random subsets of
-    clients); ``gamma_t = 1`` and ``c_k = N_k / N`` otherwise (Theorem
-    4.4). A float ``step_size`` replaces ``gamma_t``."""
+    """``(gamma(t), c_k(rows), rule)`` of the setting (section 4).
+
+    ``step_size="auto"``: the steps of the theorem that covers the setting,
+    ``gamma_t = 1/t`` and ``c_k = 1`` for cyclic vertical participation
+    (Theorem 4.11); ``gamma_t = 1`` and ``c_k = 1`` for a horizontal split
+    (Theorem 4.8, all or random subsets of clients); ``gamma_t = 1`` and
+    ``c_k = N_k / N`` otherwise (Theorem 4.4). A float ``step_size``
+    replaces ``gamma_t`` (any value > 0: ``c_k gamma_t`` above 1 only lets
+    Algorithm 3's segment reach past ``u_i``, which the dual box clips).
+    ``"algorithm_5"``: Algorithm 5, the whole one-dimensional step
+    (``c_k gamma_t = 1`` for every client, ``gamma_t = 1``), rule
+    ``"Algorithm 5"``; :func:`covering_theorem` says which theorem, if any,
+    covers it.
+    """
     cyclic_vertical = partition.n_row_groups == 1 and participation < 1
-    if cyclic_vertical:
+    if step_size == "algorithm_5":
+        rule = "Algorithm 5"
+    elif cyclic_vertical:
         rule = "Theorem 4.11"
     elif partition.n_column_groups == 1:
         rule = "Theorem 4.8"
     else:
         rule = "Theorem 4.4"
-    if step_size != "auto":
+    if step_size not in ("auto", "algorithm_5"):
         def gamma(t):
             return float(step_size)
-    elif cyclic_vertical:
+    elif rule == "Theorem 4.11":
         def gamma(t):
             return 1.0 / t
     else:
@@ -100,32 +156,74 @@ def paper_steps(step_size, partition, participation, n_samples):
             return 1.0
 
     def c_k(n_rows):
-        return 1.0 if rule != "Theorem 4.4" else n_rows / n_samples
+        return n_rows / n_samples if rule == "Theorem 4.4" else 1.0
     return gamma, c_k, rule
 
 
+def covering_theorem(step_size, partition, participation,
+                     schedule="random"):
+    """The theorem of section 4 whose steps and setting a fit matches, or
+    ``None`` (the steps then come from the nearest theorem, without its
+    guarantee).
+
+    - horizontal split (one column group), ``gamma_t = 1`` and ``c_k = 1``
+      (``"auto"``, ``1.0`` or ``"algorithm_5"``, which coincide there),
+      all clients or random subsets: Theorem 4.8 (all clients: ``P = K``);
+      cyclic sets of clients: none;
+    - vertical split, cyclic sets of clients, ``"auto"`` (``gamma_t =
+      1/t``): Theorem 4.11; any constant step: none;
+    - vertical split, all clients, ``gamma_t = 1`` (``c_k = N_k/N = 1``, so
+      ``"algorithm_5"`` too): Theorem 4.4/4.5;
+    - hybrid grid, all clients, ``"auto"`` or ``1.0`` (``c_k = N_k/N``):
+      Theorem 4.4/4.5; ``"algorithm_5"`` (``c_k gamma_t = 1``, the paper's
+      experiments): none;
+    - hybrid grid, clients missing: none (section 4.2: "problems still
+      exist for convergence proofs").
+
+    Every theorem also needs ``H <= N`` (``P H <= N`` for Theorem 4.8),
+    which Algorithm 3's ``H <= N_k`` implies, and Lipschitz losses
+    (Assumption 4.1). Theorem 4.8 assumes ``N/K`` rows per client
+    (Assumption 4.6) and Theorem 4.11 equal cyclic sets (Assumption 4.10).
+    """
+    R, C = partition.n_row_groups, partition.n_column_groups
+    gamma_one = step_size in ("auto", "algorithm_5") or (
+        not isinstance(step_size, str) and float(step_size) == 1.0)
+    if C == 1:
+        if participation < 1 and schedule == "cyclic":
+            return None
+        return "Theorem 4.8" if gamma_one else None
+    if R == 1 and participation < 1:
+        return "Theorem 4.11" if step_size == "auto" else None
+    if participation < 1:
+        return None
+    if R == 1:
+        return "Theorem 4.4" if gamma_one else None
+    return "Theorem 4.4" if gamma_one and step_size != "algorithm_5" else None
+
+
 def paper_local_iterations(local_iterations, n_rows, rule):
-    """``H`` of a client with ``n_rows`` rows: an int as given; ``"auto"``
-    is one pass under Theorem 4.11 (``gamma_t = 1/t``, whose shrinking step
-    settles after the first rounds) and ``ceil(sqrt(n_rows))`` under a
-    constant ``gamma_t`` (Theorems 4.4 and 4.8).
+    """``H`` of a client with ``n_rows`` rows: an int as given (the
+    estimator has checked ``H <= n_rows``, Algorithm 3's draw without
+    replacement); ``"auto"`` is one pass under Theorem 4.11 (``gamma_t =
+    1/t``, whose shrinking step settles after the first rounds) and
+    ``ceil(sqrt(n_rows))`` under a constant ``gamma_t`` (Theorems 4.4 and
+    4.8, Algorithm 5).
 
     The paper tunes ``H`` per data set and gives no default. All ``H``
     coordinates move against the same ``w`` with the constant step, so a
     whole pass overshoots where rows are correlated: on breast cancer
     (2 x 2), a 600-row and a 3-class 600-row ``make_classification`` it
     diverged, as on wine and a 2,000-row table, while ``ceil(sqrt(n_rows))``
-    (10 to 32 there; the paper's own example is 13 on 569 rows) matched
-    ``LinearSVC``'s training accuracy on all five, with relative primal
-    gaps of 4e-5 to 1.7e-3 after 1,000 rounds on the binary ones
-    (``benchmarks/bench_hyfdca_paper_h.py``). It is our default, not the
-    paper's.
+    (10 to 32 there) matched ``LinearSVC``'s training accuracy on all five,
+    with relative primal gaps of 4e-5 to 1.7e-3 after 1,000 rounds on the
+    binary ones (``benchmarks/bench_hyfdca_paper_h.py``). It is our default,
+    not the paper's.
     """
     if local_iterations != "auto":
         return int(local_iterations)
     if rule == "Theorem 4.11":
         return int(n_rows)
-    return max(1, int(np.ceil(np.sqrt(n_rows))))
+    return min(int(n_rows), max(1, int(np.ceil(np.sqrt(n_rows)))))
 
 
 # -- the parties' functions -----------------------------------------------------
@@ -135,14 +233,44 @@ def paper_local_iterations(local_iterations, n_rows, rule):
 DUAL_PRECISION = 2.0 ** -44
 
 
-def paper_client_state(state, *, c_k):
+def paper_client_state(state, *, c_k, algorithm, dual_curvature):
     """Add the paper solver's keys to a client state of
-    :func:`._protocol.client_state`: ``c_k`` of Algorithm 3 and the
-    duals at its last upload of ``w_hat_k``."""
+    :func:`._protocol.client_state`: ``c_k`` of Algorithm 3, the local
+    method (``algorithm``: 3 or 5), the curvature of its quadratic term
+    (``dual_curvature``, :func:`local_curvature`) and the duals at its last
+    upload of ``w_hat_k``."""
+    if dual_curvature not in DUAL_CURVATURES:
+        raise ValueError(f"unknown dual_curvature {dual_curvature!r}")
     state = dict(state)
     state["c_k"] = float(c_k)
+    state["algorithm"] = int(algorithm)
+    state["dual_curvature"] = dual_curvature
     state["A_sent"] = state["A"].copy()
     return state
+
+
+def local_curvature(client, chosen):
+    """``q`` of the chosen rows' subproblem ``g(a + d) - d b - q d^2 / 2``
+    (``d`` the move of ``a_i``, per unit weight, in label direction).
+
+    - ``"row_norm"`` (skfed's default, a deviation from both boxes): the
+      exact curvature of the dual, ``s_i ||x_i||^2 / (lambda N)``; the
+      clients learn ``||x_i||^2`` of their rows once at setup.
+    - ``"paper"``: the printed term of the box that runs, which needs no
+      norm. Algorithm 3's ``gamma_t^2 / (2 lambda) (s c_k (u - alpha))^2``
+      is ``d^2 / (2 lambda)`` in the move: ``q = s_i / lambda``. Algorithm
+      5's ``lambda N / 2 (delta / (lambda N))^2``: ``q = s_i / (lambda N)``,
+      the exact curvature of a unit-norm row.
+
+    A later value (e.g. a public mean of the squared norms) adds a branch
+    here and a setup exchange in :meth:`PaperSolver.algorithm_1`.
+    """
+    s = client.s[chosen]
+    if client.dual_curvature == "row_norm":
+        return s * client.sqnorm[chosen, None] / (client.lam * client.N)
+    if client.algorithm == 5:
+        return s / (client.lam * client.N)
+    return s / client.lam
 
 
 def _timed(state, fn, *args, **kwargs):
@@ -173,26 +301,32 @@ def _subgradient_dual(loss, margins):
 # -- LocalDualMethod (Algorithms 3 and 5) ---------------------------------------
 
 def client_local_dual_method(client, gamma):
-    """Algorithm 3 on ``H`` of the client's rows drawn without replacement.
+    """Algorithm 3 or 5 on ``H`` of the client's rows drawn without
+    replacement (``H <= N_k``, checked by the estimator).
 
-    Each chosen coordinate moves to the maximiser of its dual subproblem
-    (Algorithm 5, with ``||x_i||^2``) restricted to Algorithm 3's segment
-    from ``a_i`` towards ``u_i`` of length ``c_k gamma_t`` (for the hinge
-    with ``c_k gamma_t = 1`` this is Algorithm 5's closed form). The message
-    is ``enc(gamma_t / |B_n| * delta alpha)`` for **every** row of the
-    client (zeros for the rows not chosen: the server does not learn which
-    were), ``|B_n|`` the number of clients holding the row.
+    Each chosen coordinate takes the maximiser of its one-dimensional dual
+    subproblem (curvature :func:`local_curvature`). Algorithm 3 restricts it
+    to the segment from ``a_i`` towards ``u_i`` of length ``c_k gamma_t``;
+    Algorithm 5 (``client.algorithm == 5``) takes it whole, the box's
+    ``c_k gamma_t = 1`` for every client whatever its rows (for the hinge
+    the two coincide when ``c_k gamma_t = 1``). The message is
+    ``enc(gamma_t / |B_n| * delta alpha)`` for **every** row of the client
+    (zeros for the rows not chosen: the server does not learn which were),
+    ``|B_n|`` the number of clients holding the row.
     """
     A, n_rows = client.A, client.A.shape[0]
-    H = min(client.H, n_rows)
+    H = client.H
     chosen = (np.arange(n_rows) if H >= n_rows else
               np.sort(client.rng.choice(n_rows, size=H, replace=False)))
     a, m = A[chosen], client.margins[chosen]
-    q = client.s[chosen] * client.sqnorm[chosen, None] / (client.lam * client.N)
-    best = dual_step(client.loss, a, m, q)
-    end = a + client.c_k * float(gamma) * (
-        _subgradient_dual(client.loss, m) - a)
-    moved = np.clip(best, np.minimum(a, end), np.maximum(a, end))
+    best = dual_step(client.loss, a, m, local_curvature(client, chosen))
+    if client.algorithm == 5:
+        # Algorithm 5 in Algorithm 1 with gamma_t = 1: the move itself.
+        moved = best
+    else:
+        end = a + client.c_k * float(gamma) * (
+            _subgradient_dual(client.loss, m) - a)
+        moved = np.clip(best, np.minimum(a, end), np.maximum(a, end))
     change = np.zeros_like(A)
     # gamma_t / |B_n| * delta alpha, delta alpha = s c_k (u - a) = moved / gamma
     change[chosen] = (moved - a) / client.n_holders
@@ -276,10 +410,15 @@ def client_receive_own_inner_products(client, enc_xw):
 class PaperSolver(Solver):
     """``solver="paper"``: Algorithm 1 as published (the second part of the
     class Notes). It reads no ``tol`` (every round runs) and packs nothing.
+
+    Parameters beyond :class:`Solver`'s: ``dual_curvature``
+    (:func:`local_curvature`). ``step_size="algorithm_5"`` runs Algorithm 5
+    as the local method.
     """
 
-    def __init__(self, **params):
+    def __init__(self, *, dual_curvature="row_norm", **params):
         super().__init__(**params)
+        self.dual_curvature = dual_curvature
         if self.loss == "squared_hinge":
             raise ValueError(
                 "solver='paper' needs an L-Lipschitz loss (the paper's "
@@ -308,7 +447,9 @@ class PaperSolver(Solver):
         setup.states[SERVER].update(enc_duals={}, ip_store={})
         for k in range(K):
             setup.states[client_name(k)] = paper_client_state(
-                setup.states[client_name(k)], c_k=c_k(n_rows[k]))
+                setup.states[client_name(k)], c_k=c_k(n_rows[k]),
+                algorithm=5 if rule == "Algorithm 5" else 3,
+                dual_curvature=self.dual_curvature)
         return setup
 
     def algorithm_1(self, fed, protocol, setup, keep=None):
@@ -317,18 +458,24 @@ class PaperSolver(Solver):
         server = fed[SERVER]
         partition = setup.partition
         everyone = list(range(partition.n_clients))
-        if partition.n_row_groups == 1 and self.participation < 1:
+        # K^t: individual clients (Algorithm 1), drawn at random or in
+        # cyclic sets; a client takes part without its row group's others.
+        if self.participation < 1 and self.schedule == "cyclic":
             participants = ColumnCycle(partition.n_clients,
                                        self.participation)
         else:
-            participants = Participation(partition, self.participation,
-                                         self.schedule,
-                                         setup.participation_seed)
-        cyclic_vertical = isinstance(participants, ColumnCycle)
+            participants = ClientParticipation(
+                partition.n_clients, self.participation,
+                setup.participation_seed)
+        cyclic_vertical = (partition.n_row_groups == 1
+                           and self.participation < 1)
         gamma, _, _ = paper_steps(self.step_size, partition,
                                   self.participation, setup.n_samples)
         scale = protocol.agree_scale(everyone)
-        protocol.squared_norms(everyone)
+        # The squared row norms, once, for the exact curvature; the boxes'
+        # printed terms need none, and then none is sent.
+        if self.dual_curvature == "row_norm":
+            protocol.squared_norms(everyone)
         previous = set()
         # Every round runs (no tol) and the duals are encrypted even on whole
         # rows: an encrypted fit's first line tells the wait (issue 28).
@@ -337,7 +484,12 @@ class PaperSolver(Solver):
         t, regs = 0, []
         for t in protocol_rounds(range(1, self.max_iter + 1)):
             clients = participants(t)  # K^t
-            arrivals = [k for k in clients if k not in previous]  # K-bar^t
+            # K-bar^t, the clients that need enc(alpha_0) and a fresh
+            # PrimalAggregation: the box prints {k in K^t, k not in
+            # K-bar^{t-1}}, a typo for K^{t-1} (read literally it re-syncs
+            # every other round clients that are up to date; both readings
+            # give the same iterates, only the messages differ).
+            arrivals = [k for k in clients if k not in previous]
             # Send enc(alpha_0^t) to the arrivals; PrimalAggregation(K-bar^t).
             if arrivals and t > 1:
                 send_duals(protocol, arrivals)
@@ -391,7 +543,7 @@ class PaperSolver(Solver):
             f"paper's fixed step (gamma_t, step_size={self.step_size!r}) with "
             f"local_iterations={self.local_iterations!r} coordinates per "
             "client and round overshoots; lower local_iterations (the paper "
-            "tunes H; e.g. 13 on 569 rows), pass a smaller float step_size, "
+            "tunes H per data set), pass a smaller float step_size, "
             "or use solver='accelerated' (a line search that cannot diverge).",
             round=t)
 

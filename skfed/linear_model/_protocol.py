@@ -693,8 +693,9 @@ class Participation:
     clients). ``"cyclic"``: the row groups are split into
     ``ceil(1 / participation)`` fixed sets that take turns. This cycles
     *row groups*; it is not section 4.3, whose cyclic sets are the clients
-    of a vertical split (:class:`._paper.ColumnCycle`,
-    ``solver="paper"``).
+    of a vertical split. ``solver="paper"`` chooses individual clients
+    instead (:class:`._paper.ClientParticipation`,
+    :class:`._paper.ColumnCycle`).
     """
 
     def __init__(self, partition, participation, schedule, seed):

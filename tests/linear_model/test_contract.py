@@ -246,3 +246,54 @@ def test_planted_leak_one_dual_in_the_clear_is_flagged(monkeypatch):
     found = [v for v in check_messages(est, rec.messages, XS, YS)
              if v.phase == "duals"]
     assert found, "a dual in the clear must be flagged"
+
+
+# -- the paper's printed curvature sends no squared norm (issue 40) -------------
+
+def test_printed_curvature_fit_has_no_squared_norm_phase():
+    """``dual_curvature="paper"``: no ``squared norms`` message, and the
+    contract declares none (clean fit: no violation)."""
+    est = HyFDCAClassifier(HybridPartition(2, 2), dual_curvature="paper",
+                           fit_intercept=False, **PAPER_SMALL)
+    X1 = XS / np.linalg.norm(XS, axis=1, keepdims=True)
+    with record_messages() as rec:
+        est.fit(X1, YS)
+    assert not [m for m in rec.messages if m.phase.startswith("squared")]
+    assert check_messages(est, rec.messages, X1, YS) == []
+    assert not [r for r in est._privacy_contract().rules
+                if r.phase.startswith("squared")]
+
+
+def test_planted_squared_norms_under_the_printed_curvature_are_flagged(
+        monkeypatch):
+    """A paper-curvature fit that still runs the setup exchange of squared
+    norms (as the row-norm default does) is flagged: the phase is not in
+    its contract."""
+    agree = _protocol.Protocol.agree_scale
+
+    def leaky(self, clients):
+        scale = agree(self, clients)
+        self.squared_norms(clients)
+        return scale
+
+    monkeypatch.setattr(_protocol.Protocol, "agree_scale", leaky)
+    est = HyFDCAClassifier(HybridPartition(2, 2), dual_curvature="paper",
+                           fit_intercept=False, **PAPER_SMALL)
+    X1 = XS / np.linalg.norm(XS, axis=1, keepdims=True)
+    with record_messages() as rec:
+        est.fit(X1, YS)
+    found = [v for v in check_messages(est, rec.messages, X1, YS)
+             if v.phase.startswith("squared norms")]
+    assert found, "squared norms sent under dual_curvature='paper'"
+
+
+def test_clients_taking_part_one_by_one_satisfy_the_contract():
+    """Per-client participation on a hybrid grid: a column group with one
+    client present sends its w_hat_k change alone (declared)."""
+    est = HyFDCAClassifier(HybridPartition(2, 2), participation=0.5,
+                           **dict(PAPER_SMALL, max_iter=12))
+    with record_messages() as rec:
+        est.fit(XS, YS)
+    assert check_messages(est, rec.messages, XS, YS) == []
+    assert any(m.phase == "primal aggregation/alone/upload"
+               for m in rec.messages)

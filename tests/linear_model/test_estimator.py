@@ -21,6 +21,7 @@ from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
+from sklearn.utils._param_validation import InvalidParameterError
 
 from skfed.exceptions import DivergenceError
 from skfed.federation import record_messages
@@ -253,6 +254,39 @@ def test_partial_participation_on_a_vertical_split_needs_the_paper_solver():
                              "needs solver='paper'"):
         HyFDCAClassifier(VerticalPartition(2), participation=0.5,
                          encryption=None).fit(X, y)
+
+
+# -- the values only the paper solver reads (issue 40) -----------------------------
+
+@pytest.mark.parametrize("params, match", [
+    (dict(step_size=2.0), "step_size=2.0 needs solver='paper'"),
+    (dict(step_size="algorithm_5"), "'algorithm_5' needs solver='paper'"),
+    (dict(dual_curvature="paper"), "dual_curvature='paper' needs solver"),
+])
+def test_paper_only_values_are_refused_by_the_accelerated_solver(params,
+                                                                 match):
+    X, y = _small()
+    with record_messages() as rec:
+        with pytest.raises(ValueError, match=match):
+            HyFDCAClassifier(encryption=None, **params).fit(X, y)
+    assert rec.messages == []
+
+
+@pytest.mark.parametrize("params", [
+    dict(step_size=0.0), dict(step_size=-1.0), dict(step_size="paper"),
+    dict(dual_curvature="mean"), dict(dual_curvature=None)])
+def test_bad_step_size_and_curvature_are_invalid_parameters(params):
+    X, y = _small()
+    est = HyFDCAClassifier(solver="paper", encryption=None, **params)
+    with pytest.raises(InvalidParameterError):
+        est.fit(X, y)
+
+
+def test_paper_solver_takes_steps_above_one():
+    X, y = _small()
+    est = HyFDCAClassifier(solver="paper", step_size=2.0, max_iter=3,
+                           local_iterations=5, encryption=None)
+    assert est.fit(X, y).n_iter_ == 3
 
 
 # -- sklearn plumbing ---------------------------------------------------------------
