@@ -80,7 +80,7 @@ def main():
         p_star = central_optimum(X, y, LAM, "hinge", fit_intercept=False) \
             if binary else None
         default = math.ceil(math.sqrt(n_k))
-        for label, H in ((f"auto ({default})", "auto"), ("13 (paper)", 13),
+        for label, H in ((f"auto ({default})", "auto"), ("13 (issue 30)", 13),
                          (f"pass ({n_k})", n_k)):
             est, cpu = fit(X, y, H)
             acc, gap = "diverged", "-"
