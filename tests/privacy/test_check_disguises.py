@@ -19,11 +19,15 @@ disabled.
 import numpy as np
 import pytest
 from scipy.stats import rankdata
+from sklearn.datasets import make_classification
+from sklearn.preprocessing import StandardScaler
 
 from skfed._privacy_core import _check, _leaves, _semantic
+from skfed.crypto import concatenate
 from skfed.federation import Message, record_messages
 from skfed.kernel_methods import FDSKLClassifier
-from skfed.partition import VerticalPartition
+from skfed.linear_model import HyFDCAClassifier
+from skfed.partition import HybridPartition, VerticalPartition
 from skfed.privacy import (
     Aggregate,
     Contract,
@@ -365,3 +369,80 @@ def test_a_level_of_one_row_is_not_a_step_function():
     one = np.zeros(N)
     one[np.argmax(COLUMN)] = 1.0
     assert check_messages(_Protocol(), [_message("values", one)], X, Y) == []
+
+
+# -- HyFDCA: a row group's ciphertexts to a client of another row group ------
+
+X_H, y_H = make_classification(120, 6, n_informative=4, random_state=0)
+X_H = StandardScaler().fit_transform(X_H)
+
+
+@pytest.fixture(scope="module", params=[
+    ("accelerated", None), ("paper", None), ("accelerated", "ou")])
+def hyfdca_fit(request):
+    solver, encryption = request.param
+    est = HyFDCAClassifier(HybridPartition(2, 2), solver=solver,
+                           encryption=encryption, key_size=512, max_iter=4,
+                           tol=None, random_state=0)
+    with record_messages() as rec:
+        est.fit(X_H, y_H)
+    return est, list(rec.messages)
+
+
+def _swapped(est, messages):
+    phase = "duals" if est.solver == "paper" else "inner products"
+
+    def to(client):
+        return [i for i, m in enumerate(messages) if m.phase == phase
+                and m.sender == "server" and m.receiver == client]
+    # client0 and client1: row group 0; client2 and client3: row group 1
+    i, j = to("client0")[1], to("client2")[1]
+    forged = list(messages)
+    forged[i] = messages[i]._replace(payload=messages[j].payload)
+    return forged, i
+
+
+def test_hyfdca_keys_are_one_per_row_group(hyfdca_fit):
+    est, messages = hyfdca_fit
+    keys = {}
+    for m in messages:
+        for leaf in _leaves.leaves(tuple(m.payload or ())):
+            if hasattr(leaf, "public_key"):
+                for party in (m.sender, m.receiver):
+                    if party != "server":
+                        keys.setdefault(party, set()).add(
+                            _check._key_identity(leaf.public_key))
+    assert all(len(k) == 1 for k in keys.values()), keys
+    assert keys["client0"] == keys["client1"] != keys["client2"]
+    assert keys["client2"] == keys["client3"]
+
+
+def test_swapped_row_group_ciphertexts_are_reported(hyfdca_fit, monkeypatch):
+    est, messages = hyfdca_fit
+    assert check_messages(est, messages, X_H, y_H) == []
+    forged, i = _swapped(est, messages)
+    found = check_messages(est, forged, X_H, y_H)
+    assert [v.index for v in found] == [i], [str(v) for v in found]
+    assert "bound to client" in found[0].found
+    assert "used by client0, which holds other rows" in found[0].found
+    # the key binding is the detector: without it the swap passes (the
+    # sizes agree, both row groups hold 60 rows)
+    monkeypatch.setattr(_check._CiphertextLedger, "bind",
+                        lambda self, message, value, rows: [])
+    assert check_messages(est, forged, X_H, y_H) == []
+
+
+def test_hyfdca_ciphertext_sizes_are_the_receivers_rows(hyfdca_fit):
+    # round 2 bounded a row group's ciphertexts by the table's row count
+    est, messages = hyfdca_fit
+    sizes = _check.public_sizes(est, X_H, messages, est._privacy_contract())
+    rows = est._privacy_rows()
+    for m in messages:
+        if m.phase != "inner products":
+            continue
+        rule = next(r for r in est._privacy_contract().rules_for(m.phase)
+                    if r.sender == ("server" if m.sender == "server"
+                                    else "client"))
+        bound = rule.elements[0].size_bound(
+            _check._message_sizes(sizes, rows, m))
+        assert bound == len(X_H) // 2 < rule.elements[0].size_bound(sizes)
