@@ -19,10 +19,11 @@ disabled.
 import numpy as np
 import pytest
 from scipy.stats import rankdata
-from sklearn.datasets import make_classification
+from sklearn.datasets import make_blobs, make_classification
 from sklearn.preprocessing import StandardScaler
 
 from skfed._privacy_core import _check, _leaves, _semantic
+from skfed.cluster import FederatedKernelKMeans
 from skfed.crypto import concatenate
 from skfed.federation import Message, record_messages
 from skfed.kernel_methods import FDSKLClassifier
@@ -446,3 +447,49 @@ def test_hyfdca_ciphertext_sizes_are_the_receivers_rows(hyfdca_fit):
         bound = rule.elements[0].size_bound(
             _check._message_sizes(sizes, rows, m))
         assert bound == len(X_H) // 2 < rule.elements[0].size_bound(sizes)
+
+
+# -- kernel k-means: float group sizes in an unweighted fit -------------------
+
+X_KM, _ = make_blobs(n_samples=150, centers=3, n_features=4, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def kmeans_fit():
+    with record_messages() as rec:
+        est = FederatedKernelKMeans(3, partition=3, random_state=0).fit(X_KM)
+    return est, list(rec.messages)
+
+
+def test_float_group_sizes_in_an_unweighted_fit_are_reported(kmeans_fit,
+                                                            monkeypatch):
+    est, messages = kmeans_fit
+    assert check_messages(est, messages, X_KM) == []
+    i = next(i for i, m in enumerate(messages)
+             if m.phase == "kmeans: coreset")
+    means, sizes = messages[i].payload
+    assert np.asarray(sizes).dtype.kind in "iu"
+    planted = np.asarray(sizes, dtype=float)
+    planted[0] = 1.0  # one row: its "mean" is the row
+    forged = list(messages)
+    forged[i] = messages[i]._replace(payload=(means, planted))
+    found = check_messages(est, forged, X_KM)
+    assert [v.index for v in found] == [i]
+    assert "dtype kind 'f'" in found[0].found, found[0].found
+    # the dtype by fit is the detector: with round 2's "iuf" floats pass
+    contract = est._privacy_contract()
+    rule, = contract.rules_for("kmeans: coreset")
+    rule.elements[1].dtype = "iuf"
+    monkeypatch.setattr(est, "_privacy_contract", lambda: contract)
+    assert check_messages(est, forged, X_KM) == []
+
+
+def test_a_weighted_kernel_kmeans_fit_sends_float_sizes_and_passes():
+    weights = np.random.RandomState(0).uniform(0.5, 2.0, size=len(X_KM))
+    with record_messages() as rec:
+        est = FederatedKernelKMeans(3, partition=3, random_state=0).fit(
+            X_KM, sample_weight=weights)
+    sizes = next(m.payload[1] for m in rec.messages
+                 if m.phase == "kmeans: coreset")
+    assert np.asarray(sizes).dtype.kind == "f"
+    assert check_messages(est, rec.messages, X_KM) == []
