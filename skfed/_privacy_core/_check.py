@@ -194,11 +194,13 @@ def check_messages(estimator, messages, X=None, y=None, **fit_params):
         unless the contract exempts it: not as an affine image (R^2 above
         ``R2_THRESHOLD``, which a copy with noise of 0.12 standard
         deviations crosses), a monotone image (absolute Spearman
-        correlation above ``RANK_THRESHOLD``) or a permutation (equal sorted
-        values), along any axis of a leaf or in any contiguous window of the
-        element flattened (``skfed._privacy_core._semantic`` says which
-        windows are searched). ``X`` also gives the row count the size
-        bounds use.
+        correlation above ``RANK_THRESHOLD``), a permutation (equal sorted
+        values, to a rounding) or a step function (a quantised copy), along
+        any axis of a leaf or in any contiguous window of a stream: the
+        element flattened in every message of one phase to one receiver,
+        in order, also after a cumulative sum and after first differences
+        (``skfed._privacy_core._semantic`` says which windows are
+        searched). ``X`` also gives the row count the size bounds use.
 
     **fit_params
         Passed to ``_privacy_secrets`` (e.g. ``sample_party``).
@@ -223,7 +225,11 @@ def check_messages(estimator, messages, X=None, y=None, **fit_params):
     of elements declared ``fresh`` never repeat: not inside one message, not
     twice to one receiver, and never back to a party that sent them (a
     homomorphic result that was not re-randomised equals its input when it
-    sums one element).
+    sums one element). Every key is bound to the rows of the first party
+    holding rows (``_privacy_rows``) that sends or receives a ciphertext
+    under it: a party holding other rows using it is a violation. Size
+    bounds may use ``receiver_rows`` and ``sender_rows``, the rows of the
+    message's receiver and sender (:func:`public_sizes`).
     """
     check_party_data_messages(estimator, messages, X)  # PartyData: what cannot be checked
     contract = _contract_of(estimator)

@@ -4,13 +4,20 @@ A secret column ``s`` (``n`` values: a party's column, the labels, its
 gradients...) is looked for in every plaintext element, in two places:
 
 - along every axis of every leaf whose length is ``n`` (a column of a
-  matrix payload, as before);
-- in every contiguous window of ``n`` values of the element flattened (all
-  its numeric leaves, in order, C order): a copy reshaped to ``(n/2, 2)``,
-  with a value appended, split over two leaves or hidden in a Python list
-  is a window of the flattened element.
+  matrix payload, as before), per message;
+- in every contiguous window of ``n`` values of a stream: the element
+  flattened (all its numeric leaves, in order, C order) in every message
+  of one phase to one receiver, one after the other (the checker builds
+  the streams): a copy reshaped to ``(n/2, 2)``, with a value appended,
+  split over two leaves or two messages of a phase, or hidden in a Python
+  list is a window of the stream. Each stream is searched as sent and
+  after each of :data:`TRANSFORMS` (cumulative sums undo first
+  differences, first differences undo cumulative sums).
 
-Three comparisons, each invariant to a family of disguises:
+Four comparisons, each invariant to a family of disguises (the fourth,
+**steps**, finds a vector of at most :data:`MAX_LEVELS` distinct values
+each forming one run of the rows sorted by the secret, any quantisation
+of it; on the aligned axes and the best affine windows):
 
 - **affine**: the squared Pearson correlation ``R^2`` above
   :data:`R2_THRESHOLD` (an affine image, a rounded copy, a copy plus noise
@@ -18,10 +25,12 @@ Three comparisons, each invariant to a family of disguises:
 - **rank**: the absolute Spearman correlation above :data:`RANK_THRESHOLD`
   (any monotone transform: x^3, exp(x), a signed square root, the ranks);
 - **permutation**: the sorted values equal the sorted secret up to an
-  affine map (a copy in an order the receiver may know, or reversed).
+  affine map, within :func:`sorted_tolerance` (a copy in an order the
+  receiver may know, reversed or sorted, rounded to 3 decimals).
 
-Each secret a payload carries is reported once, by the first comparison
-that finds it (in that order).
+Each secret a message (along its axes) or a stream (in its windows)
+carries is reported once, by the first comparison that finds it (in that
+order).
 
 Windows cost: the affine comparison runs on every window, with one FFT
 correlation per secret column (``O(L log L)`` for an element of ``L``
@@ -31,8 +40,9 @@ the first and the last, the
 :data:`CANDIDATES` windows best by the affine score, by the same score
 computed on the ranks of the whole element (a monotone image stays monotone
 there), and by closeness of the window's skewness and kurtosis to the
-secret's (a permuted affine copy has the same ones). Elements longer than
-:data:`MAX_VALUES` are checked on their first ``MAX_VALUES`` values.
+secret's (a permuted affine copy has the same ones). Streams longer than
+:data:`MAX_VALUES` are checked on their first ``MAX_VALUES`` values, in
+FFT segments of ``2**18`` values.
 Windows and ranks need ``n >= MIN_WINDOW_ROWS`` and, for the rank and
 permutation comparisons, a secret with at least :data:`MIN_DISTINCT`
 distinct values (a permuted binary label vector gives away only the class
