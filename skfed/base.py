@@ -69,6 +69,30 @@ class PrivacyMixin:
             roles["server"] = {"server"}
         return roles
 
+    def _privacy_rows(self):
+        """``{party name: frozenset of the row indices it holds}``, from the
+        partition; a party holding every row (a vertical split) maps to
+        None, and a party without data (a server) is absent.
+
+        :func:`~skfed.privacy.check_messages` binds each encryption key to
+        the rows of the first party that sends or receives a ciphertext
+        under it and reads ``receiver_rows`` / ``sender_rows`` from here.
+        """
+        partition = getattr(self, "partition_", None)
+        kind = getattr(self, "_partition_kind", None)
+        if partition is None or kind is None:
+            return {}
+        rows = {}
+        for k, name in enumerate(self._privacy_party_names()):
+            if kind == "vertical":
+                rows[name] = None
+            elif kind == "horizontal":
+                rows[name] = frozenset(np.asarray(partition.rows(k)).tolist())
+            else:
+                rows[name] = frozenset(
+                    np.asarray(partition.client_rows(k)).tolist())
+        return rows
+
     def _privacy_attacks(self):
         return []
 

@@ -4,13 +4,20 @@ A secret column ``s`` (``n`` values: a party's column, the labels, its
 gradients...) is looked for in every plaintext element, in two places:
 
 - along every axis of every leaf whose length is ``n`` (a column of a
-  matrix payload, as before);
-- in every contiguous window of ``n`` values of the element flattened (all
-  its numeric leaves, in order, C order): a copy reshaped to ``(n/2, 2)``,
-  with a value appended, split over two leaves or hidden in a Python list
-  is a window of the flattened element.
+  matrix payload, as before), per message;
+- in every contiguous window of ``n`` values of a stream: the element
+  flattened (all its numeric leaves, in order, C order) in every message
+  of one phase to one receiver, one after the other (the checker builds
+  the streams): a copy reshaped to ``(n/2, 2)``, with a value appended,
+  split over two leaves or two messages of a phase, or hidden in a Python
+  list is a window of the stream. Each stream is searched as sent and
+  after each of :data:`TRANSFORMS` (cumulative sums undo first
+  differences, first differences undo cumulative sums).
 
-Three comparisons, each invariant to a family of disguises:
+Four comparisons, each invariant to a family of disguises (the fourth,
+**steps**, finds a vector of at most :data:`MAX_LEVELS` distinct values
+each forming one run of the rows sorted by the secret, any quantisation
+of it; on the aligned axes and the best affine windows):
 
 - **affine**: the squared Pearson correlation ``R^2`` above
   :data:`R2_THRESHOLD` (an affine image, a rounded copy, a copy plus noise
@@ -18,10 +25,12 @@ Three comparisons, each invariant to a family of disguises:
 - **rank**: the absolute Spearman correlation above :data:`RANK_THRESHOLD`
   (any monotone transform: x^3, exp(x), a signed square root, the ranks);
 - **permutation**: the sorted values equal the sorted secret up to an
-  affine map (a copy in an order the receiver may know, or reversed).
+  affine map, within :func:`sorted_tolerance` (a copy in an order the
+  receiver may know, reversed or sorted, rounded to 3 decimals).
 
-Each secret a payload carries is reported once, by the first comparison
-that finds it (in that order).
+Each secret a message (along its axes) or a stream (in its windows)
+carries is reported once, by the first comparison that finds it (in that
+order).
 
 Windows cost: the affine comparison runs on every window, with one FFT
 correlation per secret column (``O(L log L)`` for an element of ``L``
@@ -31,8 +40,9 @@ the first and the last, the
 :data:`CANDIDATES` windows best by the affine score, by the same score
 computed on the ranks of the whole element (a monotone image stays monotone
 there), and by closeness of the window's skewness and kurtosis to the
-secret's (a permuted affine copy has the same ones). Elements longer than
-:data:`MAX_VALUES` are checked on their first ``MAX_VALUES`` values.
+secret's (a permuted affine copy has the same ones). Streams longer than
+:data:`MAX_VALUES` are checked on their first ``MAX_VALUES`` values, in
+FFT segments of ``2**18`` values.
 Windows and ranks need ``n >= MIN_WINDOW_ROWS`` and, for the rank and
 permutation comparisons, a secret with at least :data:`MIN_DISTINCT`
 distinct values (a permuted binary label vector gives away only the class
@@ -46,12 +56,13 @@ import numbers
 
 import numpy as np
 from scipy.fft import irfft, next_fast_len, rfft
+from scipy.special import gammaln
 from scipy.stats import rankdata
 
 from ._leaves import leaves
 
 __all__ = ["R2_THRESHOLD", "RANK_THRESHOLD", "ROW_TOLERANCE",
-           "SemanticChecker"]
+           "SemanticChecker", "flat_values"]
 
 #: a plaintext vector whose affine fit to a secret column has R^2 above this
 #: is reported as that secret (a copy with noise of 0.12 sd: 0.986)
@@ -61,8 +72,27 @@ _R2_SHORT = 0.99
 #: an absolute Spearman correlation above this: a monotone image of the secret
 RANK_THRESHOLD = 0.97
 #: sorted values whose affine fit to the sorted secret leaves less than this
-#: fraction of the variance: a permutation of the secret
-SORTED_TOLERANCE = 1e-8
+#: fraction of the variance (and less than ``0.01 / n`` for a secret of
+#: ``n`` rows): a permutation of the secret. A copy rounded to 3 decimals
+#: sits at 4e-8; two independent normal samples of 16..1000 values at
+#: least 5e-3..4e-4 (issue 37: 2,000 draws per size), a factor 40 above
+#: ``0.01 / n`` at every size
+SORTED_TOLERANCE = 1e-6
+#: most distinct values of a step function (a quantised copy) looked for
+MAX_LEVELS = 16
+#: a step function is reported when its levels would each form one run of
+#: the sorted secret by chance with a probability below this
+STEP_CHANCE = 1e-9
+#: the invertible maps each stream is also searched after, to undo them:
+#: ``cumsum`` undoes first differences ``[x0, x1 - x0, ...]``, ``diff``
+#: (first value kept) undoes cumulative sums; both restart at every message
+TRANSFORMS = {
+    "first differences undone (cumulative sum)": np.cumsum,
+    "cumulative sums undone (first differences)":
+        lambda v: np.diff(v, prepend=0.0),
+}
+#: values per FFT segment of a long stream (segments overlap by ``n - 1``)
+_SEGMENT = 1 << 18
 #: a plaintext vector within this relative distance of a private row is it
 ROW_TOLERANCE = 1e-6
 #: shortest secret searched for in windows and by ranks
@@ -129,6 +159,8 @@ class _Target:
             [index[id(self.owner_of[c][0])] for c in self.cols], dtype=int)
         distinct = np.array([np.unique(c).size for c in self.raw.T], dtype=int)
         self.rich = distinct >= MIN_DISTINCT
+        # a step function is looked for in secrets richer than its levels
+        self.steppable = distinct > MAX_LEVELS
         self.rank_std, _ = _standardise(rankdata(self.raw, axis=0))
         ordered = np.sort(self.raw, axis=0)
         self.sorted_up, _ = _standardise(ordered)
@@ -151,40 +183,107 @@ def _r2_threshold(n):
     return R2_THRESHOLD if n >= MIN_WINDOW_ROWS else _R2_SHORT
 
 
-def _per_secret(kind, scores, ok, target, found):
-    """Add to ``found`` the best passing column of each secret not in it."""
+def _per_secret(kind, scores, ok, target, found, where=None):
+    """Add to ``found`` the best passing column of each secret not in it
+    (``where[j]``: the candidate vector that matched target column ``j``)."""
     for sid in np.unique(target.secret_ids[ok]):
         if int(sid) in found:
             continue
         cols = np.flatnonzero(ok & (target.secret_ids == sid))
         j = int(cols[np.argmax(scores[cols])])
-        found[int(sid)] = (kind, float(scores[j]), j)
+        found[int(sid)] = (kind, float(scores[j]), j,
+                           None if where is None else int(where[j]))
 
 
-def _column_scores(columns, target, found):
+def _best(matrix, labels):
+    """Per target column: the best score over candidates, and which."""
+    arg = np.argmax(matrix, axis=0)
+    return matrix[arg, np.arange(matrix.shape[1])], labels[arg]
+
+
+def sorted_tolerance(n):
+    """The permutation test's tolerance for a secret of ``n`` rows."""
+    return min(SORTED_TOLERANCE, 0.01 / n)
+
+
+def _column_scores(columns, target, found, labels=None):
     """Match candidate vectors (columns) with the secrets, into ``found``:
-    ``{secret: (kind, score, target column)}``, affine first."""
+    ``{secret: (kind, score, target column, label)}``, affine first, where
+    ``label`` is ``labels[i]`` of the candidate that matched (None without
+    labels)."""
     n = target.n
-    columns = columns[:, np.all(np.isfinite(columns), axis=0)]
-    payload, _ = _standardise(columns)
+    labels = (np.full(columns.shape[1], -1) if labels is None
+              else np.asarray(labels))
+    finite = np.all(np.isfinite(columns), axis=0)
+    columns, labels = columns[:, finite], labels[finite]
+    payload, kept = _standardise(columns)
     if payload.shape[1] == 0:
         return found
-    r2 = np.max(np.square(payload.T @ target.std), axis=0)
-    _per_secret("affine", r2, r2 > _r2_threshold(n), target, found)
+    r2, where = _best(np.square(payload.T @ target.std), labels[kept])
+    _per_secret("affine", r2, r2 > _r2_threshold(n), target, found, where)
     if n < MIN_WINDOW_ROWS or not target.rich.any():
         return found
     rich = target.rich
-    ranks, _ = _standardise(rankdata(columns, axis=0))
+    ranks, kept = _standardise(rankdata(columns, axis=0))
     if ranks.shape[1]:
-        rho = np.where(rich, np.max(np.abs(ranks.T @ target.rank_std), 0), 0.0)
-        _per_secret("monotone", rho, rho > RANK_THRESHOLD, target, found)
-    ordered, _ = _standardise(np.sort(columns, axis=0))
+        rho, where = _best(np.abs(ranks.T @ target.rank_std), labels[kept])
+        rho = np.where(rich, rho, 0.0)
+        _per_secret("monotone", rho, rho > RANK_THRESHOLD, target, found,
+                    where)
+    ordered, kept = _standardise(np.sort(columns, axis=0))
     if ordered.shape[1]:
         up = np.abs(ordered.T @ target.sorted_up)
         down = np.abs(ordered.T @ target.sorted_down)
-        close = np.where(rich, np.max(np.maximum(up, down), axis=0), 0.0)
-        _per_secret("permutation", close, close > 1.0 - SORTED_TOLERANCE,
-                    target, found)
+        close, where = _best(np.maximum(up, down), labels[kept])
+        close = np.where(rich, close, 0.0)
+        _per_secret("permutation", close, close > 1.0 - sorted_tolerance(n),
+                    target, found, where)
+    return found
+
+
+def _step_chance(counts):
+    """The chance that levels of these sizes each form one run of a random
+    order: ``k! prod(n_i!) / n!``, as a natural log."""
+    counts = np.asarray(counts, dtype=float)
+    return float(gammaln(counts.size + 1) + gammaln(counts + 1).sum()
+                 - gammaln(counts.sum() + 1))
+
+
+def _runs(levels, order):
+    ordered = levels[order]
+    return 1 + int(np.count_nonzero(ordered[1:] != ordered[:-1]))
+
+
+def _step_scores(columns, target, found, labels=None):
+    """Candidates with 2..MAX_LEVELS distinct values that are a step
+    function of a secret column with more distinct values: sorted by the
+    column, each level forms one run (any quantisation with any labels of
+    its levels, 1 bit included), which chance would do with a probability
+    below :data:`STEP_CHANCE`."""
+    if MAX_LEVELS < 2 or not target.steppable.any():
+        return found
+    labels = (np.full(columns.shape[1], -1) if labels is None
+              else np.asarray(labels))
+    ordered = np.sort(columns, axis=0)
+    distinct = 1 + np.count_nonzero(ordered[1:] != ordered[:-1], axis=0)
+    few = (distinct >= 2) & (distinct <= MAX_LEVELS)
+    for i in np.flatnonzero(few & np.all(np.isfinite(columns), axis=0)):
+        v = columns[:, i]
+        values, codes, counts = np.unique(v, return_inverse=True,
+                                          return_counts=True)
+        k = values.size
+        if not 2 <= k <= MAX_LEVELS or _step_chance(counts) > np.log(
+                STEP_CHANCE):
+            continue
+        for j in np.flatnonzero(target.steppable):
+            sid = int(target.secret_ids[j])
+            if sid in found:
+                continue
+            x = target.raw[:, j]
+            # ties of the secret in either order of the levels
+            if (_runs(codes, np.lexsort((codes, x))) == k
+                    or _runs(codes, np.lexsort((-codes, x))) == k):
+                found[sid] = ("steps", float(k), j, int(labels[i]))
     return found
 
 
@@ -253,7 +352,8 @@ def _window_scores(windows, target, found):
     """
     best = np.max(windows.correlations(target) ** 2, axis=1)
     starts = {0, windows.count - 1}
-    starts.update(_top(best, CANDIDATES).tolist())
+    affine = _top(best, CANDIDATES).tolist()
+    starts.update(affine)
     if target.n >= MIN_WINDOW_ROWS and target.rich.any():
         ranked = np.max(np.abs(windows.correlations(target, "rank")), axis=1)
         moments = np.min(
@@ -262,7 +362,11 @@ def _window_scores(windows, target, found):
             / np.maximum(target.kurt[None], 1.0), axis=1)
         starts.update(_top(ranked, CANDIDATES).tolist())
         starts.update(_top(-moments, CANDIDATES).tolist())
-    return _column_scores(windows.window(sorted(starts)), target, found)
+    starts = sorted(starts)
+    _column_scores(windows.window(starts), target, found, starts)
+    # a quantised copy keeps much of the affine score (2 bits: R^2 0.85)
+    affine = sorted(affine)
+    return _step_scores(windows.window(affine), target, found, affine)
 
 
 def _row_match(array, secret):
@@ -288,18 +392,43 @@ def _row_match(array, secret):
 
 
 def _describe(match, target):
-    kind, score, j = match
+    kind, score, j = match[:3]
     secret, column = target.owner_of[int(target.cols[j])]
     what = {"affine": f"an affine image (R^2 = {score:.4f})",
             "monotone": f"a monotone image (|Spearman| = {score:.4f})",
             "permutation": "a permutation (sorted values equal up to an "
-                           "affine map)"}[kind]
+                           "affine map)",
+            "steps": f"a {int(score)}-level step function (a quantised "
+                     "copy)"}[kind]
     return (f"{what} of {secret.owner}'s {secret.kind} ({secret.name}, "
             f"column {column})")
 
 
+def _secret_key(match, target):
+    secret, _ = target.owner_of[int(target.cols[match[2]])]
+    return (secret.owner, secret.kind, secret.name)
+
+
+def flat_values(value):
+    """An element's numeric leaves as floats, and flattened (C order, in
+    leaf order, finite values only): what the window search reads."""
+    arrays = [a for a in (_as_float(leaf) for leaf in leaves(value))
+              if a is not None and a.size]
+    if not arrays:
+        return arrays, np.empty(0)
+    flat = np.concatenate([a.ravel() for a in arrays])
+    return arrays, flat[np.isfinite(flat)]
+
+
 class SemanticChecker:
-    """Compares plaintext elements with the secrets of the fit."""
+    """Compares plaintext elements with the secrets of the fit.
+
+    :meth:`message_problems` checks one message's element (private rows,
+    and secrets along the axes of its leaves); :meth:`stream_problems` runs
+    the window search on a stream (the flattened values of one element of
+    every message of a phase to one receiver, in order), as is and after
+    each of :data:`TRANSFORMS`. :meth:`problems` does both on one element.
+    """
 
     def __init__(self, secrets):
         self.rows = [s for s in secrets if s.kind == "rows"]
@@ -314,40 +443,94 @@ class SemanticChecker:
             self._targets[key] = _Target(secrets)
         return self._targets[key]
 
+    def _by_length(self, spec, receiver):
+        """The secrets ``receiver`` may not get in ``spec``, by length."""
+        by_length = {}
+        for secret in self.columns:
+            if secret.owner != receiver and secret.kind not in spec.exempt:
+                by_length.setdefault(np.shape(secret.values)[0], []).append(secret)
+        out = {}
+        for n, secrets in by_length.items():
+            target = self._target(secrets)
+            if target.std.shape[1]:
+                out[n] = target
+        return out
+
     def problems(self, spec, value, receiver):
         """Every secret ``value`` carries, in words (one per secret)."""
-        arrays = [a for a in (_as_float(leaf) for leaf in leaves(value))
-                  if a is not None and a.size]
-        if not arrays:
-            return []
+        arrays, flat = flat_values(value)
+        found = self.message_problems(spec, arrays, receiver)
+        keys = {key for key, _ in found}
+        return [text for _, text in found] + [
+            text for _, key, text in self.stream_problems(spec, [flat],
+                                                          receiver)
+            if key not in keys]
+
+    def message_problems(self, spec, arrays, receiver):
+        """``(secret, words)`` of what one element's leaves (``arrays``, as
+        floats) carry: a private row, or a secret along one of their axes
+        (affine, monotone, permutation, steps)."""
         out = []
+        if not arrays:
+            return out
         for secret in self.rows:
             if secret.owner == receiver or secret.kind in spec.exempt:
                 continue
             for array in arrays:
                 match = _row_match(array, secret)
                 if match is not None and match[0] < ROW_TOLERANCE:
-                    out.append(f"a vector equal to private row {match[1]} of "
-                               f"{secret.owner} ({secret.name})")
+                    out.append(((secret.owner, secret.kind, secret.name),
+                                f"a vector equal to private row {match[1]} of "
+                                f"{secret.owner} ({secret.name})"))
                     break
-        by_length = {}
-        for secret in self.columns:
-            if secret.owner != receiver and secret.kind not in spec.exempt:
-                by_length.setdefault(np.shape(secret.values)[0], []).append(secret)
-        flat = None
-        for n, secrets in by_length.items():
-            target = self._target(secrets)
-            if target.std.shape[1] == 0:
-                continue
+        for target in self._by_length(spec, receiver).values():
             found = {}
             self._aligned(arrays, target, found)
-            if n >= MIN_WINDOW_ROWS:
-                if flat is None:
-                    flat = np.concatenate([a.ravel() for a in arrays])
-                    flat = flat[np.isfinite(flat)][:MAX_VALUES]
-                if flat.size >= n:
-                    _window_scores(_Windows(flat, n), target, found)
-            out += [_describe(match, target) for match in found.values()]
+            out += [(_secret_key(match, target), _describe(match, target))
+                    for match in found.values()]
+        return out
+
+    def stream_problems(self, spec, parts, receiver):
+        """``(part, secret, words)`` of what the windows of a stream carry.
+
+        ``parts`` are the flattened values of the stream's messages in
+        order; ``part`` is the one where the matching window starts. Each
+        secret is reported once per stream, by the first search that finds
+        it: the values as they are, then each of :data:`TRANSFORMS`
+        (applied to each part, so that a map restarts at every message).
+        """
+        targets = {n: t for n, t in self._by_length(spec, receiver).items()
+                   if n >= MIN_WINDOW_ROWS}
+        parts = [p for p in parts]
+        total = sum(p.size for p in parts)
+        if not targets or total < min(targets):
+            return []
+        bounds = np.cumsum([0] + [p.size for p in parts])
+        variants = [("", parts)] + [
+            (f"{name}: ", [transform(p) if p.size else p for p in parts])
+            for name, transform in TRANSFORMS.items()]
+        out, seen = [], set()
+        for n, target in targets.items():
+            if total < n:
+                continue
+            for prefix, pieces in variants:
+                flat = np.concatenate(pieces)[:MAX_VALUES]
+                found = {}
+                for start in range(0, flat.size - n + 1, _SEGMENT):
+                    new = _window_scores(
+                        _Windows(flat[start:start + _SEGMENT + n - 1], n),
+                        target, {})
+                    for sid, match in new.items():
+                        if sid not in found:
+                            found[sid] = match[:3] + (match[3] + start,)
+                for match in found.values():
+                    key = _secret_key(match, target)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    part = int(np.searchsorted(bounds, match[3],
+                                               side="right") - 1)
+                    out.append((part, key, prefix + _describe(match, target)))
         return out
 
     @staticmethod
@@ -358,4 +541,4 @@ class SemanticChecker:
                     continue
                 columns = np.moveaxis(array, axis, 0).reshape(target.n, -1)
                 _column_scores(columns[:, :_MAX_COLUMNS], target, found)
-
+                _step_scores(columns[:, :_MAX_COLUMNS], target, found)

@@ -36,6 +36,15 @@ def kernel_kmeans_contract(estimator):
     def public(note, max_size=1):
         return Public(note, max_size=max_size)
 
+    # The group sizes are row counts (integers, each checked against
+    # MIN_GROUP) unless the fit was weighted: weight sums (floats) then. A
+    # float size in an unweighted fit could be anything (a 1.0: one row).
+    if getattr(estimator, "_privacy_weighted_", False):
+        sizes_note, sizes_dtype = ("the group sizes: the groups' weight sums "
+                                   "(the fit had sample_weight)", "f")
+    else:
+        sizes_note, sizes_dtype = "the group sizes: row counts", "iu"
+
     # Sizes: the Lanczos dimension D + r_t (r_t <= D), s components, the
     # published map's shape.
     dim = "2 * est.n_random_features_"
@@ -81,9 +90,8 @@ def kernel_kmeans_contract(estimator):
         Rule("kmeans: coreset", "user", "server",
              (Aggregate(MIN_GROUP, "group means of the user's rows of H",
                         max_size=f"est.coreset_size * {s}"),
-              Aggregate(MIN_GROUP, "the group sizes: row counts, or with "
-                        "sample_weight the groups' weight sums",
-                        dtype="iuf", max_size="est.coreset_size",
+              Aggregate(MIN_GROUP, sizes_note, dtype=sizes_dtype,
+                        max_size="est.coreset_size",
                         validate=check_group_sizes)),
              note=f"every group averages at least {MIN_GROUP} rows (whole "
                   "row counts are checked)"),

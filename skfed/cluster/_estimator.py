@@ -452,6 +452,8 @@ class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
                 "(max(n_clusters + 2, n_components + 1)).")
         partition = self._resolve_partition(X, sample_party)
         weights = self._row_weights(X, sample_weight)
+        # the contract's group sizes: weight sums (floats) only when weighted
+        self._privacy_weighted_ = weights is not None
         users = [_user(m) for m in range(partition.n_parties)]
         n_rows = [len(partition.rows(m)) for m in range(partition.n_parties)]
         n_groups = sum(n // MIN_GROUP for n in n_rows)

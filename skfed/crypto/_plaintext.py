@@ -27,11 +27,19 @@ class PlaintextPublicKey:
         layout that would not fit a real key fails in plaintext mode too.
     scheme : {"paillier", "ou"}, default="paillier"
         The scheme whose plaintext capacity the checks use.
+    identity : int or None, default=None
+        What tells two stand-in keys apart, as a real key's modulus does:
+        :func:`~skfed.crypto.generate_keypair` draws a random 64-bit one,
+        so that arrays of two key pairs do not mix and
+        :func:`~skfed.privacy.check_messages` can bind a key to the rows of
+        its holders in plaintext mode too. Keys are equal when their size,
+        scheme and identity are.
     """
 
-    def __init__(self, key_size=2048, scheme="paillier"):
+    def __init__(self, key_size=2048, scheme="paillier", identity=None):
         self.key_size = int(key_size)
         self.scheme = scheme
+        self.identity = identity
         # The smallest max_int of any real key of this size and scheme
         # (Paillier: n >= 2**(k-1); OU: p >= 2**(k // 3 - 1)).
         top = self.key_size // 3 if scheme == "ou" else self.key_size
@@ -43,10 +51,10 @@ class PlaintextPublicKey:
 
     def __eq__(self, other):
         return (isinstance(other, PlaintextPublicKey) and other.key_size == self.key_size
-                and other.scheme == self.scheme)
+                and other.scheme == self.scheme and other.identity == self.identity)
 
     def __hash__(self):
-        return hash(("plaintext", self.key_size, self.scheme))
+        return hash(("plaintext", self.key_size, self.scheme, self.identity))
 
     def __message_size__(self):
         """Nothing to send: there is no key material in plaintext mode."""

@@ -32,6 +32,7 @@ Journal of Information Security 9(6), 371-385.
 """
 
 import functools
+import secrets
 import threading
 import weakref
 
@@ -135,7 +136,9 @@ def generate_keypair(key_size=2048, plaintext=False, scheme="paillier", warn=Tru
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}.")
     if plaintext:
-        public_key = PlaintextPublicKey(key_size, scheme=scheme)
+        # a random identity, as a real key's modulus is (not a secret)
+        public_key = PlaintextPublicKey(key_size, scheme=scheme,
+                                        identity=secrets.randbits(64))
         return public_key, PlaintextPrivateKey(public_key)
     check_key_size(key_size, stacklevel=3, scheme=scheme, warn=warn)
     if scheme == "ou":

@@ -251,11 +251,18 @@ CONTRACT = Contract("secureboost", rules=[
     Rule("predict/query", sender="active", receiver="passive",
          elements=(
              Public("which table: 'predict' or 'val'", text=7, max_size=1),
-             Public("record ids of the receiver's nodes", dtype="i",
-                    max_size="rows"),
+             Inherent("record ids of the receiver's nodes each queried "
+                      "row reaches: its path, hence which side of the other "
+                      "parties' thresholds above it the row went (paper "
+                      "section 5: the owner of each node is asked about "
+                      "the rows that reach it)", dtype="i",
+                      exempt=("columns", "bins"), max_size="rows"),
              Public("row ids of the queried rows", dtype="i", max_size="rows",
                     query=True),
-         )),
+         ),
+         note="the record ids are a step function of the columns split "
+              "on above the receiver's nodes (issue 37's step detector "
+              "finds it): inherent"),
     Rule("predict/answer", sender="passive", receiver="active",
          elements=(
              Inherent("which way each queried row goes at the owner's node "

@@ -33,6 +33,11 @@ What remains, declared below rather than hidden:
   parts, adds its own (which it never encrypts) and sends the inner
   products and squared norms to its partners (one decryption per row
   group, not per client).
+- Each row group has its own key pair, shared by its clients only: a
+  ciphertext is under the key of the row group whose rows it carries, and
+  ``check_messages`` binds each key to the rows of the first client using
+  it (a client receiving another row group's ciphertexts is a violation;
+  sizes are bounded by the rows of the sender or receiver).
 - With ``sample_weight``: every client learns the total weight of all rows
   (the objective divides by it) and the server the binary order of
   magnitude of each row group's total weight. A row's weight stays with the
@@ -75,21 +80,23 @@ _REPORT_SHARE = f"2 * (2 + len(est._grid())) * {_TASKS}"
 def paper_rules():
     """The phases only ``solver="paper"`` sends (Algorithm 1 as published):
     the duals, which the server holds and adds only as ciphertexts under the
-    clients' key, and Algorithm 4's ``w_hat_k`` changes, summed securely per
+    key of the clients' row group, and Algorithm 4's ``w_hat_k`` changes, summed securely per
     column group. It also uses ``setup/scale``, ``squared norms``, ``primal
     weights`` and ``inner products`` (every client decrypting its rows'
     sums) as declared for the accelerated solver."""
     rules = [
         Rule("duals", "client", "server",
              (Ciphertext("client", "gamma_t / |B_n| * delta alpha for every "
-                         "row of the client (zeros where not updated)",
-                         max_size=f"rows * {_TASKS}"),),
+                         "row of the client (zeros where not updated), under "
+                         "its row group's key",
+                         max_size=f"sender_rows * {_TASKS}"),),
              note="Algorithm 1: the server only ever holds enc(alpha_0); in "
                   "the clear it could pair alpha with w and solve W = A alpha "
                   "for the data"),
         Rule("duals", "server", "client",
              (Ciphertext("client", "enc(alpha_0) of the client's rows (the "
-                         "homomorphic sum)", max_size=f"rows * {_TASKS}"),),
+                         "homomorphic sum), under the key of the receiver's "
+                         "row group", max_size=f"receiver_rows * {_TASKS}"),),
              note="the client decrypts its own rows' duals"),
         Rule("primal aggregation/request", "server", "client",
              (Public("nothing (the request carries no argument)",
@@ -157,13 +164,15 @@ def hyfdca_contract(min_rows=1, solver="accelerated", squared_norms=True):
                         dtype="f", max_size=1),),
              note="the average of the objective divides by it"),
         Rule("inner products", "client", "server",
-             (Ciphertext("client", "x_{k,i}^T w_k of the client's rows",
-                         max_size=f"rows * {_TASKS}"),),
+             (Ciphertext("client", "x_{k,i}^T w_k of the client's rows, "
+                         "under its row group's key",
+                         max_size=f"sender_rows * {_TASKS}"),),
              note="Algorithm 2: encrypted, or the server could solve "
                   "B = W x_i for the row"),
         Rule("inner products", "server", "client",
              (Ciphertext("client", "x_{k,i}^T w_k summed over the row's "
-                         "other clients", max_size=f"rows * {_TASKS}"),),
+                         "other clients, under the key of the receiver's row "
+                         "group", max_size=f"receiver_rows * {_TASKS}"),),
              note="to one client per row group, which decrypts and adds "
                   "its own part (it never encrypts it)"),
         Rule("inner products/shared", "client", "client",
@@ -171,7 +180,7 @@ def hyfdca_contract(min_rows=1, solver="accelerated", squared_norms=True):
                        "of its clients for its partners, who learn them "
                        "in the paper too (each decrypts them there)",
                        dtype="f", exempt=("columns",),
-                       max_size=f"rows * {_TASKS}"),),
+                       max_size=f"receiver_rows * {_TASKS}"),),
              note="between clients of one row group only; a sum of the "
                   "sender's and the receiver's parts, so it may correlate "
                   "with the sender's columns exactly as the decrypted sum "
@@ -190,18 +199,20 @@ def hyfdca_contract(min_rows=1, solver="accelerated", squared_norms=True):
     if squared_norms:
         rules += [
             Rule("squared norms", "client", "server",
-                 (Ciphertext("client", "||x_{k,i}||^2 of the client's rows",
-                             max_size="rows"),)),
+                 (Ciphertext("client", "||x_{k,i}||^2 of the client's rows, "
+                             "under its row group's key",
+                             max_size="sender_rows"),)),
             Rule("squared norms", "server", "client",
                  (Ciphertext("client", "||x_{k,i}||^2 summed over the row's "
-                             "other clients", max_size="rows"),),
+                             "other clients, under the key of the receiver's "
+                             "row group", max_size="receiver_rows"),),
                  note="to one client per row group, which decrypts and adds "
                       "its own part (it never encrypts it)"),
             Rule("squared norms/shared", "client", "client",
                  (Inherent("||x_i||^2 of the row group's rows, decrypted by one "
                            "of its clients for its partners, who learn them in "
                            "the paper too (each decrypts them there)", dtype="f",
-                           exempt=("columns",), max_size="rows"),),
+                           exempt=("columns",), max_size="receiver_rows"),),
                  note="between clients of one row group only, once at setup"),
         ]
     # The objective reports: one reporter per row group shares its group's

@@ -4,8 +4,8 @@
 ``solver`` names: :class:`._protocol.AcceleratedSolver` (skfed's round,
 the class Notes) or :class:`._paper.PaperSolver` (Algorithm 1 of Overman,
 Blum and Klabjan as published). Both make the parties with one setup
-(:meth:`._protocol.Solver.set_up_parties`: each client's block, the
-clients' key pair, every party's state), play their Algorithm 1 on the
+(:meth:`._protocol.Solver.set_up_parties`: each client's block, one key
+pair per row group, every party's state), play their Algorithm 1 on the
 federation of those parties and return the model; the estimator sets its
 fitted attributes from what the solver returns. The privacy hooks hand
 :mod:`skfed.privacy` the contract of :mod:`._contract` and the attacks of
@@ -459,9 +459,14 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
       significant bits. Encrypted and plaintext fits agree to ~1e-10.
     - Multiclass problems are solved one-vs-rest, all classes in the same
       messages.
-    - The clients share one Paillier (or, with ``encryption="ou"``,
-      Okamoto-Uchiyama) key pair generated from the operating system's
-      randomness (never ``random_state``); the server never holds a key. One
+    - The clients of each row group share one Paillier (or, with
+      ``encryption="ou"``, Okamoto-Uchiyama) key pair, one per row group,
+      generated from the operating system's randomness (never
+      ``random_state``); the server never holds a key. The paper has one
+      key pair for all clients; every homomorphic sum is over one row
+      group's rows, so nothing else changes, and a client cannot decrypt
+      another row group's ciphertexts (``check_messages`` binds each key to
+      its row group's rows). One
       client per row group decrypts the sums of its partners' encrypted parts
       and adds its own, never encrypted (the paper has every client encrypt
       and decrypt; the values and what each party learns are the same).

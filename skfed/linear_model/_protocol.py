@@ -2,7 +2,7 @@
 
 :class:`Solver` holds what the two solvers share: the party setup
 (:meth:`Solver.set_up_parties`: each client's block of the table, dense or
-CSR, with the constant column on column group 0; the clients' key pair;
+CSR, with the constant column on column group 0; one key pair per row group;
 every party's state, with the solver's own choices passed in) and the run
 that plays a solver's Algorithm 1 on the started federation and returns a
 :class:`Result`. :class:`AcceleratedSolver` is ``solver="accelerated"``;
@@ -22,8 +22,8 @@ Client state (:func:`client_state`): its block ``X`` (its rows ``I_k``
 restricted to its columns ``M_k``, plus the intercept column on clients of
 column group 0; dense, or CSR for sparse input, every product below then a
 sparse product), the labels of its rows as +-1 signs per one-vs-rest task,
-its rows' weights ``s`` (ones without ``sample_weight``), the key pair shared
-by the clients, the dual variables of its rows in label direction and per
+its rows' weights ``s`` (ones without ``sample_weight``), the key pair of
+its row group (shared by the group's clients), the dual variables of its rows in label direction and per
 unit weight (``A = y * alpha / s``, one column per task), the point ``Y`` at which
 the round evaluates them (``A`` plus momentum), the margins ``y x^T w`` there,
 the squared row norms and the round's dual direction. Every client of a row
@@ -36,7 +36,8 @@ clients report, as totals over the row groups only (losses at the last
 evaluated ``w``, conjugates at the current duals; :mod:`._reports`),
 and the step-size state (line search, momentum, curvature scale).
 
-Encryption: the clients share one key pair (Paillier or Okamoto-Uchiyama:
+Encryption: the clients of a row group share one key pair, one per row
+group (Paillier or Okamoto-Uchiyama:
 the layout reads the key's ``plaintext_bits``); every value they encrypt has
 a public bound ``2**exponent`` (agreed at setup and per round), so the
 fixed-point encoding keeps :data:`PRECISION_BITS` significant bits below
@@ -1044,7 +1045,8 @@ class Solver:
                        participation_seed, client_seeds, local_iterations,
                        tol, grid):
         """The party setup of both solvers: each client's block and rows,
-        the clients' key pair, and every party's state.
+        one key pair per row group (its clients share it), and every
+        party's state.
 
         The solver's own choices come in as arguments: whether the clients
         need a key pair (``keyed``), whether they
@@ -1057,12 +1059,16 @@ class Solver:
         blocks, rows, columns = client_blocks(
             X, partition, self.fit_intercept, self.intercept_scaling)
         row_group_of = {k: partition.client_cell(k)[0] for k in range(K)}
-        # One key pair shared by the clients; the server never holds one.
-        private_key = None
+        # One key pair per row group, shared by its clients; the server never
+        # holds one. Every homomorphic sum is over one row group's rows, so
+        # a ciphertext of another row group is one its receiver cannot
+        # decrypt (and check_messages binds each key to its group's rows).
+        keys = {}
         if keyed:
-            _, private_key = generate_keypair(  # fit warned of a small key
-                self.key_size, plaintext=self.encryption is None,
-                scheme=self.encryption or "paillier", warn=False)
+            for r in range(partition.n_row_groups):
+                _, keys[r] = generate_keypair(  # fit warned of a small key
+                    self.key_size, plaintext=self.encryption is None,
+                    scheme=self.encryption or "paillier", warn=False)
         states = {SERVER: server_state(
             rows, columns, row_group_of, n_features + int(self.fit_intercept),
             Y.shape[1], loss=self.loss, lam=self.alpha, n_samples=n_samples,
@@ -1071,7 +1077,8 @@ class Solver:
             # Row weights go, like the labels, to the clients of the rows.
             states[client_name(k)] = client_state(
                 blocks[k], Y[rows[k]],
-                None if weights is None else weights[rows[k]], private_key,
+                None if weights is None else weights[rows[k]],
+                keys.get(row_group_of[k]),
                 loss=self.loss, lam=self.alpha, n_samples=n_samples,
                 whole_rows=C == 1, local_iterations=local_iterations[k],
                 seed=client_seeds[k], n_jobs=self.n_jobs, packing=packing,
