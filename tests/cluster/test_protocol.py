@@ -206,7 +206,8 @@ def test_server_receives_sums_only_as_masked_ring_values(blobs):
     uploads = [m for m in rec.received_by("server") if m.phase.endswith("/upload")]
     phases = {m.phase.split("/")[0] for m in uploads}
     assert phases == {"setup: scale", "setup: moments", "dspgd: lanczos",
-                      "dspgd: convergence", "oos: embedding map"}
+                      "dspgd: convergence", "oos: embedding map",
+                      "refine: totals", "refine: moves"}
     assert all(m.payload[0].dtype == np.uint64 for m in uploads)
     # Anything else a user sends the server: its row count, one local cost
     # and its group means (plaintext, by the contract).
