@@ -21,11 +21,19 @@ Four tables, printed side by side with their baselines:
    kernel, with the paper's rule and with ``threshold="auto"``, over draws
    of the first iteration's features at the default ``D``; then the moons
    of issue 35 (1,000 rows, three users) fitted with both rules.
+6. The refinement (issue 35, skfed's, not the paper's): NMI of the paper's
+   clustering (``refine=None``) and of the refined one (``refine="auto"``,
+   Lloyd's k-means on the out-of-sample random features from the
+   embedding's labels) over seeds 0-2, beside exact kernel k-means and
+   sklearn's KMeans on the same random features (and on X), with the DSPGD
+   iterations, the Lloyd iterations and the bytes of both fits.
 
 Tables 2-4 fix ``n_random_features``, run ``max_iter`` iterations
-(``tol=None``) and use the paper's threshold, as the paper's figures do.
+(``tol=None``) and use the paper's threshold and clustering
+(``refine=None``), as the paper's figures do; table 5 compares the
+threshold rules on the paper's clustering.
 
-Run ``python benchmarks/bench_kernel_kmeans.py [--quick] [--only 1 5]``.
+Run ``python benchmarks/bench_kernel_kmeans.py [--quick] [--only 1 5 6]``.
 """
 
 import argparse
@@ -44,7 +52,7 @@ from sklearn.preprocessing import StandardScaler
 from skfed.base import party_seeds
 from skfed.cluster import FederatedKernelKMeans, dspgd_uploads
 from skfed.cluster._coreset import distributed_kmeans
-from skfed.cluster._dspgd import choose_lambda, lambda_margin
+from skfed.cluster._dspgd import choose_lambda, lambda_margin, oos_seed
 from skfed.cluster._estimator import auto_random_features
 from skfed.federation import Federation
 from skfed.kernel_approximation import RandomFourierBasis
@@ -138,7 +146,7 @@ def communication(quick):
         start = time.perf_counter()
         km = FederatedKernelKMeans(5, n_random_features=20, max_iter=10,
                                    tol=None, partition=5, random_state=0,
-                                   threshold="paper",
+                                   threshold="paper", refine=None,
                                    communication_efficient=cem).fit(X)
         up = dspgd_uploads(km)
         per = np.mean([v for t in up.values() for v in t.values()])
@@ -195,7 +203,7 @@ def nmi_vs_communication(quick):
         for cem in (True, False):
             km = FederatedKernelKMeans(k, n_random_features=D, max_iter=10,
                                        tol=None, partition=M, random_state=0,
-                                       threshold="paper",
+                                       threshold="paper", refine=None,
                                        communication_efficient=cem).fit(X)
             rows.append(("FK k-means" if cem else "DSPGD no CEM", D,
                          nmi(y, km.labels_), uploads_total(km.communication_)))
@@ -226,7 +234,7 @@ def convergence(quick):
 
         km = FederatedKernelKMeans(4, n_components=s, n_random_features=50,
                                    max_iter=T, tol=None, random_state=0,
-                                   threshold="paper",
+                                   threshold="paper", refine=None,
                                    communication_efficient=cem, partition=4)
         km._monitor = monitor
         km.fit(X)
@@ -283,7 +291,8 @@ def thresholds(quick):
         for seed in range(3):
             start, cpu = time.perf_counter(), time.process_time()
             km = FederatedKernelKMeans(2, gamma=gamma, partition=3,
-                                       random_state=seed, threshold=rule)
+                                       random_state=seed, threshold=rule,
+                                       refine=None)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)
                 km.fit(X)
@@ -296,15 +305,86 @@ def thresholds(quick):
                  "MB", "s", "CPU s"])
 
 
+def refine_sets(quick):
+    """The sets of the refinement table: issue 35's moons and circles (eight
+    users), and the blobs, wine and digits of table 1 (full digits)."""
+    n = 400 if quick else 1000
+    out = {}
+    X, y = make_moons(n, noise=0.05, random_state=0)
+    out["moons (gamma=8)"] = (X, y, 8.0, 3)
+    X, y = make_circles(n, factor=0.2, noise=0.05, random_state=0)
+    out["circles (gamma=5)"] = (X, y, 5.0, 8)
+    X, y = make_blobs(n, centers=5, cluster_std=1.5, random_state=0)
+    out["blobs (5)"] = (X, y, paper_gamma(X), 3)
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    out["wine (3, scaled)"] = (X, y, paper_gamma(X), 3)
+    X, y = load_digits(return_X_y=True)
+    if quick:
+        X, y = X[:600], y[:600]
+    X = X / 16.0
+    out["digits (10)"] = (X, y, paper_gamma(X), 5)
+    return out
+
+
+def refinement(quick):
+    seeds = range(2) if quick else range(3)
+    print("6. Refinement (skfed's, issue 35): refine=None (the paper's "
+          "Algorithm 1) vs refine='auto' (Lloyd on the map's random "
+          f"features), seeds {seeds[0]}-{seeds[-1]}; mean NMI; KMeans(Z): "
+          "sklearn KMeans (n_init=10) on the same features")
+    rows = []
+    for name, (X, y, gamma, M) in refine_sets(quick).items():
+        k = len(np.unique(y))
+        exact = nmi(y, exact_kernel_kmeans(X, k, k, gamma))
+        linear = nmi(y, KMeans(k, n_init=10, random_state=0).fit_predict(X))
+        paper, refined, on_z, n_iter, n_lloyd, mb, cpu = ([] for _ in range(7))
+        for seed in seeds:
+            pair = []
+            for refine in (None, "auto"):
+                start = time.process_time()
+                km = FederatedKernelKMeans(k, gamma=gamma, partition=M,
+                                           random_state=seed, refine=refine)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    km.fit(X)
+                cpu.append(time.process_time() - start)
+                pair.append(km)
+            (base, ref) = pair
+            paper.append(nmi(y, base.labels_))
+            refined.append(nmi(y, ref.labels_))
+            n_iter.append(ref.n_iter_)
+            n_lloyd.append(ref.n_refine_iter_)
+            mb.append((base.communication_.total_bytes / 1e6,
+                       ref.communication_.total_bytes / 1e6))
+            D = ref.embedding_map_.shape[1]
+            Z = RandomFourierBasis(oos_seed(ref._users_key), gamma=gamma
+                                   ).transform(X, range(D)) / np.sqrt(D)
+            on_z.append(nmi(y, KMeans(k, n_init=10, random_state=0
+                                      ).fit_predict(Z)))
+        mb = np.mean(mb, axis=0)
+        rows.append((name, M, float(np.mean(paper)), float(np.mean(refined)),
+                     float(np.min(refined)), exact, float(np.mean(on_z)),
+                     linear, float(np.mean(refined) / np.mean(paper)),
+                     float(np.mean(refined) / exact),
+                     f"{min(n_iter)}-{max(n_iter)}",
+                     f"{min(n_lloyd)}-{max(n_lloyd)}", float(mb[0]),
+                     float(mb[1]), float(mb[1] / mb[0]),
+                     float(np.sum(cpu) / len(cpu))))
+    table(rows, ["data", "users", "paper", "refined", "ref min", "exact CK",
+                 "KMeans(Z)", "linear", "ref/paper", "ref/exact", "n_iter",
+                 "lloyd", "MB paper", "MB refined", "MB ratio", "CPU s/fit"])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller runs")
-    parser.add_argument("--only", nargs="*", type=int, choices=range(1, 6),
+    parser.add_argument("--only", nargs="*", type=int, choices=range(1, 7),
                         help="tables to print (default: all)")
     args = parser.parse_args()
     start = time.perf_counter()
     tables = (acceptance, communication, nmi_vs_communication, convergence,
-              thresholds)
+              thresholds, refinement)
     for number, print_table in enumerate(tables, start=1):
         if not args.only or number in args.only:
             print_table(args.quick)

@@ -16,6 +16,7 @@ from ._coreset import MIN_GROUP, check_group_sizes
 from ._dspgd import (PHASE_CONVERGENCE, PHASE_EIGENPAIRS, PHASE_ITERATION,
                      PHASE_LANCZOS)
 from ._protocol import _N_BUCKETS, MIN_USER_ROWS
+from ._refine import PHASE_REFINE_MOVES, PHASE_REFINE_TOTALS
 
 __all__ = ["kernel_kmeans_contract"]
 
@@ -103,6 +104,22 @@ def kernel_kmeans_contract(estimator):
         Rule("oos: embedding map", "server", "user",
              (public("the published map P", "est.embedding_map_.size"),)),
     ]
+    if estimator.refine is not None:
+        # skfed's Lloyd refinement on the map's random features (D' of them).
+        centers = "est.n_clusters * est.embedding_map_.shape[1]"
+        rules += [
+            masked_sum(PHASE_REFINE_TOTALS, "sums of z(x) and row counts (or "
+                       "weight sums) by cluster over the user's rows",
+                       f"{centers} + est.n_clusters"),
+            Rule(f"{PHASE_REFINE_MOVES}/request", "server", "user",
+                 (public("the centers in the random features", centers),
+                  Public("which clusters hold rows", dtype="b",
+                         max_size="est.n_clusters")),
+                 note="decoded totals divided by counts: the server's "
+                      "centers, broadcast"),
+            masked_sum(PHASE_REFINE_MOVES, "how many of the user's rows "
+                       "moved to another cluster", 1),
+        ]
     if not estimator.communication_efficient:
         rules += [
             Rule(PHASE_ITERATION, "server", "user", (public("t"),),

@@ -10,7 +10,9 @@ coordinates. :func:`run_protocol` strings the steps together:
    comparison; their party functions are in :mod:`._dspgd`, the distributed
    Lanczos of line 10 in :mod:`._lanczos`;
 3. the distributed linear k-means of line 19 (:mod:`._coreset`);
-4. the out-of-sample map (:func:`out_of_sample_map`).
+4. the out-of-sample map (:func:`out_of_sample_map`);
+5. with ``refine``, skfed's Lloyd refinement on the random features of that
+   map (:mod:`._refine`), which replaces line 19's labels and centers.
 
 Every sum the server needs over users -- the Lanczos products
 ``sum_m W_t[m]^T W_t[m] c``, the moments behind the default ``gamma``, the
@@ -69,6 +71,7 @@ from ._coreset import distributed_kmeans
 from ._dspgd import (PHASE_CONVERGENCE, PHASE_EIGENPAIRS, PHASE_ITERATION,
                      PHASE_LANCZOS, derive_seed)
 from ._lanczos import distributed_lanczos, server_collect
+from ._refine import lloyd_refinement
 
 __all__ = [
     "MIN_USER_ROWS",
@@ -104,8 +107,9 @@ _LOWEST_EXPONENT, _BUCKET, _N_BUCKETS = -1080, 8, 270
 def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
                  max_iter, tol, n_lambda, n_components, n_random_features,
                  threshold, n_samples, n_clusters, coreset_size, seeds,
-                 n_oos_features, verbose, monitor):
-    """Algorithm 1 from setup to the published map; returns a dict of results."""
+                 n_oos_features, verbose, monitor, refine_iter=0):
+    """Algorithm 1 from setup to the published map, then (``refine_iter``
+    > 0) skfed's Lloyd refinement; returns a dict of results."""
     # Line 1, the inputs: row counts, the users' key, gamma (section 6.1).
     gamma = setup(fed, users, gamma, draw_key=draw_key)
     common = dict(max_iter=max_iter, n_lambda=n_lambda,
@@ -128,10 +132,19 @@ def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
     # skfed's addition: the published map that lets predict embed new rows.
     embedding_map = out_of_sample_map(fed, users, eigenvalues, n_oos_features,
                                       n_samples)
+    refined, alive, moves = None, None, []
+    if refine_iter:
+        # Not in the paper: Lloyd's k-means on the map's random features,
+        # from line 19's labels (the users' labels end as its result).
+        refined, alive, moves = lloyd_refinement(
+            fed, SERVER, users, n_clusters=n_clusters,
+            n_features=n_oos_features, n_samples=n_samples,
+            max_iter=refine_iter)
     labels = fed.gather(fed[u].call(_user_labels) for u in users)
     return dict(gamma=gamma, threshold=lam, eigenvalues=eigenvalues,
                 trace=trace, changes=changes, per_iteration=per_iteration,
-                centers=centers,
+                centers=centers, refined_centers=refined, refined_alive=alive,
+                refine_moves=moves,
                 embedding_map=embedding_map, labels=labels,
                 users_key=fed[users[0]].call(user_key).result())
 

@@ -10,6 +10,7 @@ import pytest
 
 import skfed.cluster._coreset as coreset
 import skfed.cluster._protocol as protocol
+import skfed.cluster._refine as refine
 from skfed.cluster import FederatedKernelKMeans
 from skfed.federation import record_messages
 from skfed.privacy import audit, check_messages
@@ -98,3 +99,28 @@ def test_weighted_summaries_send_weight_sums():
     sizes = [m.payload[1] for m in messages if m.phase == "kmeans: coreset"]
     assert sizes and all(s.dtype.kind == "f" for s in sizes)
     assert check_messages(est, messages, X_std) == []
+
+
+# -- the refinement (skfed's Lloyd on the map's random features) ----------------------
+
+def test_refinement_messages_keep_the_contract():
+    est = estimator(refine="auto")
+    messages = fit_recorded(est, X_std)
+    phases = {m.phase for m in messages}
+    assert {"refine: totals/upload", "refine: moves/request",
+            "refine: moves/upload"} <= phases
+    assert check_messages(est, messages, X_std) == []
+    paper = estimator(refine=None)
+    messages = fit_recorded(paper, X_std)
+    assert not any(m.phase.startswith("refine") for m in messages)
+    assert check_messages(paper, messages, X_std) == []
+
+
+def test_plaintext_refinement_totals_are_caught(monkeypatch):
+    # Per-user cluster sums of z(x) in plaintext where masks are due.
+    monkeypatch.setattr(refine, "secure_sum",
+                        _plaintext_sums(refine.secure_sum, False))
+    est = estimator(refine="auto")
+    messages = fit_recorded(est, X_std)
+    phases = {v.phase for v in check_messages(est, messages, X_std)}
+    assert "refine: totals/upload" in phases

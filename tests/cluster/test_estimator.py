@@ -170,8 +170,12 @@ def test_predict_on_held_out_rows(blobs):
     assert nmi(y[200:], km.predict(X[200:])) >= 0.9 * exact
 
 
-def test_score_is_minus_the_embedded_kmeans_objective(blobs, fitted):
+def test_score_is_minus_the_embedded_kmeans_objective(blobs):
+    # The paper's clustering (refine=None): centers in the embedding, new
+    # rows embedded by the published map (test_refine.py: the refined ones).
     X, _ = blobs
+    fitted = FederatedKernelKMeans(4, partition=3, random_state=0,
+                                   refine=None).fit(X)
     basis = RandomFourierBasis(oos_seed(users_key(0, 3)), gamma=fitted.gamma_)
     P = fitted.embedding_map_
     E = basis.transform(X, range(P.shape[1])) @ P.T
@@ -359,7 +363,8 @@ def test_too_few_random_features(blobs):
                                     {"communication_efficient": "yes"},
                                     {"tol": -1.0}, {"party_keys": "server"},
                                     {"n_random_features": "all"},
-                                    {"threshold": "median"}])
+                                    {"threshold": "median"},
+                                    {"refine": 0}, {"refine": "lloyd"}])
 def test_invalid_parameters(blobs, params):
     with pytest.raises(InvalidParameterError):
         FederatedKernelKMeans(**params).fit(blobs[0])
