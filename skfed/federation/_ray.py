@@ -428,22 +428,41 @@ def _actor_class(ray):
 WORKER_NICENESS = "0"
 
 
+def _init_kwargs(init_kwargs=None):
+    """The ``ray.init`` arguments of a start by skfed, and whether it is a
+    private instance (see :func:`_ensure_ray`)."""
+    kwargs = {"include_dashboard": False, "log_to_driver": False,
+              "configure_logging": False, **(init_kwargs or {})}
+    if "address" in kwargs or os.environ.get("RAY_ADDRESS"):
+        # told to join: an address as the user wrote it ("auto" included),
+        # or RAY_ADDRESS, which Ray reads itself when address is None
+        return kwargs, kwargs.get("address") == "local"
+    kwargs["address"] = "local"
+    return kwargs, True
+
+
 def _ensure_ray(init_kwargs=None):
     """Ray, initialised with ``init_kwargs`` if it was not yet.
 
-    A local instance that skfed starts runs its workers (the party actors)
-    at the caller's priority, as the threads backend's parties run, unless
-    ``RAY_worker_niceness`` is set: at Ray's default niceness of 15 any other
-    busy process starved them (with both cores of a 2-core machine pinned,
-    starting one actor took ~55 s instead of ~2 s). Connecting to a running
-    cluster (``address=...``) changes nothing there.
+    skfed joins a cluster only when told to: Ray is initialised already
+    (the caller's ``ray.init``), ``init_kwargs`` has an ``address``, or the
+    environment variable ``RAY_ADDRESS`` is set. Otherwise it starts a
+    private local instance (``address="local"``): without it, ``ray.init``
+    joins the cluster named in Ray's "latest cluster" file, or any Ray it
+    finds on the machine, that is another job's, which would then run the
+    party actors and hold every party's data and keys.
+
+    The private instance runs its workers (the party actors) at the
+    caller's priority, as the threads backend's parties run, unless
+    ``RAY_worker_niceness`` is set: at Ray's default niceness of 15 any
+    other busy process starved them (with both cores of a 2-core machine
+    pinned, starting one actor took ~55 s instead of ~2 s). A cluster that
+    skfed joins keeps the niceness its nodes were started with.
     """
     ray = import_ray()
     if not ray.is_initialized():
-        kwargs = {"include_dashboard": False, "log_to_driver": False,
-                  "configure_logging": False, **(init_kwargs or {})}
-        set_here = ("RAY_worker_niceness" not in os.environ
-                    and kwargs.get("address") in (None, "local"))
+        kwargs, private = _init_kwargs(init_kwargs)
+        set_here = private and "RAY_worker_niceness" not in os.environ
         if set_here:
             os.environ["RAY_worker_niceness"] = WORKER_NICENESS
         try:
