@@ -28,6 +28,18 @@ when that call ended and the driver next turned to the dead party, tens of
 seconds later). Watching costs no polling: the watches are in the same
 ``ray.wait`` as the awaited answer.
 
+Where parties run. skfed starts a private local Ray instance unless it is
+told to join a cluster (see :func:`_ensure_ray`). Before it creates a
+party's actor or home it checks that an alive node offers what the party's
+``ray_actor_options`` ask for (:func:`check_placeable`): a party that no
+node can host, because its node died or never started, is a
+:class:`~skfed.federation.PartyError` naming the party, the missing
+resource and, where this process saw it, the node that offered it, rather
+than a wait for a node that never comes. Every wait on a home is bounded by
+``party_timeout`` and checks the placement again every few seconds
+(:func:`wait_home`). A home holds one federation's state at a time: a second
+federation on a busy home is refused (:func:`check_homes_free`).
+
 Values passed by reference. A party at home answers with :func:`_pack`:
 tuples, dicts and lists of tuples keep their shape, scalars stay plain, and
 every other value is a :class:`RemoteValue` in the sender's object store. A
@@ -61,7 +73,8 @@ from .party import (
 )
 
 __all__ = ["RayParty", "RemoteValue", "HomeRef", "HomeList", "home_actor",
-           "shutdown_homes", "leaves"]
+           "shutdown_homes", "leaves", "check_placeable", "check_homes_free",
+           "wait_home"]
 
 
 def import_ray():
@@ -488,6 +501,193 @@ def _actor_options(name):
     return options.get(str(name), options.get("*"))
 
 
+#: ``{resource: (node id, node address)}``: the alive node that last offered
+#: each resource (Ray forgets a dead node's resources, so a party whose
+#: node died is told which node that was from here).
+_offered_by = {}
+
+
+def _wanted_resources(options):
+    """``{resource: amount}`` that actor ``options`` ask a node for."""
+    wanted = {str(r): a for r, a in (options.get("resources") or {}).items() if a}
+    for key, resource in (("num_cpus", "CPU"), ("num_gpus", "GPU"),
+                          ("memory", "memory")):
+        if options.get(key):
+            wanted[resource] = options[key]
+    return wanted
+
+
+def _unplaceable(ray, options):
+    """Why no alive node of the cluster can host an actor with ``options``
+    (a sentence), or None. Reads the nodes (tens of ms) and remembers which
+    node offers each resource."""
+    wanted = _wanted_resources(options)
+    if not wanted:
+        return None
+    nodes = ray.nodes()
+    alive = [node for node in nodes if node.get("Alive")]
+    for node in alive:
+        for resource in node.get("Resources") or {}:
+            _offered_by[resource] = (node["NodeID"],
+                                     node.get("NodeManagerAddress"))
+    if any(all((node.get("Resources") or {}).get(r, 0) >= a
+               for r, a in wanted.items()) for node in alive):
+        return None
+    missing = [(r, a) for r, a in wanted.items()
+               if not any((node.get("Resources") or {}).get(r, 0) >= a
+                          for node in alive)]
+    if not missing:
+        return (f"no alive node of the Ray cluster offers all of {wanted} "
+                "together (its ray_actor_options ask for them on one node)")
+    resource, amount = missing[0]
+    reason = (f"no alive node of the Ray cluster offers {amount:g} of "
+              f"resource '{resource}' (its ray_actor_options ask for it)")
+    if resource in _offered_by:
+        node_id, address = _offered_by[resource]
+        dead = {node["NodeID"]: node for node in nodes if not node.get("Alive")}
+        node = dead.get(node_id)
+        why = ""
+        if node is not None:
+            why = (node.get("DeathReasonMessage") or node.get("DeathReason")
+                   or "")
+            why = f" ({why})" if why else ""
+        reason += (f". The node that offered it, {node_id[:8]} at {address}, "
+                   f"is dead{why}")
+    return reason
+
+
+def _unplaceable_error(name, reason, waited=None):
+    """The :class:`PartyError` of a party whose actor cannot be placed."""
+    when = ("" if waited is None
+            else f" (Ray had not placed its actor after {waited:g} s)")
+    return _rebuild_party_error(
+        str(name), None, "start", RuntimeError(reason),
+        f"Party '{name}' cannot start{when}: {reason}. Start Ray on its "
+        "host again with the resources it offered (for example `ray start "
+        "--address=HEAD:PORT --resources='{\"" + str(name) + "\": 1}'`) "
+        "and fit again; a PartyData loads its table at the new home.")
+
+
+def check_placeable(name, options):
+    """Raise a :class:`PartyError` now if no alive node can host party
+    ``name``'s actor (``options``: its ``ray_actor_options``), instead of
+    waiting for a node that may never come."""
+    reason = _unplaceable(import_ray(), options or {})
+    if reason is not None:
+        raise _unplaceable_error(name, reason)
+
+
+#: Seconds between two placement checks while a call to a home is awaited.
+_PLACEMENT_RECHECK = 3.0
+
+
+def wait_home(ref, name, function, timeout=None, party=None):
+    """``ray.get(ref)`` of a call to party ``name``'s home, within
+    ``timeout`` (the ``party_timeout`` unless given), waiting in slices.
+
+    A home that died, or that Ray has not placed in time (no node has room
+    for it), raises a :class:`PartyError` naming the party; the home is
+    forgotten (and a pending one killed), so the next load starts anew.
+    ``party`` names the party in the error (the home's name by default).
+    """
+    ray = import_ray()
+    party = name if party is None else party
+    if timeout is None:
+        timeout = _config.get_config()["party_timeout"]
+    start = time.monotonic()
+    deadline = None if timeout is None else start + timeout
+    recheck = start + _PLACEMENT_RECHECK
+    while True:
+        step = _WAIT_SLICE
+        if deadline is not None:
+            step = min(step, max(0.0, deadline - time.monotonic()))
+        ready, _ = ray.wait([ref], timeout=step)
+        if ready:
+            break
+        if time.monotonic() >= recheck:
+            # a home waiting for a node that has died since it was created
+            # (Ray keeps such an actor pending, without an error)
+            recheck = time.monotonic() + _PLACEMENT_RECHECK
+            reason = _unplaceable(ray, {"num_cpus": 0,
+                                        **(_actor_options(name) or {})})
+            if reason is not None:
+                entry = _homes.get(str(name))
+                if entry is not None:
+                    _drop_home(str(name), entry[1])
+                raise _unplaceable_error(party, reason,
+                                         round(time.monotonic() - start, 1))
+        if deadline is not None and time.monotonic() >= deadline:
+            entry = _homes.get(str(name))
+            if entry is not None:
+                _drop_home(str(name), entry[1])
+            reason = _unplaceable(ray, {"num_cpus": 0,
+                                        **(_actor_options(name) or {})})
+            raise _unplaceable_error(party, reason or (
+                f"its home actor did not answer {function} within "
+                f"{timeout:g} s: Ray has not placed it (no alive node with "
+                "its resources has room for it) or it is stuck"), timeout)
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError:
+        raise
+    except ray.exceptions.RayActorError as exc:
+        entry = _homes.get(str(name))
+        if entry is not None:
+            _drop_home(str(name), entry[1])
+        reason = _unplaceable(ray, {"num_cpus": 0,
+                                    **(_actor_options(name) or {})})
+        detail = str(exc).strip().splitlines()
+        raise _rebuild_party_error(
+            str(party), "data", function, exc,
+            f"Party '{party}' is gone: its home actor died (killed, or its "
+            f"process or node failed) while running {function}"
+            + (f"; {reason}" if reason else "")
+            + ". What it kept (its loaded data and model shares) is lost; once "
+            "its host is back, fit again (a PartyData loads its table at a "
+            "new home) or load saved shares with load_shares. "
+            f"{type(exc).__name__}: {detail[0] if detail else ''}") from exc
+
+
+#: ``{home name: (federation token, start time, thread name)}``: the homes
+#: running a federation. A home holds one federation's state at a time, so a
+#: second federation on a busy home is refused (see :func:`check_homes_free`).
+_busy = {}
+_busy_lock = threading.Lock()
+
+
+def _busy_error(home, held):
+    _, started, thread = held
+    return RuntimeError(
+        f"Party '{home}''s home is running another fit or predict (started "
+        f"{time.monotonic() - started:.1f} s ago in thread {thread!r}); the "
+        "homes of a PartyData's parties run one federation at a time. Run "
+        "the fits one after the other (or on PartyData of other party names).")
+
+
+def check_homes_free(names):
+    """Refuse now, with a clear error, to load or run on a home that another
+    federation of this process is running on."""
+    with _busy_lock:
+        for name in names:
+            held = _busy.get(str(name))
+            if held is not None:
+                raise _busy_error(str(name), held)
+
+
+def _claim_home(home, token):
+    with _busy_lock:
+        held = _busy.get(home)
+        if held is not None:
+            raise _busy_error(home, held)
+        _busy[home] = (token, time.monotonic(), threading.current_thread().name)
+
+
+def _free_home(home, token):
+    with _busy_lock:
+        if _busy.get(home, (None,))[0] == token:
+            del _busy[home]
+
+
 def home_actor(name, create=True):
     """The home actor of party ``name`` (started on first use).
 
@@ -504,6 +704,7 @@ def home_actor(name, create=True):
     if not create:
         return None
     options = {"num_cpus": 0, **(_actor_options(name) or {})}
+    check_placeable(name, options)
     actor = _actor_class(ray).options(**options).remote(
         None, sklearn.get_config(), _config.get_config(), home=str(name))
     _homes[str(name)] = (job, actor)
@@ -617,42 +818,28 @@ class RayParty:
             raise ValueError(
                 f"The state of party '{self.name}' names the data of several "
                 f"homes ({sorted(homes)}); a party runs at one home.")
+        self._token = next(_tokens)
         if homes:
             self._home = homes.pop()
-            self._actor = home_actor(self._home)
+            _claim_home(self._home, self._token)
             try:
-                ray.get(self._actor.begin.remote(
-                    self._state, sklearn.get_config(), _config.get_config()))
-            except ray.exceptions.RayActorError as exc:
-                raise self._home_died(exc) from exc
+                self._actor = home_actor(self._home)
+                wait_home(self._actor.begin.remote(
+                    self._state, sklearn.get_config(), _config.get_config()),
+                    self._home, "begin", self._timeout, party=self.name)
+            except BaseException:
+                self._actor = None
+                _free_home(self._home, self._token)
+                raise
         else:
+            check_placeable(self.name, self._options)
             cls = _actor_class(ray).options(**self._options)
             self._actor = cls.remote(self._state, sklearn.get_config(),
                                      _config.get_config())
         self._state = None  # the state now lives in the actor only
-        self._token = next(_tokens)
         self._watch = self._actor.watch.options(
             concurrency_group=_WATCH_GROUP).remote(self._token)
         return self
-
-    def _home_died(self, exc):
-        """The :class:`PartyError` of a home that died between runs.
-
-        The dead home is forgotten, so that the next load of the party's
-        data starts a new home (:class:`~skfed.federation.PartyData` sees
-        its home gone and loads again)."""
-        _drop_home(self._home, self._actor)
-        self._actor = None
-        detail = str(exc).strip().splitlines()
-        return _rebuild_party_error(
-            self.name, None, None, exc,
-            f"Party '{self.name}' is gone: its home actor "
-            f"('{self._home}', which kept its loaded data and model shares) "
-            "died before this run (killed, or its process or node failed). "
-            "What it kept is lost; once its host is back, fit again (the "
-            "PartyData loads the data at a new home) or load saved shares "
-            f"with load_shares. {type(exc).__name__}: "
-            f"{detail[0] if detail else ''}")
 
     def _died(self, exc):
         """The :class:`PartyError` of this party's death (its actor ended)."""
@@ -743,6 +930,8 @@ class RayParty:
                 return
             except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
                 _drop_home(self._home, actor)
+            finally:
+                _free_home(self._home, self._token)
         ray.kill(actor, no_restart=True)
         # ray.kill is asynchronous: wait until the actor is really gone, so
         # no party outlives the fit that started it.

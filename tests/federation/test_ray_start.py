@@ -150,3 +150,42 @@ def test_default_settings_do_not_join_another_ray_on_the_host():
             os.kill(pid, signal.SIGKILL)
         shutil.rmtree(tmp, ignore_errors=True)
     assert not left
+
+
+def test_skfed_joins_a_cluster_only_when_told(monkeypatch):
+    from skfed.federation._ray import _init_kwargs
+
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    kwargs, private = _init_kwargs(None)
+    assert kwargs["address"] == "local" and private
+    kwargs, private = _init_kwargs({"num_cpus": 1})
+    assert kwargs["address"] == "local" and kwargs["num_cpus"] == 1 and private
+    for address in ("auto", "10.0.0.1:6379"):  # as the user wrote it
+        kwargs, private = _init_kwargs({"address": address})
+        assert kwargs["address"] == address and not private
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")
+    kwargs, private = _init_kwargs(None)  # ray.init reads RAY_ADDRESS
+    assert "address" not in kwargs and not private
+
+
+def test_a_party_data_let_go_after_shutdown_starts_no_ray(monkeypatch):
+    # A PartyData's finalizer told the homes to forget its load: after
+    # ray.shutdown() (or at exit) that call started a new default Ray
+    # instance, which joins any cluster it finds on the host.
+    from skfed.federation import _party_data
+    from skfed.federation._ray import _homes
+
+    if ray.is_initialized():
+        ray.shutdown()
+    calls = []
+
+    class Handle:
+        class at_home:  # noqa: N801 - stands for a Ray actor method
+            @staticmethod
+            def remote(*args):
+                calls.append(args)
+
+    monkeypatch.setitem(_homes, "a", (None, Handle()))
+    _party_data._release(["a"], ("party_data", "k"), True)
+    assert calls == []
+    assert not ray.is_initialized()
