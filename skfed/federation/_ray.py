@@ -4,7 +4,10 @@ Protocol code does not change: ``call`` submits the function to the party's
 actor and returns a future over the Ray object reference; messages are
 counted in the caller exactly as with threads, so ``communication_`` is the
 same for both backends. An actor runs one call at a time, like a party
-thread. Actors are killed when the federation stops.
+thread. When a federation ends without an error, an in-memory party's idle
+actor is kept (without its state) for the next federation's party of the
+same name and options (:meth:`RayParty.finish`); after a failure, a
+timeout or an interrupt, the actors are killed.
 
 Parties at home. A party whose state names data kept by a long-lived *home*
 actor (:class:`HomeRef`, made by :class:`~skfed.federation.PartyData`) runs
@@ -413,6 +416,14 @@ class _PartyActor:
         self._state = None
         self._ended_event(token).set()
 
+    def reuse(self, state, sklearn_config, skfed_config):
+        """A new federation's party on this idle actor (see :func:`_idle`)."""
+        self._configs = (sklearn_config, skfed_config)
+        self._enter_configs()
+        if isinstance(state, dict):
+            state = PartyState(**_writable(state))
+        self._state = state
+
     def run(self, fn, args, kwargs):
         self._enter_configs()
         if self._home_name is not None:  # direct: references in, skeleton out
@@ -711,6 +722,47 @@ def home_actor(name, create=True):
     return actor
 
 
+#: ``{(Ray job id, party name, actor options): [actor handle]}``: actors of
+#: in-memory parties whose federation ended normally, idle and without a
+#: state, reused by the next federation's party of the same name and
+#: options (starting an actor, a worker process, took 12 to 26 s of each
+#: fit on a loaded 2-core machine). At most :data:`_IDLE_PER_KEY` each.
+_idle_actors = {}
+_idle_lock = threading.Lock()
+_IDLE_PER_KEY = 2
+
+
+def _idle_key(ray, name, options):
+    """The pool key of a party's actor, or None if it is not kept: an idle
+    actor holds what it asked for, so only actors that ask for no CPU, GPU
+    or memory and for less than one unit of each custom resource are kept
+    (a whole unit would keep a home or another party off that node)."""
+    wanted = _wanted_resources(options)
+    if any(r in ("CPU", "GPU", "memory") or a >= 1 for r, a in wanted.items()):
+        return None
+    job = ray.get_runtime_context().get_job_id()
+    return (job, str(name), repr(sorted(options.items())))
+
+
+def _idle(key):
+    """An idle actor for ``key``, or None (entries of another Ray job are
+    dropped: their actors went with it)."""
+    with _idle_lock:
+        for other in [k for k in _idle_actors if k[0] != key[0]]:
+            del _idle_actors[other]
+        actors = _idle_actors.get(key)
+        return actors.pop() if actors else None
+
+
+def _keep_idle(key, actor):
+    with _idle_lock:
+        actors = _idle_actors.setdefault(key, [])
+        if len(actors) < _IDLE_PER_KEY:
+            actors.append(actor)
+            return
+    import_ray().kill(actor, no_restart=True)
+
+
 def _drop_home(name, actor):
     entry = _homes.get(name)
     if entry is not None and entry[1] is actor:
@@ -719,9 +771,15 @@ def _drop_home(name, actor):
 
 
 def shutdown_homes():
-    """Kill every party's home actor (their data and model shares go too)."""
+    """Kill every party's home actor (their data and model shares go too)
+    and every idle party actor kept for reuse."""
     for name, (_, actor) in list(_homes.items()):
         _drop_home(name, actor)
+    with _idle_lock:
+        idle = [a for actors in _idle_actors.values() for a in actors]
+        _idle_actors.clear()
+    for actor in idle:
+        import_ray().kill(actor, no_restart=True)
 
 
 class RayFuture(PartyFuture):
@@ -756,6 +814,16 @@ class RayFuture(PartyFuture):
     def result(self, timeout=None):
         ray = import_ray()
         timeout = self._timeout if timeout is None else timeout
+        try:  # an answer within the first slice: one Ray call, no watches
+            value = ray.get(self._future, timeout=min(
+                _WAIT_SLICE, _WAIT_SLICE if timeout is None else timeout))
+        except ray.exceptions.GetTimeoutError:
+            pass
+        except ray.exceptions.RayError:
+            pass  # read again below, where failures are explained
+        else:
+            self.observed = True
+            return _writable(value)
         deadline = None if timeout is None else time.monotonic() + timeout
         # Wait in slices, as the thread backend does: an interrupt of the
         # caller is raised promptly, as KeyboardInterrupt, not as a failure.
@@ -809,6 +877,7 @@ class RayParty:
         self._actor = None
         self._last_phase = None
         self._home = None
+        self._idle_key = None  # where the actor goes when its run ends well
         self._calls = []  # futures not read yet (see unobserved_failure)
 
     def start(self):
@@ -832,10 +901,16 @@ class RayParty:
                 _free_home(self._home, self._token)
                 raise
         else:
-            check_placeable(self.name, self._options)
-            cls = _actor_class(ray).options(**self._options)
-            self._actor = cls.remote(self._state, sklearn.get_config(),
-                                     _config.get_config())
+            self._idle_key = _idle_key(ray, self.name, self._options)
+            self._actor = None if self._idle_key is None else _idle(self._idle_key)
+            if self._actor is not None:  # calls run in order: state first
+                self._actor.reuse.remote(self._state, sklearn.get_config(),
+                                         _config.get_config())
+            else:
+                check_placeable(self.name, self._options)
+                cls = _actor_class(ray).options(**self._options)
+                self._actor = cls.remote(self._state, sklearn.get_config(),
+                                         _config.get_config())
         self._state = None  # the state now lives in the actor only
         self._watch = self._actor.watch.options(
             concurrency_group=_WATCH_GROUP).remote(self._token)
@@ -878,6 +953,29 @@ class RayParty:
         self._calls = [f for f in self._calls if not f.observed]
         self._calls.append(future)
         return future
+
+    def finish(self):
+        """The run ended without an error: an in-memory party's actor, if no
+        call of it is still running, drops its state and is kept idle for
+        the next federation (see :data:`_idle_actors`); :meth:`stop` then
+        has nothing to kill. A busy actor, a home, or a run that failed or
+        was interrupted, goes through :meth:`stop` as before."""
+        if self._actor is None or self._home is not None or self._idle_key is None:
+            return
+        ray = import_ray()
+        pending = [f._future for f in self._calls if not f.observed]
+        if pending:
+            ready, _ = ray.wait(pending, num_returns=len(pending), timeout=0)
+            if len(ready) < len(pending):
+                return
+        actor, self._actor = self._actor, None
+        self._watch = None
+        try:
+            ray.get(actor.end.remote(self._token), timeout=10.0)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            ray.kill(actor, no_restart=True)
+            return
+        _keep_idle(self._idle_key, actor)
 
     def unobserved_failure(self):
         """A :class:`PartyError` for the first finished call whose result
