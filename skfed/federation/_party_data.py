@@ -54,6 +54,7 @@ from ._ray import (
     HomeRef,
     RemoteValue,
     _homes,
+    _session,
     check_homes_free,
     home_actor,
     import_ray,
@@ -118,7 +119,7 @@ def _release(names, key, on_ray):
             # call would start a new default Ray instance (Ray's auto-init)
             if not ray.is_initialized():
                 return
-            job = ray.get_runtime_context().get_job_id()
+            job = _session(ray)
             for name in names:  # fire and forget: nothing to wait for
                 entry = _homes.get(name)
                 if entry is not None and entry[0] == job:
@@ -227,8 +228,13 @@ class PartyData:
     def _homes_alive(self):
         if not _on_ray():
             return all(name in _local_homes for name in self.parties)
-        return all(_homes.get(name, (None, None))[1] is self._loaded["actors"][name]
-                   for name in self.parties)
+        ray = import_ray()
+        if not ray.is_initialized():
+            return False
+        session = _session(ray)
+        entries = [_homes.get(name, (None, None)) for name in self.parties]
+        return all(entry[0] == session and entry[1] is self._loaded["actors"][name]
+                   for name, entry in zip(self.parties, entries))
 
     def _load(self, label, allow_nan, encode, align):
         """Load, align and validate on the homes once per label and backend.

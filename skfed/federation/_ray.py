@@ -497,10 +497,23 @@ def _ensure_ray(init_kwargs=None):
     return ray
 
 
+def _session(ray):
+    """This process's Ray session: its job id and its node's id.
+
+    A job id alone repeats across instances (the first driver of every new
+    instance is job 01000000, and the driver's worker id derives from it),
+    so handles of a shut-down session looked valid in the next one. A new
+    instance has a new node id; a driver that joins the same cluster again
+    gets a new job id."""
+    context = ray.get_runtime_context()
+    return (context.get_job_id(), context.get_node_id())
+
+
 #: Federation tokens: a home's watch returns when the federation ends.
 _tokens = itertools.count()
 
-#: ``{home name: (Ray job id, actor handle)}``: one long-lived actor per party.
+#: ``{home name: (Ray session, actor handle)}``: one long-lived actor per
+#: party (see :func:`_session`).
 _homes = {}
 
 
@@ -650,13 +663,14 @@ def wait_home(ref, name, function, timeout=None, party=None):
         detail = str(exc).strip().splitlines()
         raise _rebuild_party_error(
             str(party), "data", function, exc,
-            f"Party '{party}' is gone: its home actor died (killed, or its "
-            f"process or node failed) while running {function}"
+            f"Party '{party}' is gone: its home actor ('{name}', which kept "
+            "its loaded data and model shares) died (killed, or its process "
+            f"or node failed) before or while running {function}"
             + (f"; {reason}" if reason else "")
-            + ". What it kept (its loaded data and model shares) is lost; once "
-            "its host is back, fit again (a PartyData loads its table at a "
-            "new home) or load saved shares with load_shares. "
-            f"{type(exc).__name__}: {detail[0] if detail else ''}") from exc
+            + ". What it kept is lost; once its host is back, fit again (the "
+            "PartyData loads the data at a new home) or load saved shares "
+            f"with load_shares. {type(exc).__name__}: "
+            f"{detail[0] if detail else ''}") from exc
 
 
 #: ``{home name: (federation token, start time, thread name)}``: the homes
@@ -708,7 +722,7 @@ def home_actor(name, create=True):
     keeps the party's loaded data and model shares between federations.
     """
     ray = _ensure_ray(_config.get_config()["ray_init_kwargs"])
-    job = ray.get_runtime_context().get_job_id()
+    job = _session(ray)
     entry = _homes.get(str(name))
     if entry is not None and entry[0] == job:
         return entry[1]
@@ -722,7 +736,7 @@ def home_actor(name, create=True):
     return actor
 
 
-#: ``{(Ray job id, party name, actor options): [actor handle]}``: actors of
+#: ``{(Ray session, party name, actor options): [actor handle]}``: actors of
 #: in-memory parties whose federation ended normally, idle and without a
 #: state, reused by the next federation's party of the same name and
 #: options (starting an actor, a worker process, took 12 to 26 s of each
@@ -740,13 +754,12 @@ def _idle_key(ray, name, options):
     wanted = _wanted_resources(options)
     if any(r in ("CPU", "GPU", "memory") or a >= 1 for r, a in wanted.items()):
         return None
-    job = ray.get_runtime_context().get_job_id()
-    return (job, str(name), repr(sorted(options.items())))
+    return (_session(ray), str(name), repr(sorted(options.items())))
 
 
 def _idle(key):
-    """An idle actor for ``key``, or None (entries of another Ray job are
-    dropped: their actors went with it)."""
+    """An idle actor for ``key``, or None (entries of another Ray session
+    are dropped: their actors went with it)."""
     with _idle_lock:
         for other in [k for k in _idle_actors if k[0] != key[0]]:
             del _idle_actors[other]
@@ -772,14 +785,21 @@ def _drop_home(name, actor):
 
 def shutdown_homes():
     """Kill every party's home actor (their data and model shares go too)
-    and every idle party actor kept for reuse."""
-    for name, (_, actor) in list(_homes.items()):
-        _drop_home(name, actor)
+    and every idle party actor kept for reuse (those of an earlier Ray
+    session, gone with it, are only forgotten)."""
+    ray = import_ray()
+    session = _session(ray) if ray.is_initialized() else None
+    for name, (home_session, actor) in list(_homes.items()):
+        if home_session == session:
+            _drop_home(name, actor)
+        else:
+            del _homes[name]
     with _idle_lock:
-        idle = [a for actors in _idle_actors.values() for a in actors]
+        idle = [a for key, actors in _idle_actors.items() for a in actors
+                if key[0] == session]
         _idle_actors.clear()
     for actor in idle:
-        import_ray().kill(actor, no_restart=True)
+        ray.kill(actor, no_restart=True)
 
 
 class RayFuture(PartyFuture):
