@@ -77,10 +77,12 @@ def cluster():
     try:
         yield made, nodes, _write_tables(tmp)
     finally:
-        shutdown_homes()
-        ray.shutdown()
-        made.shutdown()
-        shutil.rmtree(tmp, ignore_errors=True)
+        try:
+            shutdown_homes()
+        finally:
+            ray.shutdown()
+            made.shutdown()
+            shutil.rmtree(tmp, ignore_errors=True)
         if was_running:  # the session's local instance (tests/conftest.py)
             with pytest.MonkeyPatch.context() as patch:
                 patch.setenv("RAY_worker_niceness", "0")
