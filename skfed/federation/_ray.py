@@ -566,17 +566,17 @@ def _unplaceable(ray, options):
     resource, amount = missing[0]
     reason = (f"no alive node of the Ray cluster offers {amount:g} of "
               f"resource '{resource}' (its ray_actor_options ask for it)")
-    if resource in _offered_by:
-        node_id, address = _offered_by[resource]
+    node_id, address = _offered_by.get(resource, (None, None))
+    if node_id is not None and all(node["NodeID"] != node_id for node in alive):
         dead = {node["NodeID"]: node for node in nodes if not node.get("Alive")}
         node = dead.get(node_id)
-        why = ""
+        why = "has left the cluster"
         if node is not None:
-            why = (node.get("DeathReasonMessage") or node.get("DeathReason")
-                   or "")
-            why = f" ({why})" if why else ""
+            detail = (node.get("DeathReasonMessage") or node.get("DeathReason")
+                      or "")
+            why = f"is dead ({detail})" if detail else "is dead"
         reason += (f". The node that offered it, {node_id[:8]} at {address}, "
-                   f"is dead{why}")
+                   f"{why}")
     return reason
 
 

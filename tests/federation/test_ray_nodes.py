@@ -110,6 +110,43 @@ def test_a_party_no_node_can_host_is_refused_at_once(cluster):
     assert time.monotonic() - start < 10
 
 
+class _Nodes:
+    """Stands for ``ray`` where only ``ray.nodes()`` is read."""
+
+    def __init__(self, nodes):
+        self._nodes = nodes
+
+    def nodes(self):
+        return self._nodes
+
+
+def test_what_the_placement_check_says(monkeypatch):
+    from skfed.federation import _ray as backend
+
+    monkeypatch.setattr(backend, "_offered_by", {})
+    alive = {"NodeID": "aaaa1111ffff", "Alive": True, "NodeManagerAddress": "h1",
+             "Resources": {"party2": 1.0, "CPU": 1.0}}
+    assert backend._unplaceable(_Nodes([alive]), {"resources": {"party2": 0.01}}) is None
+    # too much of a resource a living node offers: no node named
+    said = backend._unplaceable(_Nodes([alive]), {"resources": {"party2": 2}})
+    assert said.endswith("offers 2 of resource 'party2' (its ray_actor_options "
+                         "ask for it)")
+    # Ray forgets a dead node's resources: the node seen alive is named
+    dead = dict(alive, Alive=False, Resources={},
+                DeathReasonMessage="health check failed")
+    said = backend._unplaceable(_Nodes([dead]), {"resources": {"party2": 0.01}})
+    assert said.endswith("The node that offered it, aaaa1111 at h1, is dead "
+                         "(health check failed)")
+    said = backend._unplaceable(_Nodes([]), {"resources": {"party2": 0.01}})
+    assert said.endswith("aaaa1111 at h1, has left the cluster")
+    other = dict(alive, NodeID="b", Resources={"x": 1.0})
+    said = backend._unplaceable(_Nodes([alive, other]),
+                                {"resources": {"party2": 0.5, "x": 0.5}})
+    assert "offers all of {'party2': 0.5, 'x': 0.5} together" in said
+    said = backend._unplaceable(_Nodes([alive]), {"num_cpus": 2})
+    assert "offers 2 of resource 'CPU'" in said
+
+
 def test_concurrent_fits_on_one_party_data_work_or_are_refused(cluster):
     # Two fits sharing the homes at once: a home holds one federation's
     # state, so the second is refused with a clear error (before: a
