@@ -98,8 +98,16 @@ def set_config(backend=None, ray_actor_options=None, ray_init_kwargs=None,
 
     ray_init_kwargs : dict, default=None
         Passed to ``ray.init`` when skfed has to start Ray itself (when
-        ``ray.is_initialized()`` is false), e.g. ``{"address": "auto"}`` to
-        join a running cluster.
+        ``ray.is_initialized()`` is false). With an address, e.g.
+        ``{"address": "HEAD_HOST:6379"}``, skfed joins that cluster (an
+        ``"auto"`` is kept as written, and joins whatever cluster Ray finds
+        on the machine). Without one, skfed joins the cluster named by the
+        environment variable ``RAY_ADDRESS`` if it is set, and otherwise
+        starts a private local instance (``address="local"``, with the other
+        keys, e.g. ``{"num_cpus": 2}``): it never joins a cluster that
+        another job started on the machine. Only that private instance runs
+        the party actors at the caller's priority (``RAY_worker_niceness=0``
+        unless set).
 
     party_timeout : float or None, default="unchanged"
         Seconds the caller waits for any single party call (600 unless set)

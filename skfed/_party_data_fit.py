@@ -38,6 +38,7 @@ from .base import check_labels_not_single_class
 from .federation import PartyData
 from .federation._party_data import (
     _at_homes,
+    _PartyBlocks,
     _local_homes,
     _on_ray,
     at_home_apply,
@@ -47,7 +48,7 @@ from .federation._ray import HomeList, HomeRef
 
 __all__ = ["party_data_fit_input", "party_data_predict_input",
            "validate_data_or_party_data", "binarized_fit_input",
-           "standardised_fit_input", "check_supported", "load",
+           "standardised_fit_input", "check_supported", "is_party_data", "load",
            "binarized_codes", "signed_codes", "standardised_target"]
 
 
@@ -195,9 +196,23 @@ def standardised_target(y, weight=None):
                                       shape=(len(y), 1))
 
 
+def is_party_data(X):
+    """Whether ``X`` stands for a :class:`PartyData`'s tables (what
+    :func:`party_data_fit_input` returns): the estimators resolve
+    ``early_stopping="auto"`` to off then (their held-out rows would be drawn
+    in the driver)."""
+    return isinstance(X, _PartyBlocks)
+
+
 def check_supported(estimator, n_rows):
     """Refuse, before any federation starts, what a fit on PartyData cannot
     do (``n_rows``: None before the load, the number of common rows after).
+
+    Everything is refused before the load (``n_rows`` None): an estimator's
+    ``_held_out_in_driver`` answers for a PartyData fit, where
+    ``early_stopping="auto"`` means off, so only an explicit ``True`` holds
+    rows out. The call after the load is a guard for an estimator whose
+    ``_held_out_in_driver`` still resolves ``"auto"`` by the number of rows.
     """
     name = type(estimator).__name__
     if n_rows is None and getattr(estimator, "class_weight", None) is not None:
@@ -213,9 +228,8 @@ def check_supported(estimator, n_rows):
             f"{name} with early stopping is not supported with PartyData: its "
             "held-out rows are drawn in the driver, stratified by label or "
             "cut from the table, and the driver holds neither. Set "
-            "early_stopping=False (with early_stopping='auto' it is on above "
-            "10,000 rows), or fit on the aligned table in memory "
-            "(skfed.alignment.align).")
+            "early_stopping=False or 'auto' (off with a PartyData), or fit "
+            "on the aligned table in memory (skfed.alignment.align).")
 
 
 def party_data_fit_input(estimator, data, y, *, allow_nan=False,

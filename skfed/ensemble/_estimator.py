@@ -45,7 +45,11 @@ from sklearn.utils.validation import (
 )
 
 from .._docstrings import fill_doc
-from .._party_data_fit import party_data_fit_input, party_data_predict_input
+from .._party_data_fit import (
+    is_party_data,
+    party_data_fit_input,
+    party_data_predict_input,
+)
 from .._privacy_core import Secret
 from .._stacklevel import user_stacklevel
 from ..base import (
@@ -179,7 +183,10 @@ _DOC_PARAMETERS = """
         Hold out ``validation_fraction`` of the rows and stop when the
         validation score has not improved by ``tol`` for ``n_iter_no_change``
         rounds. ``"auto"`` enables it above 10,000 rows (as sklearn's
-        HistGradientBoosting does).
+        HistGradientBoosting does) for data in memory, and disables it with
+        a :class:`~skfed.federation.PartyData`, whose rows the driver cannot
+        hold out (``True`` with ``validation_fraction`` set is refused there
+        before any table is loaded).
 
     scoring : str, callable or None, default="loss"
         What ``train_score_``, ``validation_score_`` and early stopping
@@ -630,19 +637,18 @@ class _BaseSecureBoost(FederatedMixin, BaseEstimator):
 
     _accepts_party_data = True
 
-    def _early_stopping_on(self, n_rows):
-        """``early_stopping`` resolved: ``"auto"`` is on above 10,000 rows."""
+    def _early_stopping_on(self, n_rows, party_data=False):
+        """``early_stopping`` resolved: ``"auto"`` is on above 10,000 rows in
+        memory, off with a PartyData (see :meth:`_held_out_in_driver`)."""
         if self.early_stopping == "auto":
-            return n_rows > 10_000
+            return not party_data and n_rows > 10_000
         return bool(self.early_stopping)
 
     def _held_out_in_driver(self, n_rows):
-        # the validation rows are cut from the table, stratified by label
-        if self.validation_fraction is None:
-            return False
-        if n_rows is None:
-            return self.early_stopping is True
-        return self._early_stopping_on(n_rows)
+        # the validation rows are cut from the table, stratified by label;
+        # asked of PartyData fits only, where "auto" is off: only True holds
+        # rows out, whatever the number of rows
+        return self.validation_fraction is not None and self.early_stopping is True
 
     # -- weights (the label holder's) -------------------------------------------
 
@@ -725,7 +731,8 @@ class _BaseSecureBoost(FederatedMixin, BaseEstimator):
         weights = self._final_sample_weight(X, y, sample_weight)
         multi_output = (n_outputs > 1
                         and getattr(self, "multi_mode", None) == "multi_output")
-        early_stopping = self._early_stopping_on(X.shape[0])
+        early_stopping = self._early_stopping_on(
+            X.shape[0], party_data=is_party_data(X))
         seeds = party_seeds(self.random_state, partition.n_parties + 1)
         # Model randomness only (row sampling, validation split, binning of
         # huge tables), kept so the privacy checks can replay it.

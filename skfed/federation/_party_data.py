@@ -40,6 +40,7 @@ with the in-memory fit.
 
 import copy
 import os
+import threading
 import uuid
 import weakref
 
@@ -49,7 +50,17 @@ import numpy as np
 from .. import _config
 from ..partition import VerticalPartition
 from ._fingerprint import new_fingerprint, open_sealed, seal
-from ._ray import HomeRef, RemoteValue, _homes, home_actor, import_ray, leaves
+from ._ray import (
+    HomeRef,
+    RemoteValue,
+    _homes,
+    _session,
+    check_homes_free,
+    home_actor,
+    import_ray,
+    leaves,
+    wait_home,
+)
 from .party import PartyError
 
 __all__ = ["PartyData", "SavedShare", "at_home_apply", "at_home_value"]
@@ -79,8 +90,8 @@ def _at_homes(calls, fn):
         refs = {name: home_actor(name).at_home.remote(fn, args)
                 for name, args in calls.items()}
         for name, ref in refs.items():
-            try:
-                out[name] = ray.get(ref)
+            try:  # a dead or unplaceable home: a PartyError naming it
+                out[name] = wait_home(ref, name, fn.__name__)
             except ray.exceptions.RayTaskError as exc:
                 cause = getattr(exc, "cause", None) or exc
                 raise PartyError(name, "data", fn.__name__, cause) from exc
@@ -103,15 +114,35 @@ def _release(names, key, on_ray):
     """Every home forgets one load: when its PartyData is reloaded or gone."""
     try:
         if on_ray:
+            ray = import_ray()
+            # after ray.shutdown() (or at exit) the homes are gone, and a
+            # call would start a new default Ray instance (Ray's auto-init)
+            if not ray.is_initialized():
+                return
+            job = _session(ray)
             for name in names:  # fire and forget: nothing to wait for
                 entry = _homes.get(name)
-                if entry is not None:
+                if entry is not None and entry[0] == job:
                     entry[1].at_home.remote(_drop, (key,))
         else:
             for name in names:
                 _drop(_local_homes.get(name, {}), key)
     except Exception:  # pragma: no cover - Ray already shut down
         pass
+
+
+#: A lock per PartyData (kept outside it, so that it stays picklable):
+#: concurrent fits load it one at a time.
+_load_locks = weakref.WeakKeyDictionary()
+_load_locks_guard = threading.Lock()
+
+
+def _lock_of(data):
+    with _load_locks_guard:
+        lock = _load_locks.get(data)
+        if lock is None:
+            lock = _load_locks[data] = threading.Lock()
+        return lock
 
 
 class PartyData:
@@ -197,8 +228,13 @@ class PartyData:
     def _homes_alive(self):
         if not _on_ray():
             return all(name in _local_homes for name in self.parties)
-        return all(_homes.get(name, (None, None))[1] is self._loaded["actors"][name]
-                   for name in self.parties)
+        ray = import_ray()
+        if not ray.is_initialized():
+            return False
+        session = _session(ray)
+        entries = [_homes.get(name, (None, None)) for name in self.parties]
+        return all(entry[0] == session and entry[1] is self._loaded["actors"][name]
+                   for name, entry in zip(self.parties, entries))
 
     def _load(self, label, allow_nan, encode, align):
         """Load, align and validate on the homes once per label and backend.
@@ -210,6 +246,12 @@ class PartyData:
         (shape, classes) per party)``; the estimators' input glue
         (:mod:`skfed._party_data_fit`) passes the private set intersection.
         """
+        if _on_ray():  # a home runs one federation at a time
+            check_homes_free(self.parties)
+        with _lock_of(self):  # one load at a time, the next one reuses it
+            return self._load_locked(label, allow_nan, encode, align)
+
+    def _load_locked(self, label, allow_nan, encode, align):
         settings = (label, _on_ray())
         old = self._loaded
         if (old is not None and old["settings"] == settings

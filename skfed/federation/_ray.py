@@ -4,7 +4,10 @@ Protocol code does not change: ``call`` submits the function to the party's
 actor and returns a future over the Ray object reference; messages are
 counted in the caller exactly as with threads, so ``communication_`` is the
 same for both backends. An actor runs one call at a time, like a party
-thread. Actors are killed when the federation stops.
+thread. When a federation ends without an error, an in-memory party's idle
+actor is kept (without its state) for the next federation's party of the
+same name and options (:meth:`RayParty.finish`); after a failure, a
+timeout or an interrupt, the actors are killed.
 
 Parties at home. A party whose state names data kept by a long-lived *home*
 actor (:class:`HomeRef`, made by :class:`~skfed.federation.PartyData`) runs
@@ -27,6 +30,18 @@ waiting for another party's long call (without the watch it surfaced only
 when that call ended and the driver next turned to the dead party, tens of
 seconds later). Watching costs no polling: the watches are in the same
 ``ray.wait`` as the awaited answer.
+
+Where parties run. skfed starts a private local Ray instance unless it is
+told to join a cluster (see :func:`_ensure_ray`). Before it creates a
+party's actor or home it checks that an alive node offers what the party's
+``ray_actor_options`` ask for (:func:`check_placeable`): a party that no
+node can host, because its node died or never started, is a
+:class:`~skfed.federation.PartyError` naming the party, the missing
+resource and, where this process saw it, the node that offered it, rather
+than a wait for a node that never comes. Every wait on a home is bounded by
+``party_timeout`` and checks the placement again every few seconds
+(:func:`wait_home`). A home holds one federation's state at a time: a second
+federation on a busy home is refused (:func:`check_homes_free`).
 
 Values passed by reference. A party at home answers with :func:`_pack`:
 tuples, dicts and lists of tuples keep their shape, scalars stay plain, and
@@ -61,7 +76,8 @@ from .party import (
 )
 
 __all__ = ["RayParty", "RemoteValue", "HomeRef", "HomeList", "home_actor",
-           "shutdown_homes", "leaves"]
+           "shutdown_homes", "leaves", "check_placeable", "check_homes_free",
+           "wait_home"]
 
 
 def import_ray():
@@ -400,6 +416,14 @@ class _PartyActor:
         self._state = None
         self._ended_event(token).set()
 
+    def reuse(self, state, sklearn_config, skfed_config):
+        """A new federation's party on this idle actor (see :func:`_idle`)."""
+        self._configs = (sklearn_config, skfed_config)
+        self._enter_configs()
+        if isinstance(state, dict):
+            state = PartyState(**_writable(state))
+        self._state = state
+
     def run(self, fn, args, kwargs):
         self._enter_configs()
         if self._home_name is not None:  # direct: references in, skeleton out
@@ -428,22 +452,41 @@ def _actor_class(ray):
 WORKER_NICENESS = "0"
 
 
+def _init_kwargs(init_kwargs=None):
+    """The ``ray.init`` arguments of a start by skfed, and whether it is a
+    private instance (see :func:`_ensure_ray`)."""
+    kwargs = {"include_dashboard": False, "log_to_driver": False,
+              "configure_logging": False, **(init_kwargs or {})}
+    if "address" in kwargs or os.environ.get("RAY_ADDRESS"):
+        # told to join: an address as the user wrote it ("auto" included),
+        # or RAY_ADDRESS, which Ray reads itself when address is None
+        return kwargs, kwargs.get("address") == "local"
+    kwargs["address"] = "local"
+    return kwargs, True
+
+
 def _ensure_ray(init_kwargs=None):
     """Ray, initialised with ``init_kwargs`` if it was not yet.
 
-    A local instance that skfed starts runs its workers (the party actors)
-    at the caller's priority, as the threads backend's parties run, unless
-    ``RAY_worker_niceness`` is set: at Ray's default niceness of 15 any other
-    busy process starved them (with both cores of a 2-core machine pinned,
-    starting one actor took ~55 s instead of ~2 s). Connecting to a running
-    cluster (``address=...``) changes nothing there.
+    skfed joins a cluster only when told to: Ray is initialised already
+    (the caller's ``ray.init``), ``init_kwargs`` has an ``address``, or the
+    environment variable ``RAY_ADDRESS`` is set. Otherwise it starts a
+    private local instance (``address="local"``): without it, ``ray.init``
+    joins the cluster named in Ray's "latest cluster" file, or any Ray it
+    finds on the machine, that is another job's, which would then run the
+    party actors and hold every party's data and keys.
+
+    The private instance runs its workers (the party actors) at the
+    caller's priority, as the threads backend's parties run, unless
+    ``RAY_worker_niceness`` is set: at Ray's default niceness of 15 any
+    other busy process starved them (with both cores of a 2-core machine
+    pinned, starting one actor took ~55 s instead of ~2 s). A cluster that
+    skfed joins keeps the niceness its nodes were started with.
     """
     ray = import_ray()
     if not ray.is_initialized():
-        kwargs = {"include_dashboard": False, "log_to_driver": False,
-                  "configure_logging": False, **(init_kwargs or {})}
-        set_here = ("RAY_worker_niceness" not in os.environ
-                    and kwargs.get("address") in (None, "local"))
+        kwargs, private = _init_kwargs(init_kwargs)
+        set_here = private and "RAY_worker_niceness" not in os.environ
         if set_here:
             os.environ["RAY_worker_niceness"] = WORKER_NICENESS
         try:
@@ -454,10 +497,23 @@ def _ensure_ray(init_kwargs=None):
     return ray
 
 
+def _session(ray):
+    """This process's Ray session: its job id and its node's id.
+
+    A job id alone repeats across instances (the first driver of every new
+    instance is job 01000000, and the driver's worker id derives from it),
+    so handles of a shut-down session looked valid in the next one. A new
+    instance has a new node id; a driver that joins the same cluster again
+    gets a new job id."""
+    context = ray.get_runtime_context()
+    return (context.get_job_id(), context.get_node_id())
+
+
 #: Federation tokens: a home's watch returns when the federation ends.
 _tokens = itertools.count()
 
-#: ``{home name: (Ray job id, actor handle)}``: one long-lived actor per party.
+#: ``{home name: (Ray session, actor handle)}``: one long-lived actor per
+#: party (see :func:`_session`).
 _homes = {}
 
 
@@ -469,6 +525,194 @@ def _actor_options(name):
     return options.get(str(name), options.get("*"))
 
 
+#: ``{resource: (node id, node address)}``: the alive node that last offered
+#: each resource (Ray forgets a dead node's resources, so a party whose
+#: node died is told which node that was from here).
+_offered_by = {}
+
+
+def _wanted_resources(options):
+    """``{resource: amount}`` that actor ``options`` ask a node for."""
+    wanted = {str(r): a for r, a in (options.get("resources") or {}).items() if a}
+    for key, resource in (("num_cpus", "CPU"), ("num_gpus", "GPU"),
+                          ("memory", "memory")):
+        if options.get(key):
+            wanted[resource] = options[key]
+    return wanted
+
+
+def _unplaceable(ray, options):
+    """Why no alive node of the cluster can host an actor with ``options``
+    (a sentence), or None. Reads the nodes (tens of ms) and remembers which
+    node offers each resource."""
+    wanted = _wanted_resources(options)
+    if not wanted:
+        return None
+    nodes = ray.nodes()
+    alive = [node for node in nodes if node.get("Alive")]
+    for node in alive:
+        for resource in node.get("Resources") or {}:
+            _offered_by[resource] = (node["NodeID"],
+                                     node.get("NodeManagerAddress"))
+    if any(all((node.get("Resources") or {}).get(r, 0) >= a
+               for r, a in wanted.items()) for node in alive):
+        return None
+    missing = [(r, a) for r, a in wanted.items()
+               if not any((node.get("Resources") or {}).get(r, 0) >= a
+                          for node in alive)]
+    if not missing:
+        return (f"no alive node of the Ray cluster offers all of {wanted} "
+                "together (its ray_actor_options ask for them on one node)")
+    resource, amount = missing[0]
+    reason = (f"no alive node of the Ray cluster offers {amount:g} of "
+              f"resource '{resource}' (its ray_actor_options ask for it)")
+    node_id, address = _offered_by.get(resource, (None, None))
+    if node_id is not None and all(node["NodeID"] != node_id for node in alive):
+        dead = {node["NodeID"]: node for node in nodes if not node.get("Alive")}
+        node = dead.get(node_id)
+        why = "has left the cluster"
+        if node is not None:
+            detail = (node.get("DeathReasonMessage") or node.get("DeathReason")
+                      or "")
+            why = f"is dead ({detail})" if detail else "is dead"
+        reason += (f". The node that offered it, {node_id[:8]} at {address}, "
+                   f"{why}")
+    return reason
+
+
+def _unplaceable_error(name, reason, waited=None):
+    """The :class:`PartyError` of a party whose actor cannot be placed."""
+    when = ("" if waited is None
+            else f" (Ray had not placed its actor after {waited:g} s)")
+    return _rebuild_party_error(
+        str(name), None, "start", RuntimeError(reason),
+        f"Party '{name}' cannot start{when}: {reason}. Start Ray on its "
+        "host again with the resources it offered (for example `ray start "
+        "--address=HEAD:PORT --resources='{\"" + str(name) + "\": 1}'`) "
+        "and fit again; a PartyData loads its table at the new home.")
+
+
+def check_placeable(name, options):
+    """Raise a :class:`PartyError` now if no alive node can host party
+    ``name``'s actor (``options``: its ``ray_actor_options``), instead of
+    waiting for a node that may never come."""
+    reason = _unplaceable(import_ray(), options or {})
+    if reason is not None:
+        raise _unplaceable_error(name, reason)
+
+
+#: Seconds between two placement checks while a call to a home is awaited.
+_PLACEMENT_RECHECK = 3.0
+
+
+def wait_home(ref, name, function, timeout=None, party=None):
+    """``ray.get(ref)`` of a call to party ``name``'s home, within
+    ``timeout`` (the ``party_timeout`` unless given), waiting in slices.
+
+    A home that died, or that Ray has not placed in time (no node has room
+    for it), raises a :class:`PartyError` naming the party; the home is
+    forgotten (and a pending one killed), so the next load starts anew.
+    ``party`` names the party in the error (the home's name by default).
+    """
+    ray = import_ray()
+    party = name if party is None else party
+    if timeout is None:
+        timeout = _config.get_config()["party_timeout"]
+    start = time.monotonic()
+    deadline = None if timeout is None else start + timeout
+    recheck = start + _PLACEMENT_RECHECK
+    while True:
+        step = _WAIT_SLICE
+        if deadline is not None:
+            step = min(step, max(0.0, deadline - time.monotonic()))
+        ready, _ = ray.wait([ref], timeout=step)
+        if ready:
+            break
+        if time.monotonic() >= recheck:
+            # a home waiting for a node that has died since it was created
+            # (Ray keeps such an actor pending, without an error)
+            recheck = time.monotonic() + _PLACEMENT_RECHECK
+            reason = _unplaceable(ray, {"num_cpus": 0,
+                                        **(_actor_options(name) or {})})
+            if reason is not None:
+                entry = _homes.get(str(name))
+                if entry is not None:
+                    _drop_home(str(name), entry[1])
+                raise _unplaceable_error(party, reason,
+                                         round(time.monotonic() - start, 1))
+        if deadline is not None and time.monotonic() >= deadline:
+            entry = _homes.get(str(name))
+            if entry is not None:
+                _drop_home(str(name), entry[1])
+            reason = _unplaceable(ray, {"num_cpus": 0,
+                                        **(_actor_options(name) or {})})
+            raise _unplaceable_error(party, reason or (
+                f"its home actor did not answer {function} within "
+                f"{timeout:g} s: Ray has not placed it (no alive node with "
+                "its resources has room for it) or it is stuck"), timeout)
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError:
+        raise
+    except ray.exceptions.RayActorError as exc:
+        entry = _homes.get(str(name))
+        if entry is not None:
+            _drop_home(str(name), entry[1])
+        reason = _unplaceable(ray, {"num_cpus": 0,
+                                    **(_actor_options(name) or {})})
+        detail = str(exc).strip().splitlines()
+        raise _rebuild_party_error(
+            str(party), "data", function, exc,
+            f"Party '{party}' is gone: its home actor ('{name}', which kept "
+            "its loaded data and model shares) died (killed, or its process "
+            f"or node failed) before or while running {function}"
+            + (f"; {reason}" if reason else "")
+            + ". What it kept is lost; once its host is back, fit again (the "
+            "PartyData loads the data at a new home) or load saved shares "
+            f"with load_shares. {type(exc).__name__}: "
+            f"{detail[0] if detail else ''}") from exc
+
+
+#: ``{home name: (federation token, start time, thread name)}``: the homes
+#: running a federation. A home holds one federation's state at a time, so a
+#: second federation on a busy home is refused (see :func:`check_homes_free`).
+_busy = {}
+_busy_lock = threading.Lock()
+
+
+def _busy_error(home, held):
+    _, started, thread = held
+    return RuntimeError(
+        f"Party '{home}''s home is running another fit or predict (started "
+        f"{time.monotonic() - started:.1f} s ago in thread {thread!r}); the "
+        "homes of a PartyData's parties run one federation at a time. Run "
+        "the fits one after the other (or on PartyData of other party names).")
+
+
+def check_homes_free(names):
+    """Refuse now, with a clear error, to load or run on a home that another
+    federation of this process is running on."""
+    with _busy_lock:
+        for name in names:
+            held = _busy.get(str(name))
+            if held is not None:
+                raise _busy_error(str(name), held)
+
+
+def _claim_home(home, token):
+    with _busy_lock:
+        held = _busy.get(home)
+        if held is not None:
+            raise _busy_error(home, held)
+        _busy[home] = (token, time.monotonic(), threading.current_thread().name)
+
+
+def _free_home(home, token):
+    with _busy_lock:
+        if _busy.get(home, (None,))[0] == token:
+            del _busy[home]
+
+
 def home_actor(name, create=True):
     """The home actor of party ``name`` (started on first use).
 
@@ -478,17 +722,58 @@ def home_actor(name, create=True):
     keeps the party's loaded data and model shares between federations.
     """
     ray = _ensure_ray(_config.get_config()["ray_init_kwargs"])
-    job = ray.get_runtime_context().get_job_id()
+    job = _session(ray)
     entry = _homes.get(str(name))
     if entry is not None and entry[0] == job:
         return entry[1]
     if not create:
         return None
     options = {"num_cpus": 0, **(_actor_options(name) or {})}
+    check_placeable(name, options)
     actor = _actor_class(ray).options(**options).remote(
         None, sklearn.get_config(), _config.get_config(), home=str(name))
     _homes[str(name)] = (job, actor)
     return actor
+
+
+#: ``{(Ray session, party name, actor options): [actor handle]}``: actors of
+#: in-memory parties whose federation ended normally, idle and without a
+#: state, reused by the next federation's party of the same name and
+#: options (starting an actor, a worker process, took 12 to 26 s of each
+#: fit on a loaded 2-core machine). At most :data:`_IDLE_PER_KEY` each.
+_idle_actors = {}
+_idle_lock = threading.Lock()
+_IDLE_PER_KEY = 2
+
+
+def _idle_key(ray, name, options):
+    """The pool key of a party's actor, or None if it is not kept: an idle
+    actor holds what it asked for, so only actors that ask for no CPU, GPU
+    or memory and for less than one unit of each custom resource are kept
+    (a whole unit would keep a home or another party off that node)."""
+    wanted = _wanted_resources(options)
+    if any(r in ("CPU", "GPU", "memory") or a >= 1 for r, a in wanted.items()):
+        return None
+    return (_session(ray), str(name), repr(sorted(options.items())))
+
+
+def _idle(key):
+    """An idle actor for ``key``, or None (entries of another Ray session
+    are dropped: their actors went with it)."""
+    with _idle_lock:
+        for other in [k for k in _idle_actors if k[0] != key[0]]:
+            del _idle_actors[other]
+        actors = _idle_actors.get(key)
+        return actors.pop() if actors else None
+
+
+def _keep_idle(key, actor):
+    with _idle_lock:
+        actors = _idle_actors.setdefault(key, [])
+        if len(actors) < _IDLE_PER_KEY:
+            actors.append(actor)
+            return
+    import_ray().kill(actor, no_restart=True)
 
 
 def _drop_home(name, actor):
@@ -499,9 +784,22 @@ def _drop_home(name, actor):
 
 
 def shutdown_homes():
-    """Kill every party's home actor (their data and model shares go too)."""
-    for name, (_, actor) in list(_homes.items()):
-        _drop_home(name, actor)
+    """Kill every party's home actor (their data and model shares go too)
+    and every idle party actor kept for reuse (those of an earlier Ray
+    session, gone with it, are only forgotten)."""
+    ray = import_ray()
+    session = _session(ray) if ray.is_initialized() else None
+    for name, (home_session, actor) in list(_homes.items()):
+        if home_session == session:
+            _drop_home(name, actor)
+        else:
+            del _homes[name]
+    with _idle_lock:
+        idle = [a for key, actors in _idle_actors.items() for a in actors
+                if key[0] == session]
+        _idle_actors.clear()
+    for actor in idle:
+        ray.kill(actor, no_restart=True)
 
 
 class RayFuture(PartyFuture):
@@ -536,6 +834,16 @@ class RayFuture(PartyFuture):
     def result(self, timeout=None):
         ray = import_ray()
         timeout = self._timeout if timeout is None else timeout
+        try:  # an answer within the first slice: one Ray call, no watches
+            value = ray.get(self._future, timeout=min(
+                _WAIT_SLICE, _WAIT_SLICE if timeout is None else timeout))
+        except ray.exceptions.GetTimeoutError:
+            pass
+        except ray.exceptions.RayError:
+            pass  # read again below, where failures are explained
+        else:
+            self.observed = True
+            return _writable(value)
         deadline = None if timeout is None else time.monotonic() + timeout
         # Wait in slices, as the thread backend does: an interrupt of the
         # caller is raised promptly, as KeyboardInterrupt, not as a failure.
@@ -589,6 +897,7 @@ class RayParty:
         self._actor = None
         self._last_phase = None
         self._home = None
+        self._idle_key = None  # where the actor goes when its run ends well
         self._calls = []  # futures not read yet (see unobserved_failure)
 
     def start(self):
@@ -598,42 +907,34 @@ class RayParty:
             raise ValueError(
                 f"The state of party '{self.name}' names the data of several "
                 f"homes ({sorted(homes)}); a party runs at one home.")
+        self._token = next(_tokens)
         if homes:
             self._home = homes.pop()
-            self._actor = home_actor(self._home)
+            _claim_home(self._home, self._token)
             try:
-                ray.get(self._actor.begin.remote(
-                    self._state, sklearn.get_config(), _config.get_config()))
-            except ray.exceptions.RayActorError as exc:
-                raise self._home_died(exc) from exc
+                self._actor = home_actor(self._home)
+                wait_home(self._actor.begin.remote(
+                    self._state, sklearn.get_config(), _config.get_config()),
+                    self._home, "begin", self._timeout, party=self.name)
+            except BaseException:
+                self._actor = None
+                _free_home(self._home, self._token)
+                raise
         else:
-            cls = _actor_class(ray).options(**self._options)
-            self._actor = cls.remote(self._state, sklearn.get_config(),
-                                     _config.get_config())
+            self._idle_key = _idle_key(ray, self.name, self._options)
+            self._actor = None if self._idle_key is None else _idle(self._idle_key)
+            if self._actor is not None:  # calls run in order: state first
+                self._actor.reuse.remote(self._state, sklearn.get_config(),
+                                         _config.get_config())
+            else:
+                check_placeable(self.name, self._options)
+                cls = _actor_class(ray).options(**self._options)
+                self._actor = cls.remote(self._state, sklearn.get_config(),
+                                         _config.get_config())
         self._state = None  # the state now lives in the actor only
-        self._token = next(_tokens)
         self._watch = self._actor.watch.options(
             concurrency_group=_WATCH_GROUP).remote(self._token)
         return self
-
-    def _home_died(self, exc):
-        """The :class:`PartyError` of a home that died between runs.
-
-        The dead home is forgotten, so that the next load of the party's
-        data starts a new home (:class:`~skfed.federation.PartyData` sees
-        its home gone and loads again)."""
-        _drop_home(self._home, self._actor)
-        self._actor = None
-        detail = str(exc).strip().splitlines()
-        return _rebuild_party_error(
-            self.name, None, None, exc,
-            f"Party '{self.name}' is gone: its home actor "
-            f"('{self._home}', which kept its loaded data and model shares) "
-            "died before this run (killed, or its process or node failed). "
-            "What it kept is lost; once its host is back, fit again (the "
-            "PartyData loads the data at a new home) or load saved shares "
-            f"with load_shares. {type(exc).__name__}: "
-            f"{detail[0] if detail else ''}")
 
     def _died(self, exc):
         """The :class:`PartyError` of this party's death (its actor ended)."""
@@ -672,6 +973,29 @@ class RayParty:
         self._calls = [f for f in self._calls if not f.observed]
         self._calls.append(future)
         return future
+
+    def finish(self):
+        """The run ended without an error: an in-memory party's actor, if no
+        call of it is still running, drops its state and is kept idle for
+        the next federation (see :data:`_idle_actors`); :meth:`stop` then
+        has nothing to kill. A busy actor, a home, or a run that failed or
+        was interrupted, goes through :meth:`stop` as before."""
+        if self._actor is None or self._home is not None or self._idle_key is None:
+            return
+        ray = import_ray()
+        pending = [f._future for f in self._calls if not f.observed]
+        if pending:
+            ready, _ = ray.wait(pending, num_returns=len(pending), timeout=0)
+            if len(ready) < len(pending):
+                return
+        actor, self._actor = self._actor, None
+        self._watch = None
+        try:
+            ray.get(actor.end.remote(self._token), timeout=10.0)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            ray.kill(actor, no_restart=True)
+            return
+        _keep_idle(self._idle_key, actor)
 
     def unobserved_failure(self):
         """A :class:`PartyError` for the first finished call whose result
@@ -724,6 +1048,8 @@ class RayParty:
                 return
             except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
                 _drop_home(self._home, actor)
+            finally:
+                _free_home(self._home, self._token)
         ray.kill(actor, no_restart=True)
         # ray.kill is asynchronous: wait until the actor is really gone, so
         # no party outlives the fit that started it.

@@ -290,6 +290,12 @@ class Federation:
         return self.start()
 
     def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            # the run ended well: a backend may keep idle parties for reuse
+            for party in self._parties.values():
+                finish = getattr(party, "finish", None)
+                if finish is not None:
+                    finish()
         self.stop()
         if exc_type is None:
             # A call nobody waited for may have failed: say so rather than
