@@ -204,18 +204,15 @@ def is_party_data(X):
     return isinstance(X, _PartyBlocks)
 
 
-def check_supported(estimator, n_rows):
-    """Refuse, before any federation starts, what a fit on PartyData cannot
-    do (``n_rows``: None before the load, the number of common rows after).
+def check_supported(estimator):
+    """Refuse, before any table is read, what a fit on PartyData cannot do.
 
-    Everything is refused before the load (``n_rows`` None): an estimator's
-    ``_held_out_in_driver`` answers for a PartyData fit, where
-    ``early_stopping="auto"`` means off, so only an explicit ``True`` holds
-    rows out. The call after the load is a guard for an estimator whose
-    ``_held_out_in_driver`` still resolves ``"auto"`` by the number of rows.
+    An estimator's ``_held_out_in_driver`` answers for a PartyData fit,
+    where ``early_stopping="auto"`` means off, so only an explicit ``True``
+    holds rows out: nothing needs the number of rows.
     """
     name = type(estimator).__name__
-    if n_rows is None and getattr(estimator, "class_weight", None) is not None:
+    if getattr(estimator, "class_weight", None) is not None:
         raise ValueError(
             f"{name}(class_weight=...) is not supported with PartyData: the "
             "class weights would be computed from the labels, which stay "
@@ -223,7 +220,7 @@ def check_supported(estimator, n_rows):
             "sample_weight (one weight per common row, in the order of the "
             "sorted ids), or fit on the aligned table in memory "
             "(skfed.alignment.align).")
-    if estimator._held_out_in_driver(n_rows):
+    if estimator._held_out_in_driver():
         raise ValueError(
             f"{name} with early stopping is not supported with PartyData: its "
             "held-out rows are drawn in the driver, stratified by label or "
@@ -245,9 +242,8 @@ def party_data_fit_input(estimator, data, y, *, allow_nan=False,
     if y is not None and not isinstance(y, str):
         raise TypeError("With PartyData, y names the label column (a str), "
                         f"read by the party that holds it; got {type(y).__name__}.")
-    check_supported(estimator, None)
+    check_supported(estimator)
     loaded = load(data, y, allow_nan, encode_labels)
-    check_supported(estimator, loaded["n_rows"])
     blocks = data._blocks(loaded)
     estimator.n_features_in_ = blocks.shape[1]
     estimator._party_data_label = y

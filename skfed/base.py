@@ -180,11 +180,11 @@ class FederatedMixin(PrivacyMixin):
     #: in place of ``X`` (through :mod:`skfed._party_data_fit`).
     _accepts_party_data = False
 
-    def _held_out_in_driver(self, n_rows):
+    def _held_out_in_driver(self):
         """Whether early stopping would draw its held-out rows in the driver
         from the labels or the blocks, which a PartyData fit cannot do
-        (``n_rows``: None before the load, when only an explicit
-        ``early_stopping=True`` says so)."""
+        (with a PartyData ``early_stopping="auto"`` means off, so only an
+        explicit ``True`` says so)."""
         return False
 
     def _refuse_party_data(self, X):

@@ -644,7 +644,7 @@ class _BaseSecureBoost(FederatedMixin, BaseEstimator):
             return not party_data and n_rows > 10_000
         return bool(self.early_stopping)
 
-    def _held_out_in_driver(self, n_rows):
+    def _held_out_in_driver(self):
         # the validation rows are cut from the table, stratified by label;
         # asked of PartyData fits only, where "auto" is off: only True holds
         # rows out, whatever the number of rows

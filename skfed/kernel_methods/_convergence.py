@@ -186,11 +186,12 @@ def check_decay(learning_rate, alpha, auto=False):
             "their sign or erase them. Lower alpha or learning_rate.")
 
 
-def resolve_early_stopping(early_stopping, n_samples):
+def resolve_early_stopping(early_stopping, n_samples, party_data=False):
     """``"auto"``: on when there are more than 10,000 rows (as sklearn's
-    HistGradientBoosting)."""
+    HistGradientBoosting), off with a PartyData where the held-out rows
+    would be drawn in the driver (``party_data=True``)."""
     if early_stopping == "auto":
-        return n_samples > AUTO_EARLY_STOPPING_ROWS
+        return not party_data and n_samples > AUTO_EARLY_STOPPING_ROWS
     return bool(early_stopping)
 
 

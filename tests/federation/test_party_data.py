@@ -13,6 +13,7 @@ from skfed.ensemble import SecureBoostClassifier, SecureBoostRegressor
 from skfed.federation import PartyData, PartyError, record_messages
 from skfed.federation._party_data import at_home_apply
 from skfed.federation._ray import HomeRef
+from skfed.kernel_methods import AVFKAMRanker
 
 
 def _tables(seed=0, n=60):
@@ -161,14 +162,13 @@ def test_unsupported_combinations_fail_before_any_party_starts():
             model.fit(data, "label")
     from skfed._party_data_fit import check_supported
 
-    # SecureBoost: 'auto' is off with a PartyData, whatever the rows.
-    check_supported(SecureBoostClassifier(), 10_001)
+    # 'auto' is off with a PartyData, whatever the rows; True is refused.
+    for model in (SecureBoostClassifier(), AVFKAMRanker()):
+        check_supported(model)
+        with pytest.raises(ValueError, match="'auto' \\(off with a PartyData\\)"):
+            check_supported(model.set_params(early_stopping=True))
     check_supported(SecureBoostClassifier(early_stopping=True,
-                                          validation_fraction=None), None)
-    # AVFKAM still resolves 'auto' by the rows: the guard after the load.
-    with pytest.raises(ValueError, match="'auto' \\(off with a PartyData\\)"):
-        check_supported(AVFKAMRanker(), 10_001)
-    check_supported(AVFKAMRanker(), 10_000)
+                                          validation_fraction=None))
 
 
 def _counted_tables(n):
@@ -203,6 +203,21 @@ def test_secureboost_early_stopping_with_party_data():
     assert sorted(reads) == ["a", "b"]
     assert model.do_early_stopping_ is False
     assert model.n_iter_ == 1
+
+
+def test_avfkam_early_stopping_with_party_data():
+    # As SecureBoost's: AVFKAM's held-out rows are drawn in the driver,
+    # stratified by label, so True is refused before any read and 'auto'
+    # (on above 10,000 rows in memory) is off.
+    data, reads = _counted_tables(10_001)
+    with pytest.raises(ValueError, match="early stopping is not supported"):
+        AVFKAMRanker(early_stopping=True).fit(data, "label")
+    assert reads == []
+    model = AVFKAMRanker(asynchronous=False, max_iter=2, n_random_features=8,
+                         batch_size=8, features_per_step=4,
+                         random_state=0).fit(data, "label")
+    assert sorted(reads) == ["a", "b"]
+    assert model.n_iter_ <= 2 and len(model.validation_score_) == 0
 
 
 def test_privacy_checks_say_what_to_do_with_party_data():

@@ -143,8 +143,10 @@ class AVFKAMRanker(KernelShareMixin, FederatedMixin,
         and stop when their ROC AUC, computed by the lead active party, has
         not improved by ``tol`` for ``n_iter_no_change`` checks. ``"auto"``:
         on when there are more than 10,000 rows (as
-        :class:`~sklearn.ensemble.HistGradientBoostingClassifier`). Only the
-        active parties know which rows are held out.
+        :class:`~sklearn.ensemble.HistGradientBoostingClassifier`), off with a
+        :class:`~skfed.federation.PartyData` (the held-out rows are drawn in
+        the driver; ``True`` is then refused before any table is read). Only
+        the active parties know which rows are held out.
 
     validation_fraction : float, default=0.1
         Share of the rows held out for early stopping.
@@ -340,11 +342,10 @@ class AVFKAMRanker(KernelShareMixin, FederatedMixin,
         "verbose": ["verbose"],
     }
 
-    def _held_out_in_driver(self, n_rows):
-        # the held-out rows are drawn stratified by label, in the driver
-        if n_rows is None:
-            return self.early_stopping is True
-        return resolve_early_stopping(self.early_stopping, n_rows)
+    def _held_out_in_driver(self):
+        # the held-out rows are drawn stratified by label, in the driver;
+        # asked of PartyData fits only, where "auto" is off
+        return self.early_stopping is True
 
     def __init__(self, partition=None, *, gamma="scale", kernel="rbf",
                  alpha=3e-3, learning_rate="auto", max_iter=1000,
@@ -417,7 +418,7 @@ class AVFKAMRanker(KernelShareMixin, FederatedMixin,
         """
         X, y_signed, at_homes = self._binary_fit_input(X, y)
         weight = self._pair_weights(X, y_signed, sample_weight, at_homes)
-        split = self._validation_split(y_signed)
+        split = self._validation_split(y_signed, party_data=at_homes)
         n_train = len(y_signed) if split is None else len(split[0])
         batch_size = self._batch_size(n_train)
         learning_rate = self._learning_rate(n_train)
@@ -613,14 +614,15 @@ class AVFKAMRanker(KernelShareMixin, FederatedMixin,
             alpha=self.alpha, kappa=2.0, phi_sq_max=8.0,
             n_effective=min(n_train, self.n_random_features))
 
-    def _validation_split(self, y_signed):
+    def _validation_split(self, y_signed, party_data=False):
         """``(training rows, held-out rows)`` or ``None`` (no early stopping).
 
         Stratified by label: only the active parties, who hold the labels,
         ever learn it (the preprocessing computes the features of every
         row, and training row ids never reach the passive parties).
         """
-        if not resolve_early_stopping(self.early_stopping, len(y_signed)):
+        if not resolve_early_stopping(self.early_stopping, len(y_signed),
+                                      party_data=party_data):
             return None
         rows = np.arange(len(y_signed))
         try:
