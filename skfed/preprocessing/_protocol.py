@@ -53,6 +53,11 @@ data-less ``server`` that coordinates and decodes totals only:
 
 Every total the server decodes is broadcast back to the column's holders
 (``"... : fitted"`` phases), who transform their own rows with it.
+
+Each secure sum and each broadcast is a protocol round of its own
+(:func:`next_round`), numbered from 0 over the fit, so a timeline
+(:meth:`~skfed.federation.MessageRecorder.plot_timeline`) shows every step;
+only the holders' set-up (the slot key) carries no round.
 """
 
 # Authors: The skfed developers
@@ -215,7 +220,13 @@ class Layout:
 
 
 def next_round(fed):
-    """The next protocol round of this fit (its messages carry the number)."""
+    """The next protocol round of this fit (its messages carry the number).
+
+    A round is one step of the server: a secure sum it asks for (its
+    request and the holders' masked uploads), or the broadcast of what it
+    decoded. Rounds count from 0 over the whole fit; only the set-up
+    between holders (the slot key of the value counts) is outside any.
+    """
     number = fed.__dict__.get("_preprocessing_round", -1) + 1
     fed.__dict__["_preprocessing_round"] = number
     return protocol_round(number)
@@ -258,8 +269,10 @@ def note_size(sizes, name, value):
 def _send_fitted(fed, holders, phase, *values):
     """The server sends a column group's fitted statistics to its holders."""
     if len(holders) > 1:
-        fed.gather(fed[h].call(holder_store_fitted, *values, sender=SERVER,
-                               phase=phase) for h in holders)
+        with next_round(fed):
+            fed.gather(fed[h].call(holder_store_fitted, *values,
+                                   sender=SERVER, phase=phase)
+                       for h in holders)
 
 
 def holder_store_fitted(state, *values):
@@ -1135,10 +1148,11 @@ def fit_value_counts(fed, holders, n_columns, *, select="all", min_count=1,
             for (j, _, rows, _), length, row in zip(opened, lengths.tolist(),
                                                     words.tolist()):
                 found[j][_from_words(row, length)] = rows
-            fed.gather(fed[h].call(holder_take_opened, columns, lengths,
-                                   words, sender=SERVER,
-                                   phase=f"{phase}: fitted")
-                       for h in holders)
+            with next_round(fed):
+                fed.gather(fed[h].call(holder_take_opened, columns, lengths,
+                                       words, sender=SERVER,
+                                       phase=f"{phase}: fitted")
+                           for h in holders)
         round_no += 1
     if select == "mode":
         found = [_modes(c) for c in found]

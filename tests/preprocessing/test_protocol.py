@@ -116,6 +116,40 @@ def test_value_counts_many_distinct_strings_and_ties():
     assert imp.statistics_.tolist() == ref.statistics_.tolist() == ["a"]
 
 
+_EVERY_PROTOCOL = [
+    (fp.StandardScaler, {}, "float"),
+    (fp.MinMaxScaler, {}, "float"),
+    (fp.MaxAbsScaler, {}, "float"),
+    (fp.SimpleImputer, {"strategy": "median"}, "float"),
+    (fp.SimpleImputer, {"strategy": "most_frequent"}, "int"),
+    (fp.OneHotEncoder, {}, "int"),
+    (fp.KBinsDiscretizer, {"n_bins": 3}, "float"),
+]
+
+
+@pytest.mark.parametrize("cls, params, kind", _EVERY_PROTOCOL)
+def test_every_step_of_the_server_is_a_round(cls, params, kind):
+    """Each secure sum and each broadcast of the fitted statistics is a
+    round of its own, numbered 0, 1, ...; only the holders' slot key (the
+    set-up of the value counts) is outside any (it was: the broadcasts,
+    and a mean imputer's fit showed one round)."""
+    X = np.random.RandomState(0).normal(size=(60, 3))
+    X = np.round(X) if kind == "int" else X
+    with record_messages() as rec:
+        est = cls(partition=HorizontalPartition(3), **params).fit(X)
+    rounds = [m.round for m in rec.messages]
+    assert sorted(set(rounds) - {None}) == list(range(max(r for r in rounds
+                                                          if r is not None) + 1))
+    assert {m.phase for m in rec.messages if m.round is None} <= {
+        "categories: key", "mode: key"}
+    assert [m.round for m in rec.messages] == sorted(rounds, key=lambda r: (
+        -1 if r is None else r))  # in order: a round ends before the next
+    fitted = {m.round for m in rec.messages if m.phase.endswith(": fitted")}
+    others = {m.round for m in rec.messages if not m.phase.endswith(": fitted")}
+    assert fitted and not fitted & others
+    assert est.communication_.total_messages == len(rec.messages)
+
+
 def test_min_frequency_and_max_categories_match_sklearn():
     X = RNG.choice(list("abcdefg"), size=(200, 1),
                    p=[0.4, 0.2, 0.15, 0.1, 0.1, 0.03, 0.02]).astype(object)
