@@ -926,10 +926,12 @@ default="error"
 
     **Collisions.** Two values hashed to one slot are told apart by a keyed
     20-bit tag (Cauchy-Schwarz on ``(sum h, sum h t, sum h t^2)``) before any
-    value is opened, and hashed again with a fresh round; a collision the
-    tags miss (probability ``2**-20`` per colliding pair, with 8 slots per
-    value about one pair in ``10**5`` values) would open the sum of two
-    values' bytes.
+    value is opened, and hashed again with a fresh round. A collision the
+    tags miss (probability ``2**-20`` per colliding pair; with 8 slots per
+    value ``n`` values form about ``n / 16`` colliding pairs, so one miss
+    in about ``1.7e7`` values) would open a mix of two values' bytes: a holder of one
+    of them sees that the opened value is not its own and the fit stops
+    with an error (fitting again draws a new key).
 
     Examples
     --------

@@ -1021,11 +1021,25 @@ def holder_slot_words(state, columns, slots, n_words):
     return out
 
 
-def holder_take_opened(state, columns, lengths, words):
-    """The opened values (the server's broadcast) are no longer pending."""
-    for j, length, row in zip(columns.tolist(), lengths.tolist(),
-                              np.asarray(words).tolist()):
-        state.pending[j].discard(_from_words(row, length))
+def holder_take_opened(state, columns, slots, lengths, words):
+    """The opened values (the server's broadcast) are no longer pending.
+
+    A holder with a value in an opened slot checks that the opened value is
+    its own: if not, the tags missed a collision (two values, their tags
+    equal) and the opened bytes are a mix of two values, which no fit may
+    keep as a category.
+    """
+    for j, s, length, row in zip(columns.tolist(), slots.tolist(),
+                                 lengths.tolist(), np.asarray(words).tolist()):
+        value = _from_words(row, length)
+        mine = state.slots[j].get(s)
+        if mine is not None and mine != value:
+            raise RuntimeError(
+                f"Two categories of column {j} fell in one slot with equal "
+                f"keyed tags (probability 2**-{SLOT_TAG_BITS} per colliding "
+                "pair), so the opened value is a mix of both. Fit again: "
+                "each fit draws a new slot key.")
+        state.pending[j].discard(value)
 
 
 def _slots_for(bound):
@@ -1149,8 +1163,8 @@ def fit_value_counts(fed, holders, n_columns, *, select="all", min_count=1,
                                                     words.tolist()):
                 found[j][_from_words(row, length)] = rows
             with next_round(fed):
-                fed.gather(fed[h].call(holder_take_opened, columns, lengths,
-                                       words, sender=SERVER,
+                fed.gather(fed[h].call(holder_take_opened, columns, slots,
+                                       lengths, words, sender=SERVER,
                                        phase=f"{phase}: fitted")
                            for h in holders)
         round_no += 1

@@ -10,6 +10,7 @@ from sklearn import preprocessing as skp
 import skfed.preprocessing as fp
 from skfed.federation import record_messages
 from skfed.partition import HorizontalPartition
+from skfed.preprocessing import _protocol
 from skfed.preprocessing._protocol import (float_keys, keys_to_float,
                                            lerp, percentile_ranks)
 from skfed.preprocessing._ring import MAX_ABS, AnyEncoder, ExactSumEncoder
@@ -148,6 +149,21 @@ def test_every_step_of_the_server_is_a_round(cls, params, kind):
     others = {m.round for m in rec.messages if not m.phase.endswith(": fitted")}
     assert fitted and not fitted & others
     assert est.communication_.total_messages == len(rec.messages)
+
+
+def test_a_collision_the_tags_miss_is_an_error_not_a_category(monkeypatch):
+    """Every value in one slot with one tag: the server's Cauchy-Schwarz
+    test sees one value and opens the mean of their bytes; a holder finds
+    the opened value is not its own (before: a made-up category)."""
+    monkeypatch.setattr(_protocol, "slot_of", lambda *args: (0, 0))
+    X = np.array(["ab", "cd", "ef"] * 4, dtype=object)[:, None]
+    enc = fp.OneHotEncoder(partition=HorizontalPartition(3))
+    with pytest.raises(Exception, match="equal keyed tags"):
+        enc.fit(X, sample_party=np.arange(12) % 3)
+    # one value on every holder: the slot's bytes are that value's
+    X = np.array(["ab"] * 6, dtype=object)[:, None]
+    assert enc.fit(X, sample_party=np.arange(6) % 3).categories_[0].tolist() \
+        == ["ab"]
 
 
 def test_min_frequency_and_max_categories_match_sklearn():
