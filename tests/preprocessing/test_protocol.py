@@ -151,6 +151,40 @@ def test_every_step_of_the_server_is_a_round(cls, params, kind):
     assert est.communication_.total_messages == len(rec.messages)
 
 
+def _fixed_slot_key(state):
+    state.slot_key = bytes(range(16))
+    return np.frombuffer(state.slot_key, dtype=np.uint8).copy()
+
+
+def test_slot_key_moves_the_message_count_never_the_model(monkeypatch):
+    """The value counts' rounds depend on the slots' collisions, hence on
+    the key the first holder draws from its CSPRNG: the message count varies
+    between fits, the categories and modes never. With the key fixed, two
+    fits send the very same messages."""
+    rng = np.random.RandomState(0)
+    X = rng.randint(0, 120, size=(400, 2)).astype(object)
+    X[:, 1] = np.array([f"c{v}" for v in X[:, 1]], dtype=object)
+    owner = np.arange(len(X)) % 3
+    ref = skp.OneHotEncoder().fit(X)
+    ref_mode = sk_impute.SimpleImputer(strategy="most_frequent").fit(X)
+    for _ in range(6):
+        enc = fp.OneHotEncoder(partition=HorizontalPartition(3)).fit(
+            X, sample_party=owner)
+        imp = fp.SimpleImputer(partition=HorizontalPartition(3),
+                               strategy="most_frequent").fit(
+            X, sample_party=owner)
+        for ours, theirs in zip(enc.categories_, ref.categories_):
+            assert ours.tolist() == theirs.tolist()
+        assert imp.statistics_.tolist() == ref_mode.statistics_.tolist()
+    monkeypatch.setattr(_protocol, "holder_draw_key", _fixed_slot_key)
+    fits = [fp.OneHotEncoder(partition=HorizontalPartition(3)).fit(
+        X, sample_party=owner) for _ in range(2)]
+    assert fits[0].communication_ == fits[1].communication_
+    # 120 values per column in 1024 slots: some collide, a second round runs
+    assert fits[0].communication_.by_phase["categories: slots/upload"][
+        "messages"] > 3
+
+
 def test_a_collision_the_tags_miss_is_an_error_not_a_category(monkeypatch):
     """Every value in one slot with one tag: the server's Cauchy-Schwarz
     test sees one value and opens the mean of their bytes; a holder finds
