@@ -34,7 +34,7 @@ from skfed.alignment import DHGroup, align
 from skfed.ensemble import SecureBoostClassifier
 from skfed.federation import FederationTimeoutError
 from skfed.kernel_methods import AVFKAMRanker
-from skfed.partition import VerticalPartition
+from skfed.partition import HorizontalPartition, VerticalPartition
 from skfed.utils import all_estimators
 
 from ._faults import (
@@ -66,7 +66,20 @@ PARAMS = {
                                   random_state=0),
     "SecureBoostRegressor": dict(n_estimators=2, max_depth=2, key_size=512,
                                  random_state=0),
+    # The transformers on three row holders: every fit runs its protocol
+    # between them and a server (a column split sends nothing). Their
+    # transform is local: only fit is swept.
+    "StandardScaler": dict(partition=HorizontalPartition(3)),
+    "MinMaxScaler": dict(partition=HorizontalPartition(3)),
+    "MaxAbsScaler": dict(partition=HorizontalPartition(3)),
+    "SimpleImputer": dict(partition=HorizontalPartition(3),
+                          strategy="most_frequent"),
+    "OneHotEncoder": dict(partition=HorizontalPartition(3),
+                          handle_unknown="ignore"),
+    "KBinsDiscretizer": dict(partition=HorizontalPartition(3), n_bins=3),
 }
+#: Categories: a few values per column, so the value counts open several.
+CATEGORICAL = {"SimpleImputer", "OneHotEncoder"}
 #: Estimators without a federated fit of their own (audits of other runs).
 NOT_SWEPT = {"PSIAudit"}
 ESTIMATORS = {name: cls for name, cls in all_estimators() if name not in NOT_SWEPT}
@@ -95,6 +108,8 @@ SLOW = HANG_TIMEOUT + PROMPT_SECONDS
 def _data(name):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 6))
+    if name in CATEGORICAL:
+        return np.round(X), None
     if "Regressor" in name:
         return X, X[:, 0] + 0.1 * rng.normal(size=60)
     return X, (X[:, 0] + X[:, 1] > 0).astype(int)
@@ -103,6 +118,9 @@ def _data(name):
 def _output(estimator, X):
     if hasattr(estimator, "decision_function"):
         return estimator.decision_function(X)
+    if not hasattr(estimator, "predict"):  # a transformer
+        out = estimator.transform(X)
+        return out.toarray() if hasattr(out, "toarray") else out
     return estimator.predict(X)
 
 
