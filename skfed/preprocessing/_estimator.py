@@ -940,8 +940,9 @@ default="error"
     **Determinism.** The slots are keyed by a key the first holder draws
     from its CSPRNG in every fit, so which values collide, hence how many
     rounds the counts take and how many messages ``communication_`` shows
-    (it varies between fits of one table), depends on that secret only; the fitted ``categories_`` (and the counts behind
-    ``min_frequency``) do not: they are the same for a given input.
+    (it varies between fits of one table), depends on that secret only;
+    the fitted ``categories_`` (and the counts behind ``min_frequency``)
+    do not: they are the same for a given input.
 
     Examples
     --------
