@@ -35,6 +35,7 @@ from skfed.ensemble import SecureBoostClassifier
 from skfed.federation import FederationTimeoutError
 from skfed.kernel_methods import AVFKAMRanker
 from skfed.partition import HorizontalPartition, VerticalPartition
+from skfed.preprocessing import _protocol as preprocessing_protocol
 from skfed.utils import all_estimators
 
 from ._faults import (
@@ -408,6 +409,41 @@ def test_ctrl_c_stops_every_avfkam_thread(phase, asynchronous):
     assert threading.active_count() <= baseline
     with pytest.raises(NotFittedError):
         check_is_fitted(ranker)
+
+
+@pytest.mark.usefixtures("ctrl_c_reaches_python")
+@pytest.mark.parametrize("name, target", [
+    ("StandardScaler", "holder_centred_sums"),  # the second secure sum
+    ("MaxAbsScaler", "holder_exceeds"),  # a round of the secure-OR search
+    ("OneHotEncoder", "holder_slot_table"),  # a value-count round
+    ("KBinsDiscretizer", "holder_histogram"),  # a secure histogram
+])
+def test_ctrl_c_stops_a_transformer_fit(name, target):
+    # Ctrl-C from inside a holder's step of the protocol (event-based):
+    # the fit ends at once, no party thread keeps working, nothing fitted.
+    X, y = _data(name)
+    ESTIMATORS[name](**PARAMS[name]).fit(X, y)  # warm the pool
+    baseline = threading.active_count()
+    estimator = ESTIMATORS[name](**PARAMS[name])
+    original = getattr(preprocessing_protocol, target)
+    interrupted = {}
+
+    def interrupting(*args, **kwargs):
+        if not interrupted:
+            interrupted["at"] = time.monotonic()
+            _thread.interrupt_main()
+        return original(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(preprocessing_protocol, target, interrupting)
+        with pytest.raises(KeyboardInterrupt):
+            estimator.fit(X, y)
+    assert interrupted
+    assert time.monotonic() - interrupted["at"] < PROMPT_SECONDS
+    assert not busy_party_threads(wait=PROMPT_SECONDS)
+    assert threading.active_count() <= baseline
+    with pytest.raises(NotFittedError):
+        check_is_fitted(estimator)
 
 
 def test_a_hanging_party_with_a_short_party_timeout_ends_promptly():
