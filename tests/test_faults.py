@@ -34,7 +34,8 @@ from skfed.alignment import DHGroup, align
 from skfed.ensemble import SecureBoostClassifier
 from skfed.federation import FederationTimeoutError
 from skfed.kernel_methods import AVFKAMRanker
-from skfed.partition import VerticalPartition
+from skfed.partition import HorizontalPartition, VerticalPartition
+from skfed.preprocessing import _protocol as preprocessing_protocol
 from skfed.utils import all_estimators
 
 from ._faults import (
@@ -66,7 +67,20 @@ PARAMS = {
                                   random_state=0),
     "SecureBoostRegressor": dict(n_estimators=2, max_depth=2, key_size=512,
                                  random_state=0),
+    # The transformers on three row holders: every fit runs its protocol
+    # between them and a server (a column split sends nothing). Their
+    # transform is local: only fit is swept.
+    "StandardScaler": dict(partition=HorizontalPartition(3)),
+    "MinMaxScaler": dict(partition=HorizontalPartition(3)),
+    "MaxAbsScaler": dict(partition=HorizontalPartition(3)),
+    "SimpleImputer": dict(partition=HorizontalPartition(3),
+                          strategy="most_frequent"),
+    "OneHotEncoder": dict(partition=HorizontalPartition(3),
+                          handle_unknown="ignore"),
+    "KBinsDiscretizer": dict(partition=HorizontalPartition(3), n_bins=3),
 }
+#: Categories: a few values per column, so the value counts open several.
+CATEGORICAL = {"SimpleImputer", "OneHotEncoder"}
 #: Estimators without a federated fit of their own (audits of other runs).
 NOT_SWEPT = {"PSIAudit"}
 ESTIMATORS = {name: cls for name, cls in all_estimators() if name not in NOT_SWEPT}
@@ -95,6 +109,8 @@ SLOW = HANG_TIMEOUT + PROMPT_SECONDS
 def _data(name):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 6))
+    if name in CATEGORICAL:
+        return np.round(X), None
     if "Regressor" in name:
         return X, X[:, 0] + 0.1 * rng.normal(size=60)
     return X, (X[:, 0] + X[:, 1] > 0).astype(int)
@@ -103,6 +119,9 @@ def _data(name):
 def _output(estimator, X):
     if hasattr(estimator, "decision_function"):
         return estimator.decision_function(X)
+    if not hasattr(estimator, "predict"):  # a transformer
+        out = estimator.transform(X)
+        return out.toarray() if hasattr(out, "toarray") else out
     return estimator.predict(X)
 
 
@@ -390,6 +409,41 @@ def test_ctrl_c_stops_every_avfkam_thread(phase, asynchronous):
     assert threading.active_count() <= baseline
     with pytest.raises(NotFittedError):
         check_is_fitted(ranker)
+
+
+@pytest.mark.usefixtures("ctrl_c_reaches_python")
+@pytest.mark.parametrize("name, target", [
+    ("StandardScaler", "holder_centred_sums"),  # the second secure sum
+    ("MaxAbsScaler", "holder_exceeds"),  # a round of the secure-OR search
+    ("OneHotEncoder", "holder_slot_table"),  # a value-count round
+    ("KBinsDiscretizer", "holder_histogram"),  # a secure histogram
+])
+def test_ctrl_c_stops_a_transformer_fit(name, target):
+    # Ctrl-C from inside a holder's step of the protocol (event-based):
+    # the fit ends at once, no party thread keeps working, nothing fitted.
+    X, y = _data(name)
+    ESTIMATORS[name](**PARAMS[name]).fit(X, y)  # warm the pool
+    baseline = threading.active_count()
+    estimator = ESTIMATORS[name](**PARAMS[name])
+    original = getattr(preprocessing_protocol, target)
+    interrupted = {}
+
+    def interrupting(*args, **kwargs):
+        if not interrupted:
+            interrupted["at"] = time.monotonic()
+            _thread.interrupt_main()
+        return original(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(preprocessing_protocol, target, interrupting)
+        with pytest.raises(KeyboardInterrupt):
+            estimator.fit(X, y)
+    assert interrupted
+    assert time.monotonic() - interrupted["at"] < PROMPT_SECONDS
+    assert not busy_party_threads(wait=PROMPT_SECONDS)
+    assert threading.active_count() <= baseline
+    with pytest.raises(NotFittedError):
+        check_is_fitted(estimator)
 
 
 def test_a_hanging_party_with_a_short_party_timeout_ends_promptly():

@@ -138,6 +138,7 @@ def _value_counts(phase):
         *_summed(f"{phase}: values", "opened * words",
                  "h times the 40-bit words of the value in each opened slot"),
         _fitted(f"{phase}: fitted", _public("opened columns", **opened),
+                _public("opened slots", **opened),
                 _public("byte lengths of the opened values", **opened),
                 _public("the opened values, in 40-bit words", dtype="u",
                         max_size="opened * words", exempt=_OUTPUT),

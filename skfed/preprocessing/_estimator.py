@@ -638,6 +638,10 @@ class SimpleImputer(_FederatedPreprocessor, _sk_impute.SimpleImputer):
     ``local_histogram_recovery``); with two row holders, a holder can
     subtract its own share from what is revealed (``min_row_holders``).
 
+    ``"most_frequent"`` counts values in keyed slots as
+    :class:`OneHotEncoder` does: the number of rounds and messages depends
+    on the holders' CSPRNG key, the fitted ``statistics_`` never.
+
     Examples
     --------
     >>> import numpy as np
@@ -926,10 +930,19 @@ default="error"
 
     **Collisions.** Two values hashed to one slot are told apart by a keyed
     20-bit tag (Cauchy-Schwarz on ``(sum h, sum h t, sum h t^2)``) before any
-    value is opened, and hashed again with a fresh round; a collision the
-    tags miss (probability ``2**-20`` per colliding pair, with 8 slots per
-    value about one pair in ``10**5`` values) would open the sum of two
-    values' bytes.
+    value is opened, and hashed again with a fresh round. A collision the
+    tags miss (probability ``2**-20`` per colliding pair; with 8 slots per
+    value ``n`` values form about ``n / 16`` colliding pairs, so one miss
+    in about ``1.7e7`` values) would open a mix of two values' bytes: a holder of one
+    of them sees that the opened value is not its own and the fit stops
+    with an error (fitting again draws a new key).
+
+    **Determinism.** The slots are keyed by a key the first holder draws
+    from its CSPRNG in every fit, so which values collide, hence how many
+    rounds the counts take and how many messages ``communication_`` shows
+    (it varies between fits of one table), depends on that secret only;
+    the fitted ``categories_`` (and the counts behind ``min_frequency``)
+    do not: they are the same for a given input.
 
     Examples
     --------

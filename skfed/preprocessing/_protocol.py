@@ -53,6 +53,11 @@ data-less ``server`` that coordinates and decodes totals only:
 
 Every total the server decodes is broadcast back to the column's holders
 (``"... : fitted"`` phases), who transform their own rows with it.
+
+Each secure sum and each broadcast is a protocol round of its own
+(:func:`next_round`), numbered from 0 over the fit, so a timeline
+(:meth:`~skfed.federation.MessageRecorder.plot_timeline`) shows every step;
+only the holders' set-up (the slot key) carries no round.
 """
 
 # Authors: The skfed developers
@@ -215,7 +220,13 @@ class Layout:
 
 
 def next_round(fed):
-    """The next protocol round of this fit (its messages carry the number)."""
+    """The next protocol round of this fit (its messages carry the number).
+
+    A round is one step of the server: a secure sum it asks for (its
+    request and the holders' masked uploads), or the broadcast of what it
+    decoded. Rounds count from 0 over the whole fit; only the set-up
+    between holders (the slot key of the value counts) is outside any.
+    """
     number = fed.__dict__.get("_preprocessing_round", -1) + 1
     fed.__dict__["_preprocessing_round"] = number
     return protocol_round(number)
@@ -258,8 +269,10 @@ def note_size(sizes, name, value):
 def _send_fitted(fed, holders, phase, *values):
     """The server sends a column group's fitted statistics to its holders."""
     if len(holders) > 1:
-        fed.gather(fed[h].call(holder_store_fitted, *values, sender=SERVER,
-                               phase=phase) for h in holders)
+        with next_round(fed):
+            fed.gather(fed[h].call(holder_store_fitted, *values,
+                                   sender=SERVER, phase=phase)
+                       for h in holders)
 
 
 def holder_store_fitted(state, *values):
@@ -1008,11 +1021,25 @@ def holder_slot_words(state, columns, slots, n_words):
     return out
 
 
-def holder_take_opened(state, columns, lengths, words):
-    """The opened values (the server's broadcast) are no longer pending."""
-    for j, length, row in zip(columns.tolist(), lengths.tolist(),
-                              np.asarray(words).tolist()):
-        state.pending[j].discard(_from_words(row, length))
+def holder_take_opened(state, columns, slots, lengths, words):
+    """The opened values (the server's broadcast) are no longer pending.
+
+    A holder with a value in an opened slot checks that the opened value is
+    its own: if not, the tags missed a collision (two values, their tags
+    equal) and the opened bytes are a mix of two values, which no fit may
+    keep as a category.
+    """
+    for j, s, length, row in zip(columns.tolist(), slots.tolist(),
+                                 lengths.tolist(), np.asarray(words).tolist()):
+        value = _from_words(row, length)
+        mine = state.slots[j].get(s)
+        if mine is not None and mine != value:
+            raise RuntimeError(
+                f"Two categories of column {j} fell in one slot with equal "
+                f"keyed tags (probability 2**-{SLOT_TAG_BITS} per colliding "
+                "pair), so the opened value is a mix of both. Fit again: "
+                "each fit draws a new slot key.")
+        state.pending[j].discard(value)
 
 
 def _slots_for(bound):
@@ -1135,10 +1162,11 @@ def fit_value_counts(fed, holders, n_columns, *, select="all", min_count=1,
             for (j, _, rows, _), length, row in zip(opened, lengths.tolist(),
                                                     words.tolist()):
                 found[j][_from_words(row, length)] = rows
-            fed.gather(fed[h].call(holder_take_opened, columns, lengths,
-                                   words, sender=SERVER,
-                                   phase=f"{phase}: fitted")
-                       for h in holders)
+            with next_round(fed):
+                fed.gather(fed[h].call(holder_take_opened, columns, slots,
+                                       lengths, words, sender=SERVER,
+                                       phase=f"{phase}: fitted")
+                           for h in holders)
         round_no += 1
     if select == "mode":
         found = [_modes(c) for c in found]

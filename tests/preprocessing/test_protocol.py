@@ -10,6 +10,7 @@ from sklearn import preprocessing as skp
 import skfed.preprocessing as fp
 from skfed.federation import record_messages
 from skfed.partition import HorizontalPartition
+from skfed.preprocessing import _protocol
 from skfed.preprocessing._protocol import (float_keys, keys_to_float,
                                            lerp, percentile_ranks)
 from skfed.preprocessing._ring import MAX_ABS, AnyEncoder, ExactSumEncoder
@@ -114,6 +115,89 @@ def test_value_counts_many_distinct_strings_and_ties():
     ref = sk_impute.SimpleImputer(strategy="most_frequent",
                                   missing_values="c").fit(Xt)
     assert imp.statistics_.tolist() == ref.statistics_.tolist() == ["a"]
+
+
+_EVERY_PROTOCOL = [
+    (fp.StandardScaler, {}, "float"),
+    (fp.MinMaxScaler, {}, "float"),
+    (fp.MaxAbsScaler, {}, "float"),
+    (fp.SimpleImputer, {"strategy": "median"}, "float"),
+    (fp.SimpleImputer, {"strategy": "most_frequent"}, "int"),
+    (fp.OneHotEncoder, {}, "int"),
+    (fp.KBinsDiscretizer, {"n_bins": 3}, "float"),
+]
+
+
+@pytest.mark.parametrize("cls, params, kind", _EVERY_PROTOCOL)
+def test_every_step_of_the_server_is_a_round(cls, params, kind):
+    """Each secure sum and each broadcast of the fitted statistics is a
+    round of its own, numbered 0, 1, ...; only the holders' slot key (the
+    set-up of the value counts) is outside any (it was: the broadcasts,
+    and a mean imputer's fit showed one round)."""
+    X = np.random.RandomState(0).normal(size=(60, 3))
+    X = np.round(X) if kind == "int" else X
+    with record_messages() as rec:
+        est = cls(partition=HorizontalPartition(3), **params).fit(X)
+    rounds = [m.round for m in rec.messages]
+    assert sorted(set(rounds) - {None}) == list(range(max(r for r in rounds
+                                                          if r is not None) + 1))
+    assert {m.phase for m in rec.messages if m.round is None} <= {
+        "categories: key", "mode: key"}
+    assert [m.round for m in rec.messages] == sorted(rounds, key=lambda r: (
+        -1 if r is None else r))  # in order: a round ends before the next
+    fitted = {m.round for m in rec.messages if m.phase.endswith(": fitted")}
+    others = {m.round for m in rec.messages if not m.phase.endswith(": fitted")}
+    assert fitted and not fitted & others
+    assert est.communication_.total_messages == len(rec.messages)
+
+
+def _fixed_slot_key(state):
+    state.slot_key = bytes(range(16))
+    return np.frombuffer(state.slot_key, dtype=np.uint8).copy()
+
+
+def test_slot_key_moves_the_message_count_never_the_model(monkeypatch):
+    """The value counts' rounds depend on the slots' collisions, hence on
+    the key the first holder draws from its CSPRNG: the message count varies
+    between fits, the categories and modes never. With the key fixed, two
+    fits send the very same messages."""
+    rng = np.random.RandomState(0)
+    X = rng.randint(0, 120, size=(400, 2)).astype(object)
+    X[:, 1] = np.array([f"c{v}" for v in X[:, 1]], dtype=object)
+    owner = np.arange(len(X)) % 3
+    ref = skp.OneHotEncoder().fit(X)
+    ref_mode = sk_impute.SimpleImputer(strategy="most_frequent").fit(X)
+    for _ in range(6):
+        enc = fp.OneHotEncoder(partition=HorizontalPartition(3)).fit(
+            X, sample_party=owner)
+        imp = fp.SimpleImputer(partition=HorizontalPartition(3),
+                               strategy="most_frequent").fit(
+            X, sample_party=owner)
+        for ours, theirs in zip(enc.categories_, ref.categories_):
+            assert ours.tolist() == theirs.tolist()
+        assert imp.statistics_.tolist() == ref_mode.statistics_.tolist()
+    monkeypatch.setattr(_protocol, "holder_draw_key", _fixed_slot_key)
+    fits = [fp.OneHotEncoder(partition=HorizontalPartition(3)).fit(
+        X, sample_party=owner) for _ in range(2)]
+    assert fits[0].communication_ == fits[1].communication_
+    # 120 values per column in 1024 slots: some collide, a second round runs
+    assert fits[0].communication_.by_phase["categories: slots/upload"][
+        "messages"] > 3
+
+
+def test_a_collision_the_tags_miss_is_an_error_not_a_category(monkeypatch):
+    """Every value in one slot with one tag: the server's Cauchy-Schwarz
+    test sees one value and opens the mean of their bytes; a holder finds
+    the opened value is not its own (before: a made-up category)."""
+    monkeypatch.setattr(_protocol, "slot_of", lambda *args: (0, 0))
+    X = np.array(["ab", "cd", "ef"] * 4, dtype=object)[:, None]
+    enc = fp.OneHotEncoder(partition=HorizontalPartition(3))
+    with pytest.raises(Exception, match="equal keyed tags"):
+        enc.fit(X, sample_party=np.arange(12) % 3)
+    # one value on every holder: the slot's bytes are that value's
+    X = np.array(["ab"] * 6, dtype=object)[:, None]
+    assert enc.fit(X, sample_party=np.arange(6) % 3).categories_[0].tolist() \
+        == ["ab"]
 
 
 def test_min_frequency_and_max_categories_match_sklearn():
