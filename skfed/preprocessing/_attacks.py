@@ -29,12 +29,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._privacy_core import attack_row
-from ..federation.secure_sum import RingEncoder
+from ..federation.secure_sum import ExactSumEncoder, RingEncoder
 from ._protocol import (SERVER, Layout, holder_histogram,
                         holder_local_values, holder_slot_table,
                         holder_sorted_keys, holder_weighted_sums,
                         keys_to_float)
-from ._ring import ExactSumEncoder
 
 __all__ = ["attacks_for", "local_mean_recovery", "local_extreme_recovery",
            "local_histogram_recovery"]

@@ -226,8 +226,9 @@ class StandardScaler(_FederatedPreprocessor, _sk.StandardScaler):
     values give the mean ``S / W``, which the server sends back; the
     centred sums ``Q = sum w (x - mean)^2`` and ``C = sum w (x - mean)``
     give ``var = (Q - C^2 / W) / W``. Each sum travels masked in an exact
-    multi-limb ring encoding (:mod:`skfed.preprocessing._ring`): the total
-    is the exact sum of the holders' float64 totals, rounded once, whatever
+    multi-limb ring encoding
+    (:class:`skfed.federation.secure_sum.ExactSumEncoder`): the total is
+    the exact sum of the holders' float64 totals, rounded once, whatever
     the data's units, so the statistics match scikit-learn's on the pooled
     table to float64 rounding (1e-10 is asserted in the tests, far from the
     origin too).

@@ -11,7 +11,8 @@ data-less ``server`` that coordinates and decodes totals only:
 - **exact sums** (:func:`fit_moments`, :func:`total_rows`): each holder
   computes its local totals and they are added under pairwise ring masks
   (:func:`~skfed.federation.secure_sum.secure_sum`) in the exact multi-limb
-  encoding of :mod:`._ring`; the server decodes the sum over holders only.
+  encoding of :class:`~skfed.federation.secure_sum.ExactSumEncoder`; the
+  server decodes the sum over holders only.
   Moments take two passes, as scikit-learn's ``_incremental_mean_and_var``
   does on the pooled table: the weights and weighted sums give the mean,
   which the server sends back; then the centred sums of squares and the
@@ -21,7 +22,7 @@ data-less ``server`` that coordinates and decodes totals only:
   that sorts as the floats do; the server finds the largest key of every
   column four bits at a time, asking "does anyone hold a key of at least t?"
   for the 16 thresholds ``t`` that extend the bits found so far. The answers
-  travel through the secure OR of :class:`~._ring.AnyEncoder`: the server
+  travel through the secure OR of :class:`~skfed.federation.secure_sum.AnyEncoder`: the server
   learns the bits of the maximum (the fitted statistic) and nothing else,
   not how many holders have a key above ``t``, not which. The minimum is the
   maximum of the complemented keys. Sixteen rounds; exact.
@@ -75,8 +76,8 @@ from sklearn.utils._mask import _get_mask
 from sklearn.utils.stats import _weighted_percentile
 
 from ..federation import Local, protocol_round
-from ..federation.secure_sum import RingEncoder, secure_sum
-from ._ring import AnyEncoder, ExactSumEncoder
+from ..federation.secure_sum import (AnyEncoder, ExactSumEncoder, RingEncoder,
+                                     secure_sum)
 
 __all__ = [
     "SERVER",
