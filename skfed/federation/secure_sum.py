@@ -36,8 +36,7 @@ import numpy as np
 
 from .party import Local
 
-__all__ = ["RingEncoder", "ExactSumEncoder", "AnyEncoder", "MAX_PARTIES",
-           "secure_sum"]
+__all__ = ["RingEncoder", "ExactSumEncoder", "AnyEncoder", "secure_sum"]
 
 _RING_BITS = 64
 
