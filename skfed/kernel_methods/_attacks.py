@@ -141,6 +141,7 @@ __all__ = [
     "classical_mds",
     "procrustes_rotation",
     "KERNEL_ATTACKS",
+    "blocks_row_order",
 ]
 
 
@@ -951,6 +952,14 @@ def distance_mds(estimator, messages, X, y=None, n_known=None, estimates=None,
 
 
 distance_mds.attack_name = "distance_mds"
+
+
+def blocks_row_order(estimator, n_rows):
+    """Row ``r`` of the parties' blocks is row ``order[r]`` of the caller's
+    ``X`` (a fit may put held-out rows first): FDSKL's and AVFKAM's
+    ``_privacy_row_order``."""
+    order = getattr(estimator, "_row_order", None)
+    return np.arange(n_rows) if order is None else np.asarray(order)
 
 
 #: the attacks of FDSKL and AVFKAM, as their ``_privacy_attacks`` return them

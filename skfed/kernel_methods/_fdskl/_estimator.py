@@ -56,7 +56,7 @@ from .._convergence import (
     validation_split,
     warn_not_converged,
 )
-from .._attacks import KERNEL_ATTACKS
+from .._attacks import KERNEL_ATTACKS, blocks_row_order
 from .._export import KernelShareMixin
 from .._vertical_features import (
     federated_decision,
@@ -367,10 +367,7 @@ class _BaseFDSKL(KernelShareMixin, FederatedMixin,
         return masked_sums(self, messages, n_rows)
 
     def _privacy_row_order(self, n_rows):
-        """Row ``r`` of the parties' blocks is row ``order[r]`` of the
-        caller's ``X`` (a fit may put held-out rows first)."""
-        order = getattr(self, "_row_order", None)
-        return np.arange(n_rows) if order is None else np.asarray(order)
+        return blocks_row_order(self, n_rows)
 
     def _privacy_secrets(self, X, y=None, sample_weight=None, **fit_params):
         secrets = super()._privacy_secrets(X, y, **fit_params)
