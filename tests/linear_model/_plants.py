@@ -1,9 +1,29 @@
-"""A planted HyFDCA leak shared by the privacy tests and the benchmark."""
+"""A planted HyFDCA leak shared by the privacy tests and the benchmark, and
+the recorded fits those tests share."""
 
 import numpy as np
+from sklearn.datasets import make_classification
+from sklearn.preprocessing import StandardScaler
 
+from skfed.federation import record_messages
 from skfed.linear_model import _protocol
 from skfed.linear_model._dual import conjugate_values, loss_values
+
+
+X, Y = make_classification(300, 12, n_informative=6, random_state=0)
+X = StandardScaler().fit_transform(X)
+SMALL = dict(key_size=512, random_state=0)
+
+
+def fit_recorded(estimator, X=X, y=Y):
+    with record_messages() as rec:
+        estimator.fit(X, y)
+    return estimator, rec.messages
+
+
+def found(violations, phase=None):
+    return " | ".join(v.found for v in violations
+                      if phase is None or v.phase == phase)
 
 
 def _plain_report(client, grid):

@@ -12,28 +12,15 @@ import pytest
 from sklearn.datasets import make_classification
 from sklearn.preprocessing import StandardScaler
 
-from skfed.federation import record_messages
 from skfed.linear_model import HyFDCAClassifier, _protocol
 from skfed.linear_model._attacks import report_inversion, row_reconstruction
 from skfed.partition import HorizontalPartition, HybridPartition
 from skfed.privacy import audit, check_messages
 
-from ._plants import restore_plain_reports
+from ._plants import SMALL, X, Y, restore_plain_reports
+from ._plants import fit_recorded as _fit_recorded
+from ._plants import found as _found
 
-X, Y = make_classification(300, 12, n_informative=6, random_state=0)
-X = StandardScaler().fit_transform(X)
-SMALL = dict(key_size=512, random_state=0)
-
-
-def _fit_recorded(estimator, X=X, y=Y):
-    with record_messages() as rec:
-        estimator.fit(X, y)
-    return estimator, rec.messages
-
-
-def _found(violations, phase=None):
-    return " | ".join(v.found for v in violations
-                      if phase is None or v.phase == phase)
 
 
 def _relative_errors(fitted, messages, X=X, y=Y):

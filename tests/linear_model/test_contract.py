@@ -22,20 +22,10 @@ from skfed.partition import (HorizontalPartition, HybridPartition,
                              VerticalPartition)
 from skfed.privacy import check_messages
 
-X, Y = make_classification(300, 12, n_informative=6, random_state=0)
-X = StandardScaler().fit_transform(X)
-SMALL = dict(key_size=512, random_state=0)
+from ._plants import SMALL, X, Y
+from ._plants import fit_recorded as _fit_recorded
+from ._plants import found as _found
 
-
-def _fit_recorded(estimator, X=X, y=Y):
-    with record_messages() as rec:
-        estimator.fit(X, y)
-    return estimator, rec.messages
-
-
-def _found(violations, phase=None):
-    return " | ".join(v.found for v in violations
-                      if phase is None or v.phase == phase)
 
 
 # -- clean fits and planted leaks of the accelerated solver -------------------
