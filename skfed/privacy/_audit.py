@@ -36,8 +36,9 @@ What counts as a row-indexed vector
       values; otherwise with the private key the estimator's audit log
       holds for ``R`` (``estimator._audit_log["keys"]``, kept only while an
       audit records the fit). Without it those ciphertexts are skipped and
-      counted (metric ``undecrypted``). A decryption longer than the rows
-      and not a multiple of them (packed slots) gives its leading values;
+      counted (metric ``undecrypted``). A packed decryption whose slots
+      hold the rows times a number of tasks, padded within its last
+      ciphertext, gives those values (row-major);
     - integer leaves of ``Inherent`` elements that are sets of row ids
       (distinct, in range, fewer than every row): their 0/1 indicator over
       ``R``'s rows (an instance space is a row-indexed vector);
@@ -238,10 +239,14 @@ class _Receiver:
             if values.shape[axis] == self.n_rows:
                 matrix = np.moveaxis(values, axis, 0).reshape(self.n_rows, -1)
                 break
-        else:  # packed slots: the leading rows x tasks values, row-major
+        else:
+            if not packed:
+                return []  # not along the rows
+            # packed slots: rows x tasks values, row-major, padded within
+            # the last ciphertext (anything longer packs something else)
             flat = values.ravel()
             tasks = flat.size // self.n_rows
-            if tasks == 0:
+            if tasks == 0 or flat.size - self.n_rows * tasks >= values.shape[-1]:
                 return []
             matrix = flat[:self.n_rows * tasks].reshape(self.n_rows, tasks)
         found = []
