@@ -92,8 +92,12 @@ Reading it
     An upper bound of what is linear in the messages, plus one quadratic
     step; it does not model what needs the attacker's own secret state
     beyond its columns (HyFDCA's vertical Gram leak needs the receiver's
-    own duals: ``partner_block``-style attacks of the estimator find it),
-    and the "own part" step is a heuristic about sums of parts.
+    own duals, which only an attack of the estimator's own can use), and
+    the "own part" step is a heuristic about sums of parts. Row vectors
+    are read in increasing row order, the order in which the partitions
+    hand every party its rows. An estimator whose audit log holds no keys
+    (SecureBoost's) has its encrypted fits' ciphertexts counted, not read:
+    in plaintext mode the same fit shows what they hold.
 """
 
 # Authors: The skfed developers
