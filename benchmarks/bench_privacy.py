@@ -8,6 +8,13 @@ attack table: the attacker's score beside what chance gives. Where an attack
 has many targets (one per victim column), the table shows the worst case for
 the defender (the attacker's best score) and the mean.
 
+The generic ``accumulation`` attack that ``audit`` runs for every estimator on
+a vertical or hybrid split (every row-indexed vector a party received,
+stacked) is summarised over all its attacker-victim pairs: one row per
+metric, for the pair that beats chance by the most (``vectors`` and
+``rank``: the party that received the most), ``targets`` counting the pairs
+and ``mean`` their mean. ``--full`` shows every pair.
+
 ``--rst FILE`` also writes the tables as reStructuredText for the security
 page of the user guide (``doc/user_guide/audit_tables.inc``), so the figures
 in the docs are this script's output, not typed by hand.
@@ -86,13 +93,29 @@ def cases():
            X, y, {})
 
 
+def _accumulation_rows(table):
+    """One row per metric of the accumulation attack: the pair that beats
+    chance by the most."""
+    rows = []
+    for metric, group in table.groupby("metric", sort=False):
+        margin = (group["value"] - group["chance"]).fillna(-np.inf)
+        best = group.loc[margin.idxmax()]
+        rows.append({"attack": "accumulation", "attacker": best["attacker"],
+                     "victim": best["victim"], "targets": len(group),
+                     "metric": metric, "best": best["value"],
+                     "mean": group["value"].mean(), "chance": best["chance"]})
+    return rows
+
+
 def summarise(table, full=False):
-    """Worst case (the attacker's best score) and mean per attack and metric."""
+    """Worst case (the attacker's best score) and mean per attack and metric;
+    the accumulation attack summarised over its pairs."""
     if full or table.empty:
         return table
     better_low = table["metric"].isin(["relative_error", "error", "rmse"])
+    accumulation = table["attack"] == "accumulation"
     rows = []
-    for (attack, attacker, victim, metric), group in table.groupby(
+    for (attack, attacker, victim, metric), group in table[~accumulation].groupby(
             ["attack", "attacker", "victim", "metric"], sort=False):
         low = bool(better_low[group.index].all())
         best = group["value"].min() if low else group["value"].max()
@@ -100,6 +123,8 @@ def summarise(table, full=False):
                      "targets": len(group), "metric": metric,
                      "best": best, "mean": group["value"].mean(),
                      "chance": group["chance"].mean()})
+    if accumulation.any():
+        rows += _accumulation_rows(table[accumulation])
     import pandas as pd
 
     return pd.DataFrame(rows)

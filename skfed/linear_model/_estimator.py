@@ -39,7 +39,7 @@ from ._attacks import report_inversion, row_reconstruction
 from ._contract import hyfdca_contract
 from ._dual import line_search_grid
 from ._paper import DUAL_CURVATURES, PaperSolver, cyclic_sets
-from ._protocol import AcceleratedSolver, row_sqnorms
+from ._protocol import AcceleratedSolver, client_blocks, row_sqnorms
 
 __all__ = ["HyFDCAClassifier"]
 
@@ -842,3 +842,12 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
 
     def _privacy_attacks(self):
         return [row_reconstruction, report_inversion]
+
+    def _privacy_own_block(self, party, X):
+        """``party``'s block as the protocol computes with it: its cell,
+        plus the constant intercept column for column group 0 (read by the
+        ``accumulation`` attack of :mod:`skfed.privacy`)."""
+        k = self._privacy_party_names().index(party)
+        blocks, _, _ = client_blocks(X, self.partition_, self.fit_intercept,
+                                     self.intercept_scaling)
+        return blocks[k]

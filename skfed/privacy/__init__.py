@@ -12,7 +12,11 @@ element may be. :func:`check_messages` holds recorded messages against it
 (a whitelist, plus semantic checks against the parties' private data), and
 :func:`audit` fits an estimator while recording, checks the messages and runs
 the attacks an honest-but-curious party could mount, reporting how much each
-one recovers beside what chance gives.
+one recovers beside what chance gives: the estimator's own, then, for every
+estimator on a vertical or hybrid split, the generic ``accumulation`` attack
+(every row-indexed vector a party received over the whole fit, stacked:
+how much of another party's columns lies in their span, and whether a
+quadratic form among them fixes the metric).
 
 Examples
 --------
