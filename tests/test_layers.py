@@ -153,9 +153,10 @@ def test_no_private_module_re_exports():
 
 
 def test_module_budget():
-    """Issue 36: at most 115 modules under skfed/ (files follow the
-    algorithm, not a line count)."""
-    assert len(_modules()) <= 115
+    """Issue 36: at most 116 modules under skfed/ (files follow the
+    algorithm, not a line count). 115 after issue 36; 116 with issue 37's
+    accumulation attack, a role of its own beside ``audit``."""
+    assert len(_modules()) <= 116
 
 
 def test_unit_graph_has_no_cycle():

@@ -21,7 +21,7 @@ from skfed.federation import Message, record_messages
 from skfed.partition import HorizontalPartition, VerticalPartition
 from skfed.privacy import (Ciphertext, Contract, Inherent, Masked, Public,
                            Rule, audit)
-from skfed.privacy._audit import (accumulation, row_vectors,
+from skfed.privacy._accumulation import (accumulation, row_vectors,
                                          stack_scores)
 
 RNG = np.random.RandomState(0)
