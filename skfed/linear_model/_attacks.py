@@ -154,10 +154,11 @@ def _candidates(estimator, messages):
 
     for m in messages:
         if (m.receiver != "server" or m.sender not in columns
-                or str(m.phase).startswith(("setup/weights",
+                or str(m.phase).startswith(("setup/weights", "curvature",
                                             "objective report"))):
-            # the total weight's sum is a scalar, the reports' sums are
-            # per task: neither has a row's shape
+            # the total weight's and the mean curvature's sums are
+            # scalars, the reports' sums are per task: none has a row's
+            # shape
             continue
         c, width = columns[m.sender]
         payload = tuple(m.payload or ())
@@ -532,3 +533,4 @@ def report_inversion(estimator, messages, X, y=None, **fit_params):
                               "reports", "label_accuracy", accuracy,
                               majority))
     return out
+

@@ -79,6 +79,7 @@ from ._reports import (client_after_step, client_report, report_bound,
 
 __all__ = ["SERVER", "client_name", "PRECISION_BITS", "crypto_seconds",
            "slots_per_plaintext", "weight_change_encoder", "row_sqnorms",
+           "DUAL_CURVATURES", "curvature_exchange",
            "client_blocks", "client_state", "server_state", "Participation",
            "Protocol", "Setup", "Result", "Solver", "AcceleratedSolver"]
 
@@ -197,6 +198,40 @@ def weight_change_encoder(loss, lam, n_samples, largest_rows, scale, n_terms,
         coefficient = 1.0
     bound = largest_rows * 2.0 ** scale * coefficient / (lam * n_samples)
     return RingEncoder.for_bound(bound, n_terms=n_terms)
+
+
+# -- the curvature of the coordinate steps -------------------------------------
+
+#: the values of ``dual_curvature``: which curvature a coordinate's quadratic
+#: term uses (see :func:`curvature_exchange` and the estimator's Notes)
+DUAL_CURVATURES = ("auto", "mean", "row_norm", "paper")
+
+
+def curvature_exchange(dual_curvature, whole_rows):
+    """What the setup exchanges for the coordinate steps' curvature.
+
+    - ``"mean"``: one public scalar, the mean squared row norm over all
+      rows, by one secure sum (:meth:`Protocol.curvature`); every row's
+      curvature uses it (times the solver's margin ``kappa``);
+    - ``"row_norm"``: each row's ``||x_i||^2``, summed over its row group's
+      clients like Algorithm 2 (:meth:`Protocol.squared_norms`), so the
+      clients of a row group learn their partners' ``||x_{k',i}||^2``;
+    - ``"local"``: each row's ``||x_i||^2`` computed by the client holding
+      the whole row: nothing is sent;
+    - ``None``: no norm at all (``dual_curvature="paper"``, the printed term
+      of the paper's boxes).
+
+    ``"auto"`` is ``"mean"`` where clients hold parts of rows and
+    ``"local"`` where they hold whole rows (one column group); so is
+    ``"row_norm"`` on whole rows.
+    """
+    if dual_curvature == "paper":
+        return None
+    if dual_curvature == "mean":
+        return "mean"
+    if whole_rows:
+        return "local"
+    return "row_norm" if dual_curvature == "row_norm" else "mean"
 
 
 # -- the clients' blocks (dense or CSR) and their rows' norms ---------------
@@ -402,6 +437,31 @@ def client_sqnorms(client):
 
 def client_set_sqnorms(client, sqnorm):
     client.sqnorm = np.asarray(sqnorm, dtype=np.float64)
+
+
+# -- the public curvature: the mean squared row norm over all rows -------------
+
+def client_curvature_share(client, n_rows):
+    """The client's share of the mean squared row norm over all ``n_rows``
+    rows: ``sum_i ||x_{k,i}||^2 / n_rows``, times ``4**-scale`` (every row
+    part is below ``2**scale``, so the share is at most 1)."""
+    total = float(np.sum(row_sqnorms(client.X)))
+    return np.array([math.ldexp(total / n_rows,
+                                -2 * int(client.scale_exponent))])
+
+
+def server_mean_sqnorm(server, scaled):
+    """The decoded sum scaled back: the mean squared row norm over all rows
+    (public, one float)."""
+    return np.array([math.ldexp(float(np.asarray(scaled).ravel()[0]),
+                                2 * int(server.scale_exponent))])
+
+
+def client_set_curvature(client, mean, kappa):
+    """Every row's curvature uses ``kappa`` times the public mean (the
+    solver's margin, public too)."""
+    value = float(kappa) * float(np.asarray(mean).ravel()[0])
+    client.sqnorm = np.full(client.X.shape[0], value)
 
 
 # -- the round's point: duals plus momentum, and its weights ------------------
@@ -759,6 +819,7 @@ class Protocol:
         # N of the average: the number of rows, or with weights the total
         # weight, which the clients sum securely at setup (total_weight).
         self.N = setup.n_samples
+        self.n_rows = setup.n_samples  # the number of rows, never a weight
         # Public structure (which client holds which cell), known to all.
         self.row_group = {k: partition.client_cell(k)[0]
                           for k in range(partition.n_clients)}
@@ -888,6 +949,33 @@ class Protocol:
                           {k: (total,) for k in clients})
         self.N = float(total[0])
         return self.N
+
+    def curvature(self, clients, kappa):
+        """The public curvature, once at setup: the mean squared row norm
+        over all rows. The clients sum their shares ``sum_i ||x_{k,i}||^2 /
+        n`` securely (scaled by the agreed ``4**-scale``, each at most 1;
+        ``n`` the public number of rows, broadcast with the request); the
+        server scales the total back and sends the one float to every
+        client, which sets every row's curvature to ``kappa`` times it. No
+        per-row value leaves a client."""
+        names = [client_name(k) for k in clients]
+        scaled = secure_sum(
+            self.fed, names, SERVER, client_curvature_share, self.n_rows,
+            phase="curvature", sender=SERVER,
+            encoder=RingEncoder.for_bound(1.0, n_terms=len(names))).result()
+        mean = self.server.call(server_mean_sqnorm, Local(scaled)).result()
+        self._from_server("curvature", client_set_curvature,
+                          {k: (mean, Local(kappa)) for k in clients})
+        return float(mean[0])
+
+    def set_up_curvature(self, clients, exchange, kappa):
+        """The setup of the coordinate steps' curvature that
+        :func:`curvature_exchange` names (``None``: nothing)."""
+        if exchange == "mean":
+            return self.curvature(clients, kappa)
+        if exchange is not None:
+            self.squared_norms(clients)
+        return None
 
     def squared_norms(self, clients):
         """||x_i||^2 of every row, once, for the coordinate steps."""
@@ -1022,11 +1110,16 @@ class Solver:
     returns a :class:`Result`; the estimator sets its attributes from it.
     """
 
+    #: ``kappa``: the margin on the public mean curvature
+    #: (``dual_curvature="mean"``); 1 where a line search sets the level
+    curvature_margin = 1.0
+
     def __init__(self, *, loss, alpha, max_iter, local_iterations,
                  participation, schedule, step_size, fit_intercept,
                  intercept_scaling, encryption, key_size, n_jobs,
-                 random_state, verbose):
+                 random_state, verbose, dual_curvature="auto"):
         self.loss = loss
+        self.dual_curvature = dual_curvature
         self.alpha = float(alpha)
         self.max_iter = max_iter
         self.local_iterations = local_iterations
@@ -1102,6 +1195,14 @@ class Solver:
                       np.asarray(curve, dtype=np.float64).reshape(-1, 2), gap,
                       float(sum(seconds)))
 
+    def set_up_curvature(self, protocol, clients):
+        """The coordinate steps' curvature, once at setup
+        (:func:`curvature_exchange` of ``dual_curvature``)."""
+        return protocol.set_up_curvature(
+            clients, curvature_exchange(self.dual_curvature,
+                                        protocol.whole_rows),
+            self.curvature_margin)
+
     def model(self, w, n_features):
         """``(coef, intercept)`` of the weights ``w``: the intercept is
         ``intercept_scaling`` times the constant column's weight."""
@@ -1152,9 +1253,9 @@ class AcceleratedSolver(Solver):
         everyone = list(range(partition.n_clients))
         C = partition.n_column_groups
         partial = not participants.all
-        # Setup: the fixed-point scale, then the rows' squared norms.
+        # Setup: the fixed-point scale, then the steps' curvature.
         scale = protocol.agree_scale(everyone)
-        protocol.squared_norms(everyone)
+        self.set_up_curvature(protocol, everyone)
         curve, converged, gap, t = [], False, float("inf"), 0
         # Encrypted rounds are slow: the first line tells the wait (a bound).
         progress = Progress("HyFDCA", self.max_iter, self.verbose, fed=fed,

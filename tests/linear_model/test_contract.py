@@ -277,6 +277,35 @@ def test_planted_squared_norms_under_the_printed_curvature_are_flagged(
     assert found, "squared norms sent under dual_curvature='paper'"
 
 
+# -- the public mean curvature sends no per-row norm (issue 37) -----------------
+
+@pytest.mark.parametrize("solver", ["accelerated", "paper"])
+def test_squared_norms_planted_beside_the_mean_curvature_are_flagged(
+        monkeypatch, solver):
+    """The default (``"auto"``: the public mean where rows are split) has no
+    ``squared norms`` phase: a fit that still sends the rows' norms (the
+    route that fixes the partners' metric) is flagged, while the honest
+    default fit and a ``"row_norm"`` fit are clean."""
+    kw = dict(PAPER_SMALL) if solver == "paper" else dict(
+        max_iter=3, tol=None, **SMALL)
+    for dual_curvature in ("auto", "row_norm"):
+        fitted, messages = _fit_recorded(HyFDCAClassifier(
+            HybridPartition(2, 2), dual_curvature=dual_curvature, **kw))
+        assert check_messages(fitted, messages, X, Y) == []
+    agree = _protocol.Protocol.agree_scale
+
+    def leaky(self, clients):
+        scale = agree(self, clients)
+        self.squared_norms(clients)
+        return scale
+
+    monkeypatch.setattr(_protocol.Protocol, "agree_scale", leaky)
+    fitted, messages = _fit_recorded(HyFDCAClassifier(HybridPartition(2, 2),
+                                                      **kw))
+    found = _found(check_messages(fitted, messages, X, Y))
+    assert "undeclared phase 'squared norms/shared'" in found
+
+
 def test_clients_taking_part_one_by_one_satisfy_the_contract():
     """Per-client participation on a hybrid grid: a column group with one
     client present sends its w_hat_k change alone (declared)."""
