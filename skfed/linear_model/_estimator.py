@@ -35,7 +35,8 @@ from ..base import (FederatedMixin, check_labels_not_single_class,
                     check_row_weights)
 from ..partition import (HorizontalPartition, HybridPartition,
                          VerticalPartition)
-from ._attacks import report_inversion, row_reconstruction
+from ._attacks import (model_differences, partner_block, report_inversion,
+                       row_reconstruction)
 from ._contract import hyfdca_contract
 from ._dual import line_search_grid
 from ._paper import PaperSolver, cyclic_sets
@@ -812,6 +813,12 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
         self.objective_curve_ = result.objective_curve
         self.coef_ = result.coef
         self.intercept_ = result.intercept
+        # What the attackers among the clients hold beyond their messages
+        # (keys, own duals): kept only while messages are recorded.
+        if result.audit_log is not None:
+            self._audit_log = result.audit_log
+        elif hasattr(self, "_audit_log"):
+            del self._audit_log
         return self
 
     def _solver(self):
@@ -881,4 +888,5 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
                                n_rows=len(partition.owners))
 
     def _privacy_attacks(self):
-        return [row_reconstruction, report_inversion]
+        return [row_reconstruction, report_inversion, partner_block,
+                model_differences]

@@ -65,6 +65,7 @@ from ..base import party_seeds
 from ..crypto import PackedEncoder, generate_keypair
 from ..exceptions import DivergenceError
 from ..federation import Local, protocol_rounds
+from ..federation import network as _network
 from ..federation.secure_sum import RingEncoder, secure_sum
 from ._dual import (
     ZERO_MODEL_LOSS,
@@ -275,7 +276,7 @@ def client_blocks(X, partition, fit_intercept, intercept_scaling):
 
 def client_state(X, Y, weights, private_key, *, loss, lam, n_samples,
                  whole_rows, local_iterations, seed, n_jobs, packing, n_holders,
-                 row_group):
+                 row_group, audit=False):
     """Private state of one client (a dict the Federation turns into a state).
 
     ``X`` is dense or CSR. ``weights`` are its rows' weights (``None``: all
@@ -285,6 +286,11 @@ def client_state(X, Y, weights, private_key, *, loss, lam, n_samples,
     it holds whole rows. ``n_samples`` is the total weight ``N`` of the
     average (the number of rows when unweighted; with weights it arrives by
     :func:`client_receive_total_weight`).
+
+    ``audit``: keep, at every receipt of ``primal weights``, the client's
+    own duals the received ``w`` is evaluated at (what an attacker among
+    the clients holds; :mod:`._attacks` reads them from the fit's
+    ``_audit_log``, kept only while messages are recorded).
     """
     n_rows, n_tasks = Y.shape
     zeros = np.zeros((n_rows, n_tasks))
@@ -307,6 +313,7 @@ def client_state(X, Y, weights, private_key, *, loss, lam, n_samples,
         # the reporter's sums at its last report (see _reports)
         "loss_sum": np.zeros(n_tasks), "conj_sum": np.zeros(n_tasks),
         "report": None,
+        "audit": [] if audit else None,
     }
 
 
@@ -507,6 +514,14 @@ def server_weights_for(server, clients):
 def client_receive_weights(client, w_k, exponent):
     client.w = np.asarray(w_k, dtype=np.float64)
     client.ip_exponent = int(exponent)
+    if client.audit is not None:
+        # the evaluation point (accelerated) and the duals (paper solver)
+        client.audit.append((client.point.copy(), client.A.copy()))
+
+
+def client_audit_log(client):
+    """The duals kept at each ``primal weights`` receipt (``audit``)."""
+    return list(client.audit or [])
 
 
 # -- SecureInnerProduct (Algorithm 2) -----------------------------------------
@@ -1085,6 +1100,9 @@ class Setup(NamedTuple):
     weighted: bool
     #: the seed of the server's choice of participants
     participation_seed: int
+    #: client name -> the private key of its row group, kept for the
+    #: attacks' audit log only while messages are recorded (else empty)
+    keys: dict
 
 
 class Result(NamedTuple):
@@ -1097,6 +1115,9 @@ class Result(NamedTuple):
     objective_curve: np.ndarray
     duality_gap: float
     crypto_time: float
+    #: while messages are recorded: what the attackers among the clients
+    #: hold beyond their messages (:meth:`Solver.run`); else ``None``
+    audit_log: object = None
 
 
 class Solver:
@@ -1146,7 +1167,14 @@ class Solver:
         pack their ciphertexts, the seed of the server's choice of
         participants, each client's coordinate seed and ``H`` (lists in
         client order), and the server's ``tol`` and line-search ``grid``.
+
+        While messages are recorded (:func:`~skfed.federation.record_messages`)
+        the setup keeps each client's private key and has the clients keep
+        their duals at each receipt of ``primal weights``: what an attacker
+        among them holds beyond its messages (:meth:`run` returns them as
+        ``Result.audit_log``; never otherwise).
         """
+        audit = bool(_network._active_recorders)
         n_samples, n_features = X.shape
         K, C = partition.n_clients, partition.n_column_groups
         blocks, rows, columns = client_blocks(
@@ -1175,10 +1203,12 @@ class Solver:
                 loss=self.loss, lam=self.alpha, n_samples=n_samples,
                 whole_rows=C == 1, local_iterations=local_iterations[k],
                 seed=client_seeds[k], n_jobs=self.n_jobs, packing=packing,
-                n_holders=C, row_group=row_group_of[k])
+                n_holders=C, row_group=row_group_of[k], audit=audit)
+        audit_keys = ({client_name(k): keys[row_group_of[k]] for k in range(K)
+                       if row_group_of[k] in keys} if audit else {})
         return Setup(states, partition, columns, n_samples, n_features,
                      Y.shape[1], max(len(r) for r in rows.values()),
-                     weights is not None, participation_seed)
+                     weights is not None, participation_seed, audit_keys)
 
     def run(self, fed, setup, keep=None):
         """Run on the started federation of ``setup.states``; returns a
@@ -1191,9 +1221,18 @@ class Solver:
         seconds = fed.gather(fed[name].call(crypto_seconds)
                              for name in fed.party_names)
         coef, intercept = self.model(w, setup.n_features)
+        audit_log = None
+        if setup.states[client_name(0)]["audit"] is not None:
+            # {"keys": {client: its row group's private key},
+            #  "duals": {client: [(point, duals) at each primal weights]}}
+            names = [client_name(k) for k in range(setup.partition.n_clients)]
+            duals = fed.gather(fed[name].call(client_audit_log)
+                               for name in names)
+            audit_log = {"keys": dict(setup.keys),
+                         "duals": dict(zip(names, duals))}
         return Result(coef, intercept, n_iter,
                       np.asarray(curve, dtype=np.float64).reshape(-1, 2), gap,
-                      float(sum(seconds)))
+                      float(sum(seconds)), audit_log)
 
     def set_up_curvature(self, protocol, clients):
         """The coordinate steps' curvature, once at setup
