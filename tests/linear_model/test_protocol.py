@@ -201,15 +201,12 @@ def test_the_curvature_is_one_public_mean_over_all_rows(monkeypatch, solver,
     for sqnorm in seen:
         np.testing.assert_allclose(sqnorm, kappa * mean, rtol=1e-12)
     assert not any(m.phase.startswith("squared norms") for m in rec.messages)
-
-
-def test_row_norm_keeps_the_rows_squared_norms():
-    # dual_curvature="row_norm": today's route (each row's norm, summed like
-    # the inner products); no curvature message.
-    X, y = _small()
+    # dual_curvature="row_norm" keeps the rows' norms, summed like the inner
+    # products (the route that gives a client its partners' norms).
     with record_messages() as rec:
-        clf = HyFDCAClassifier(dual_curvature="row_norm", max_iter=2,
-                               tol=None, key_size=512, random_state=0).fit(X, y)
+        clf = HyFDCAClassifier(solver=solver, dual_curvature="row_norm",
+                               max_iter=2, tol=None, key_size=512,
+                               random_state=0).fit(X, y)
     part = clf.partition_
     phases = [m.phase for m in rec.messages]
     assert phases.count("squared norms") == part.n_clients
@@ -226,7 +223,8 @@ def test_whole_rows_keep_their_exact_local_norms(solver):
     kw = dict(solver=solver, max_iter=20, tol=None, encryption=None,
               random_state=0)
     with record_messages() as rec:
-        auto = HyFDCAClassifier(HorizontalPartition(2), **kw).fit(X, y)
+        auto = HyFDCAClassifier(HorizontalPartition(2), dual_curvature="auto",
+                                **kw).fit(X, y)
     exact = HyFDCAClassifier(HorizontalPartition(2), dual_curvature="row_norm",
                              **kw).fit(X, y)
     np.testing.assert_array_equal(auto.coef_, exact.coef_)
@@ -236,12 +234,13 @@ def test_whole_rows_keep_their_exact_local_norms(solver):
 
 def test_on_rows_of_equal_norm_the_mean_is_each_row_s_norm():
     # Every row of norm 3 (no intercept): the public mean is each row's
-    # norm, so the accelerated default and "row_norm" give the same model.
+    # norm, so the accelerated solver's "mean" and "row_norm" give the same
+    # model.
     X, y = _small()
     X = 3.0 * X / np.linalg.norm(X, axis=1, keepdims=True)
     kw = dict(fit_intercept=False, max_iter=15, tol=None, encryption=None,
               random_state=0)
-    auto = HyFDCAClassifier(**kw).fit(X, y)
+    auto = HyFDCAClassifier(dual_curvature="mean", **kw).fit(X, y)
     exact = HyFDCAClassifier(dual_curvature="row_norm", **kw).fit(X, y)
     assert np.max(np.abs(auto.coef_)) > 0.01
     np.testing.assert_allclose(auto.coef_, exact.coef_, rtol=0, atol=1e-9)
