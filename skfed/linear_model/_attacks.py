@@ -638,6 +638,16 @@ def _tasks(estimator, y):
     return np.where(index[:, None] == np.arange(len(classes)), 1.0, -1.0)
 
 
+def _signed_weights(estimator, y, sample_weight, n_rows):
+    """``(y * s, lambda N)``: each row's label signs per task times its
+    weight, and ``lambda`` times the total weight (``w = X^T (y * s *
+    a) / (lambda N)`` for duals ``a`` per unit weight)."""
+    s = (np.ones(n_rows) if sample_weight is None
+         else np.asarray(sample_weight, dtype=float))
+    return _tasks(estimator, y) * s[:, None], float(estimator.alpha) * float(
+        s.sum())
+
+
 def _fit_blocks(estimator, X):
     """Each client's block as the fit made it (the intercept's column on
     column group 0), its rows and its columns."""
@@ -775,11 +785,7 @@ def partner_block(estimator, messages, X, y=None, sample_weight=None,
     blocks, rows = _fit_blocks(estimator, X)
     vertical = partition.n_row_groups == 1
     if vertical:
-        s = (np.ones(len(X)) if sample_weight is None
-             else np.asarray(sample_weight, dtype=float))
-        lam_n = float(estimator.alpha) * (float(s.sum()) if sample_weight
-                                          is not None else len(X))
-        signs = _tasks(estimator, y) * s[:, None]
+        signs, lam_n = _signed_weights(estimator, y, sample_weight, len(X))
     use = 1 if getattr(estimator, "solver", "accelerated") == "paper" else 0
     out = []
     for a in range(partition.n_clients):
@@ -894,11 +900,7 @@ def model_differences(estimator, messages, X, y=None, sample_weight=None,
     log = _hyfdca_audit_log(estimator, "model_differences")
     X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
     blocks, rows = _fit_blocks(estimator, X)
-    s = (np.ones(len(X)) if sample_weight is None
-         else np.asarray(sample_weight, dtype=float))
-    lam_n = float(estimator.alpha) * (float(s.sum()) if sample_weight
-                                      is not None else len(X))
-    signs = _tasks(estimator, y) * s[:, None]
+    signs, lam_n = _signed_weights(estimator, y, sample_weight, len(X))
     use = 1 if getattr(estimator, "solver", "accelerated") == "paper" else 0
     rng = np.random.RandomState(0)
     out = []

@@ -19,7 +19,8 @@ from skfed.partition import (HorizontalPartition, HybridPartition,
                              VerticalPartition)
 from skfed.privacy import audit, check_messages
 
-from ._plants import SMALL, X, Y, restore_plain_reports
+from ._plants import (SMALL, X, Y, plant_squared_norms,
+                      restore_plain_reports)
 from ._plants import fit_recorded as _fit_recorded
 from ._plants import found as _found
 
@@ -220,14 +221,7 @@ def test_planted_squared_norms_beside_the_mean_give_the_block_away_again(
         monkeypatch):
     # The default fit plus the rows' squared norms sent at setup (as
     # "row_norm" does): the attack reads them and rebuilds the block.
-    agree = _protocol.Protocol.agree_scale
-
-    def leaky(self, clients):
-        scale = agree(self, clients)
-        self.squared_norms(clients)
-        return scale
-
-    monkeypatch.setattr(_protocol.Protocol, "agree_scale", leaky)
+    plant_squared_norms(monkeypatch)
     X, y = _correlated()
     _, _, rows = _recorded_partner_fit(X, y)
     assert np.all(_scores(rows, "r2_rotation") > 0.999)
