@@ -1,4 +1,15 @@
-"""What HyFDCA's server can still infer: the attacks on its protocol.
+"""What HyFDCA's parties can still infer: the attacks on its protocol.
+
+The server: ``row_reconstruction`` and ``report_inversion`` (below). The
+clients: ``partner_block`` (a client's reconstruction of its row-group
+partners' columns from its partners' parts of the margins, with or without
+their squared norms) and ``model_differences`` (on a horizontal split, the
+other clients' rows in the changes of ``w``); their docstrings describe
+them. Both read what the attacking client holds beyond its messages, its
+row group's private key and its own duals, from the fit's ``_audit_log``,
+which a fit keeps only while messages are recorded: ``{"keys": {client
+name: private key of its row group}, "duals": {client name: [(point,
+duals) at each receipt of "primal weights"]}}``.
 
 ``row_reconstruction``: the server receives, per round, changes of the
 weights ``w``: in the paper each client's ``w_hat_k = X_k^T alpha_k`` in
@@ -71,10 +82,11 @@ from scipy.optimize import least_squares, linear_sum_assignment
 
 from .._privacy_core import attack_row
 from ..federation.secure_sum import RingEncoder
-from ._protocol import weight_change_encoder
+from ._protocol import client_blocks, weight_change_encoder
 from ._reports import split_total
 
-__all__ = ["row_reconstruction", "report_inversion", "report_series",
+__all__ = ["row_reconstruction", "report_inversion", "partner_block",
+           "model_differences", "report_series",
            "fit_rows"]
 
 
@@ -154,10 +166,11 @@ def _candidates(estimator, messages):
 
     for m in messages:
         if (m.receiver != "server" or m.sender not in columns
-                or str(m.phase).startswith(("setup/weights",
+                or str(m.phase).startswith(("setup/weights", "curvature",
                                             "objective report"))):
-            # the total weight's sum is a scalar, the reports' sums are
-            # per task: neither has a row's shape
+            # the total weight's and the mean curvature's sums are
+            # scalars, the reports' sums are per task: none has a row's
+            # shape
             continue
         c, width = columns[m.sender]
         payload = tuple(m.payload or ())
@@ -532,3 +545,403 @@ def report_inversion(estimator, messages, X, y=None, **fit_params):
                               "reports", "label_accuracy", accuracy,
                               majority))
     return out
+
+
+# -- partner_block: a client's view of its row-group partners' columns --------
+
+#: the direction error below which a weight change "is" a row
+_ON_A_ROW = 1e-6
+#: rounds of the vertical Gram solve tried one by one (then all of them)
+_MAX_ROUNDS_TRIED = 60
+
+
+def _hyfdca_audit_log(estimator, attack):
+    """The fit's ``_audit_log`` (keys and own duals of the clients), kept
+    only while messages are recorded."""
+    log = getattr(estimator, "_audit_log", None)
+    if log is None:
+        raise ValueError(
+            f"{attack} needs what the attacking client holds beyond its "
+            "messages (its row group's private key, its own duals), which a "
+            "fit keeps aside only while messages are recorded: run it "
+            "through skfed.privacy.audit, or fit inside "
+            "skfed.federation.record_messages().")
+    return log
+
+
+def _basis(M, rel=1e-9):
+    """Orthonormal basis of the column space of ``M`` (numerical rank)."""
+    if M.size == 0:
+        return np.zeros((M.shape[0], 0))
+    U, s, _ = np.linalg.svd(M, full_matrices=False)
+    if s[0] == 0:
+        return np.zeros((M.shape[0], 0))
+    return U[:, s > rel * s[0]]
+
+
+def _gram_from_norms(U, sqnorms):
+    """Symmetric ``G`` with ``diag(U G U^T) = sqnorms`` (least squares: the
+    diagonal is linear in the upper triangle of ``G``)."""
+    d = U.shape[1]
+    iu = np.triu_indices(d)
+    A = U[:, iu[0]] * U[:, iu[1]] * np.where(iu[0] == iu[1], 1.0, 2.0)
+    g = np.linalg.lstsq(A, sqnorms, rcond=None)[0]
+    G = np.zeros((d, d))
+    G[iu] = g
+    return G + G.T - np.diag(np.diag(G))
+
+
+def _gram_from_products(U, V, M):
+    """Symmetric ``G`` with ``U G U^T V = M`` (the margins ``M`` of the
+    known dual combinations ``V``), least squares."""
+    G = np.linalg.lstsq((U.T @ V).T, (U.T @ M).T, rcond=None)[0].T
+    return 0.5 * (G + G.T)
+
+
+def _psd_root(G):
+    """``R`` with ``R R^T`` the PSD part of ``G``."""
+    values, vectors = np.linalg.eigh(0.5 * (G + G.T))
+    return vectors * np.sqrt(np.maximum(values, 0.0))
+
+
+def _column_r2(fit, truth):
+    """r2 per column (NaN for a constant column: the intercept's)."""
+    ss = np.sum((truth - truth.mean(axis=0)) ** 2, axis=0)
+    res = np.sum((fit - truth) ** 2, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ss > 1e-12 * truth.shape[0], 1.0 - res / ss, np.nan)
+
+
+def _rotated_r2(estimate, truth):
+    """r2 per truth column of ``estimate @ Q``, ``Q`` the best
+    (semi-)orthogonal map (Procrustes: in the attacker's favour)."""
+    u, _, vt = np.linalg.svd(estimate.T @ truth, full_matrices=False)
+    return _column_r2(estimate @ (u @ vt), truth)
+
+
+def _gram_error(estimate, truth):
+    K = truth @ truth.T
+    return float(np.linalg.norm(estimate @ estimate.T - K) / np.linalg.norm(K))
+
+
+def _dense(block):
+    return np.asarray(block.toarray() if hasattr(block, "toarray") else block,
+                      dtype=float)
+
+
+def _tasks(estimator, y):
+    """The +-1 label signs per one-vs-rest task (as the fit codes them)."""
+    classes = estimator.classes_
+    index = np.searchsorted(classes, np.asarray(y))
+    if len(classes) == 2:
+        return np.where(index == 1, 1.0, -1.0)[:, None]
+    return np.where(index[:, None] == np.arange(len(classes)), 1.0, -1.0)
+
+
+def _signed_weights(estimator, y, sample_weight, n_rows):
+    """``(y * s, lambda N)``: each row's label signs per task times its
+    weight, and ``lambda`` times the total weight (``w = X^T (y * s *
+    a) / (lambda N)`` for duals ``a`` per unit weight)."""
+    s = (np.ones(n_rows) if sample_weight is None
+         else np.asarray(sample_weight, dtype=float))
+    return _tasks(estimator, y) * s[:, None], float(estimator.alpha) * float(
+        s.sum())
+
+
+def _fit_blocks(estimator, X):
+    """Each client's block as the fit made it (the intercept's column on
+    column group 0), its rows and its columns."""
+    blocks, rows, _ = client_blocks(
+        X, estimator.partition_, bool(estimator.fit_intercept),
+        float(estimator.intercept_scaling))
+    return {k: _dense(b) for k, b in blocks.items()}, rows
+
+
+def _client_view(estimator, messages, k, own, key):
+    """What client ``k`` received, per ``primal weights`` receipt: the
+    weights of its columns, its partners' parts ``X_p w_p`` of its rows'
+    margins (decrypted with its row group's key, minus its own part where
+    it received the whole margin) and, if any reached it, its partners'
+    squared row norms."""
+    name, n = f"client{k}", own.shape[0]
+    paper = getattr(estimator, "solver", "accelerated") == "paper"
+    weights, margins, norms, w = [], [], None, None
+
+    def decrypt(payload, size):
+        values = np.asarray(key.decrypt(payload), dtype=float).ravel()
+        return values[:size]
+
+    for m in messages:
+        if m.receiver != name:
+            continue
+        if m.phase == "primal weights":
+            w = np.asarray(m.payload[0], dtype=float)
+            weights.append(w)
+        elif m.phase == "inner products" and m.sender == "server":
+            tasks = w.shape[1]
+            v = decrypt(m.payload[0], n * tasks).reshape(n, tasks)
+            # the paper solver: every client decrypts the whole margin
+            margins.append(v - own @ w if paper else v)
+        elif m.phase == "inner products/shared":
+            v = np.asarray(m.payload[0], dtype=float).reshape(n, -1)
+            margins.append(v - own @ w)
+        elif m.phase == "squared norms" and m.sender == "server":
+            norms = decrypt(m.payload[0], n)
+        elif m.phase == "squared norms/shared":
+            norms = (np.asarray(m.payload[0], dtype=float).ravel()
+                     - np.einsum("ij,ij->i", own, own))
+    return weights, margins, norms
+
+
+def _rounds_to_exact(V, margins, truth):
+    """The first round count ``t`` after which the vertical Gram solve over
+    rounds ``1..t`` is exact (error below 1e-6), or inf."""
+    for t in range(1, min(len(V), len(margins), _MAX_ROUNDS_TRIED) + 1):
+        M = np.hstack(margins[:t])
+        U = _basis(M)
+        if U.shape[1] == 0:
+            continue
+        G = _gram_from_products(U, np.hstack(V[:t]), M)
+        if _gram_error(U @ _psd_root(G), truth) < 1e-6:
+            return t
+    return np.inf
+
+
+def partner_block(estimator, messages, X, y=None, sample_weight=None,
+                  **fit_params):
+    """Each client's reconstruction of its row-group partners' columns.
+
+    Attacker: every client ``a`` of a split with more than one column
+    group; victims: its row-group partners ``p`` (the clients holding the
+    other columns of its rows). Per round ``a`` learns ``X_p w_p`` of its
+    rows: the row group's decryptor decrypts the partners' summed parts
+    (with its row group's key, from the fit's ``_audit_log``), its partners
+    receive ``x_i^T w`` and subtract their own part (``w_a`` from their
+    ``primal weights``); with ``solver="paper"`` every client decrypts
+    ``x_i^T w`` and subtracts its own part. Over the rounds these span the
+    column space of the partners' block ``X_p = U C`` (``U`` the span's
+    orthonormal basis): the paper's protocol reveals it.
+
+    What fixes ``C`` up to a rotation:
+
+    - hybrid split, ``dual_curvature="row_norm"``: the partners' squared
+      row norms (decrypted at setup, or ``||x_i||^2`` minus the client's
+      own), the diagonal of ``U G U^T`` with ``G = C C^T``: a linear least
+      squares for ``G``, and ``U G^(1/2)`` is the block up to a rotation
+      (the *norm route*);
+    - hybrid split, the public mean curvature (the default): no norm
+      reaches the client; the attack assumes standardised, uncorrelated
+      partner columns (``X_p^T X_p = n I``, a *whitened prior*: ``sqrt(n)
+      U``). Where the partners' columns are close to that (standardised
+      synthetic data) the prior is close to the truth; the number depends
+      on the data, never a bound;
+    - one row group (vertical split): every row's dual is the client's
+      own, and ``w_p = X_p^T (y * s * a) / (lambda N)``, so the margins are
+      ``K_p v_t`` with ``v_t`` known (its duals at each ``primal weights``
+      receipt, from ``_audit_log``): ``U G U^T V = M``, linear in ``G``
+      without any norm. Exact after a few more rounds than the block's
+      width.
+
+    Metrics per (attacker, victim):
+
+    - ``gram_error``: ``||K_hat - K|| / ||K||`` of the partners' Gram
+      matrix ``K = X_p X_p^T`` (joint over the attacker's partners: the
+      margins carry their sum); chance 1.0 (the zero guess);
+    - ``r2_rotation``: r2 of the victim's columns after the best
+      orthogonal map of the estimate (mean over its non-constant columns,
+      Procrustes: in the attacker's favour); chance 0 (the mean guess);
+    - ``known_rows_r2``: with ``d`` of the victim's rows known (``d`` the
+      span's rank, drawn with ``RandomState(0)``), the column space alone
+      gives ``C`` by least squares; r2 on the other rows; chance: the
+      victim's columns predicted from the attacker's own columns by least
+      squares fitted on every row (in chance's favour);
+    - ``rounds_to_exact_gram`` (vertical split only): the first round
+      count after which ``gram_error < 1e-6``; chance inf.
+
+    Parameters
+    ----------
+    estimator : fitted HyFDCAClassifier
+        Fitted while messages were recorded (``_audit_log``).
+    messages : list of Message
+    X, y : array-like
+        The fit's data: the attacker's own block and labels, and the
+        victims' columns to score against.
+    sample_weight : array-like, optional
+        The fit's row weights (their rows' clients hold them).
+    **fit_params
+        Unused.
+
+    Returns
+    -------
+    list of dict
+        :func:`~skfed.privacy.attack_row` per attacker and victim; empty on
+        a horizontal split (no partner).
+    """
+    partition = estimator.partition_
+    if partition.n_column_groups < 2:
+        return []
+    log = _hyfdca_audit_log(estimator, "partner_block")
+    X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
+    blocks, rows = _fit_blocks(estimator, X)
+    vertical = partition.n_row_groups == 1
+    if vertical:
+        signs, lam_n = _signed_weights(estimator, y, sample_weight, len(X))
+    use = 1 if getattr(estimator, "solver", "accelerated") == "paper" else 0
+    out = []
+    for a in range(partition.n_clients):
+        name = f"client{a}"
+        key = log["keys"].get(name)
+        r = partition.client_cell(a)[0]
+        partners = [p for p in partition.clients_of_row_group(r) if p != a]
+        if key is None or not partners:
+            continue
+        own = blocks[a]
+        _, margins, norms = _client_view(estimator, messages, a, own, key)
+        truth = np.hstack([blocks[p] for p in partners])
+        n = truth.shape[0]
+        M = (np.hstack(margins) if margins else np.zeros((n, 0)))
+        U = _basis(M)
+        d = U.shape[1]
+        rounds = None
+        if vertical and d:
+            V = [signs[rows[a]] * entry[use] / lam_n
+                 for entry in log["duals"][name]]
+            rounds = _rounds_to_exact(V, margins, truth)
+            G = _gram_from_products(U, np.hstack(V[:len(margins)]), M)
+            estimate = U @ _psd_root(G)
+            gram = _gram_error(estimate, truth)
+        elif norms is not None and d:
+            estimate = U @ _psd_root(_gram_from_norms(U, norms))
+            gram = _gram_error(estimate, truth)
+        else:  # the whitened prior: standardised, uncorrelated columns
+            estimate = np.sqrt(n) * U
+            gram = _gram_error(estimate, truth) if d else 1.0
+        fit_r2 = (_rotated_r2(estimate, truth) if d
+                  else np.zeros(truth.shape[1]))
+        rng = np.random.RandomState(0)
+        if d:
+            known = rng.choice(n, min(d, n), replace=False)
+            rest = np.setdiff1d(np.arange(n), known)
+            C = np.linalg.lstsq(U[known], truth[known], rcond=None)[0]
+            known_r2 = _column_r2((U @ C)[rest], truth[rest])
+        else:
+            rest = np.arange(n)
+            known_r2 = np.zeros(truth.shape[1])
+        Z = np.hstack([np.ones((n, 1)), own])
+        coef = np.linalg.lstsq(Z, truth, rcond=None)[0]
+        chance_r2 = _column_r2((Z @ coef)[rest], truth[rest])
+        start = 0
+        for p in partners:
+            width = blocks[p].shape[1]
+            cols = slice(start, start + width)
+            start += width
+            victim = f"client{p}"
+
+            def mean(v):
+                v = v[cols]
+                return float(np.nanmean(v)) if np.any(np.isfinite(v)) \
+                    else float("nan")
+
+            out.append(attack_row("partner_block", name, victim,
+                                  "Gram matrix of the partners' block",
+                                  "gram_error", gram, 1.0))
+            out.append(attack_row("partner_block", name, victim,
+                                  "columns, up to a rotation", "r2_rotation",
+                                  mean(fit_r2), 0.0))
+            out.append(attack_row("partner_block", name, victim,
+                                  f"columns, with {d} rows known",
+                                  "known_rows_r2", mean(known_r2),
+                                  mean(chance_r2)))
+            if rounds is not None:
+                out.append(attack_row("partner_block", name, victim,
+                                      "Gram matrix, exact after",
+                                      "rounds_to_exact_gram", rounds,
+                                      np.inf))
+    return out
+
+
+# -- model_differences: the other clients' weight changes (horizontal) --------
+
+def model_differences(estimator, messages, X, y=None, sample_weight=None,
+                      **fit_params):
+    """Each client's reading of the other clients' rows in the model's
+    changes (horizontal split).
+
+    On one column group every client receives all of ``w`` (its
+    ``primal weights``) at every round and knows its own part of each
+    change, ``X_a^T (y * s * delta_a) / (lambda N)`` (its own duals at each
+    receipt, from the fit's ``_audit_log``). The difference of consecutive
+    ``w`` minus its own change is the sum of the other clients' changes,
+    a combination of the rows whose duals moved: when a single row moved
+    (few coordinates per round, or late rounds of the paper solver, whose
+    constant step moves few duals) it *is* that row's direction.
+
+    Metrics per (attacker, victim):
+
+    - ``share_on_a_row``: the share of the attacker's nonzero differences
+      whose direction is one of the victim's rows to ``1e-6``;
+    - ``rows_read``: the share of the victim's rows read that way (in
+      direction; the magnitude too when the dual jumped by a whole box);
+    - ``direction_error``: ``sqrt(1 - cos^2)`` of the best difference and
+      row.
+
+    ``chance`` scores as many random combinations of the victim's rows
+    (no row singled out) the same way.
+
+    Returns
+    -------
+    list of dict
+        Three :func:`~skfed.privacy.attack_row` per attacker and victim;
+        empty unless the split is horizontal.
+    """
+    partition = estimator.partition_
+    if partition.n_column_groups != 1 or partition.n_clients < 2:
+        return []
+    log = _hyfdca_audit_log(estimator, "model_differences")
+    X = np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=float)
+    blocks, rows = _fit_blocks(estimator, X)
+    signs, lam_n = _signed_weights(estimator, y, sample_weight, len(X))
+    use = 1 if getattr(estimator, "solver", "accelerated") == "paper" else 0
+    rng = np.random.RandomState(0)
+    out = []
+    for a in range(partition.n_clients):
+        name = f"client{a}"
+        weights, _, _ = _client_view(estimator, messages, a, blocks[a], None)
+        duals = [entry[use] for entry in log["duals"][name]]
+        T = min(len(weights), len(duals))
+        own, z = blocks[a], signs[rows[a]]
+        diffs = []
+        for t in range(1, T):
+            mine = own.T @ (z * (duals[t] - duals[t - 1])) / lam_n
+            diffs.extend(((weights[t] - weights[t - 1]) - mine).T)
+        diffs = np.array(diffs).reshape(-1, own.shape[1])
+        diffs = diffs[np.linalg.norm(diffs, axis=1) > 1e-12 * max(
+            1.0, float(np.max(np.abs(diffs), initial=0.0)))]
+        for p in range(partition.n_clients):
+            if p == a:
+                continue
+            victim = blocks[p]
+            guesses = rng.normal(size=(max(1, len(diffs)),
+                                       len(victim))) @ victim
+            scores = [_difference_scores(c, victim) for c in (diffs, guesses)]
+            for metric, target, index in (
+                    ("share_on_a_row", "weight changes that are one row", 0),
+                    ("rows_read", "rows read in direction", 1),
+                    ("direction_error", "best row direction", 2)):
+                out.append(attack_row("model_differences", name,
+                                      f"client{p}", target, metric,
+                                      scores[0][index], scores[1][index]))
+    return out
+
+
+def _difference_scores(candidates, rows):
+    """(share of candidates on a row, share of rows hit, best direction
+    error) of candidate vectors against a block's rows."""
+    if len(candidates) == 0:
+        return 0.0, 0.0, 1.0
+    C, R = _unit_rows(candidates), _unit_rows(rows)
+    cos = np.abs(C @ R.T)
+    error = np.sqrt(np.maximum(0.0, 1.0 - cos.max(axis=1) ** 2))
+    hit = error < _ON_A_ROW
+    read = np.unique(cos.argmax(axis=1)[hit]).size
+    return float(hit.mean()), read / len(rows), float(error.min())

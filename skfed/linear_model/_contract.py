@@ -25,14 +25,21 @@ What remains, declared below rather than hidden:
   change alone too. ``report_inversion`` (:mod:`._attacks`) measures
   what the report series gives away.
 - The clients learn, for their rows, the full inner products ``x_i^T w``
-  and squared norms (hence their partners' parts, by subtraction), as in
-  the paper for the inner products. The squared norms serve skfed's exact
-  curvature (a declared deviation); the paper solver with
-  ``dual_curvature="paper"`` sends none, and its contract has no
-  ``squared norms`` phase. One client per row group decrypts its partners' summed
-  parts, adds its own (which it never encrypts) and sends the inner
-  products and squared norms to its partners (one decryption per row
-  group, not per client).
+  (hence their partners' parts, by subtraction), as in the paper. One
+  client per row group decrypts its partners' summed parts, adds its own
+  (which it never encrypts) and sends the inner products to its partners
+  (one decryption per row group, not per client).
+- The coordinate steps' curvature (a declared deviation: the paper's boxes
+  assume unit rows). By default (``dual_curvature="auto"``) where clients
+  hold parts of rows: one public scalar, the mean squared row norm over all
+  rows, by one secure sum at setup (phase ``curvature``): no per-row norm
+  leaves a client. With ``dual_curvature="row_norm"`` each row's squared
+  norm, summed like the inner products (phases ``squared norms``), so the
+  clients of a row group learn their partners' ``||x_{k',i}||^2``, which
+  fix the metric of the partners' column space the margins span
+  (``partner_block`` in :mod:`._attacks`). Whole rows need nothing sent;
+  ``dual_curvature="paper"`` sends nothing either. Only the exchange the
+  fit's setting uses is declared: any other is flagged.
 - Each row group has its own key pair, shared by its clients only: a
   ciphertext is under the key of the row group whose rows it carries, and
   ``check_messages`` binds each key to the rows of the first client using
@@ -81,7 +88,7 @@ def paper_rules():
     """The phases only ``solver="paper"`` sends (Algorithm 1 as published):
     the duals, which the server holds and adds only as ciphertexts under the
     key of the clients' row group, and Algorithm 4's ``w_hat_k`` changes, summed securely per
-    column group. It also uses ``setup/scale``, ``squared norms``, ``primal
+    column group. It also uses ``setup/scale``, the curvature's phases, ``primal
     weights`` and ``inner products`` (every client decrypting its rows'
     sums) as declared for the accelerated solver."""
     rules = [
@@ -117,7 +124,8 @@ def paper_rules():
     return rules
 
 
-def hyfdca_contract(min_rows=1, solver="accelerated", squared_norms=True):
+def hyfdca_contract(min_rows=1, solver="accelerated", curvature="mean",
+                    n_rows=1):
     """The HyFDCA contract (fit; prediction sends nothing).
 
     Parameters
@@ -128,11 +136,15 @@ def hyfdca_contract(min_rows=1, solver="accelerated", squared_norms=True):
     solver : {"accelerated", "paper"}, default="accelerated"
         ``"paper"`` adds :func:`paper_rules` (an accelerated fit sending
         duals would be flagged).
-    squared_norms : bool, default=True
-        Whether the fit exchanges the rows' squared norms (the exact
-        curvature ``||x_i||^2 / (lambda N)``). ``False`` for
-        ``solver="paper"`` with ``dual_curvature="paper"``: the contract then
-        has no ``squared norms`` phase, and any such message is flagged.
+    curvature : {"mean", "row_norm", "local", None}, default="mean"
+        The curvature exchange of the fit
+        (:func:`._protocol.curvature_exchange`): ``"mean"`` declares the
+        secure sum of the mean squared row norm (phase ``curvature``),
+        ``"row_norm"`` the rows' squared norms (phases ``squared norms``);
+        ``"local"`` and ``None`` send nothing, and any such message is
+        flagged.
+    n_rows : int, default=1
+        Rows of the table: the mean curvature is an aggregate over them.
     """
     rules = [
         Rule("setup/scale", "client", "server",
@@ -196,7 +208,19 @@ def hyfdca_contract(min_rows=1, solver="accelerated", squared_norms=True):
               Public("whether the step is taken, per task", dtype="b",
                      max_size=_TASKS)),),
     ]
-    if squared_norms:
+    if curvature == "mean":
+        rules += [
+            Rule("curvature/request", "server", "client",
+                 (Public("the number of rows of the table", dtype="i",
+                         max_size=1),)),
+            *secure_sum_rules("curvature", "client", "server", max_size=1),
+            Rule("curvature", "server", "client",
+                 (Aggregate(n_rows, "the mean squared row norm over all "
+                            "rows (public: every row's curvature uses it)",
+                            dtype="f", max_size=1),),
+                 note="one float, once at setup"),
+        ]
+    if curvature == "row_norm":
         rules += [
             Rule("squared norms", "client", "server",
                  (Ciphertext("client", "||x_{k,i}||^2 of the client's rows, "

@@ -35,11 +35,13 @@ from ..base import (FederatedMixin, check_labels_not_single_class,
                     check_row_weights)
 from ..partition import (HorizontalPartition, HybridPartition,
                          VerticalPartition)
-from ._attacks import report_inversion, row_reconstruction
+from ._attacks import (model_differences, partner_block, report_inversion,
+                       row_reconstruction)
 from ._contract import hyfdca_contract
 from ._dual import line_search_grid
-from ._paper import DUAL_CURVATURES, PaperSolver, cyclic_sets
-from ._protocol import AcceleratedSolver, client_blocks, row_sqnorms
+from ._paper import PaperSolver, cyclic_sets
+from ._protocol import (DUAL_CURVATURES, AcceleratedSolver, client_blocks,
+                        curvature_exchange, row_sqnorms)
 
 __all__ = ["HyFDCAClassifier"]
 
@@ -127,8 +129,8 @@ def check_participation(participation, partition, solver="accelerated",
 
 def check_solver_options(solver, step_size, dual_curvature):
     """The values only ``solver="paper"`` reads: ``step_size`` above 1 or
-    ``"algorithm_5"`` (the paper's ``gamma_t`` and its Algorithm 5), and a
-    ``dual_curvature`` other than ``"row_norm"``."""
+    ``"algorithm_5"`` (the paper's ``gamma_t`` and its Algorithm 5), and
+    ``dual_curvature="paper"`` (the printed term of its boxes)."""
     if solver == "paper":
         return
     if step_size == "algorithm_5" or (
@@ -138,12 +140,12 @@ def check_solver_options(solver, step_size, dual_curvature):
             "published: gamma_t may exceed 1 there, and 'algorithm_5' runs "
             "its Algorithm 5). The accelerated solver's fixed step is a "
             "fraction of the line search's direction, in (0, 1].")
-    if dual_curvature != "row_norm":
+    if dual_curvature == "paper":
         raise ValueError(
             f"dual_curvature={dual_curvature!r} needs solver='paper' (it "
             "selects the paper's printed curvature term of Algorithms 3 and "
-            "5); the accelerated solver steps with the exact curvature "
-            "||x_i||^2 / (lambda N) and rescales it by line search.")
+            "5); the accelerated solver rescales its curvature by line "
+            "search: use 'auto', 'mean' or 'row_norm'.")
 
 
 def check_local_iterations(local_iterations, partition, solver):
@@ -178,7 +180,7 @@ def warn_paper_curvature(X, *, fit_intercept, intercept_scaling):
             f"largest squared row norm is {largest:.3g}, so the fit may "
             "oscillate (Algorithm 5) or crawl (Algorithm 3). Normalise the "
             "rows (sklearn.preprocessing.Normalizer) or use "
-            "dual_curvature='row_norm'.", UserWarning, stacklevel=3)
+            "dual_curvature='auto'.", UserWarning, stacklevel=3)
 
 
 @fill_doc
@@ -310,18 +312,32 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
           ``c_k gamma_t = N_k/N``) or with cyclic vertical participation
           (Theorem 4.11 wants ``gamma_t = 1/t``).
 
-    dual_curvature : {"row_norm", "paper"}, default="row_norm"
-        ``solver="paper"`` only: the curvature of the quadratic term in each
-        coordinate's local problem. ``"row_norm"``: the exact curvature
-        ``||x_i||^2 / (lambda N)`` (a deviation from both boxes, declared
-        in Notes: the squared row norms are summed once at setup, so the
-        clients of a row group learn their partners' ``||x_{k,i}||^2``).
-        ``"paper"``: the printed term of the box that runs, which needs no
-        norm and sends none: Algorithm 3's ``gamma_t^2 / (2 lambda)``
-        (curvature ``1 / lambda``: safe for rows of norm at most 1 but
-        slow) or Algorithm 5's ``(delta / (lambda N))^2`` (exact for
-        unit-norm rows; it oscillates on longer rows). A warning says so
-        when a row is longer than 1.
+    dual_curvature : {"auto", "mean", "row_norm", "paper"}, default="auto"
+        The curvature ``q_i / (lambda N)`` of the quadratic term in each
+        coordinate's step (the paper's boxes assume unit rows; a declared
+        deviation, see Notes).
+
+        - ``"mean"``: one public scalar for every row, ``kappa`` times the
+          mean squared row norm over all rows, summed securely once at
+          setup (phase ``"curvature"``: one float per client, no per-row
+          norm). ``kappa`` is 1 for ``solver="accelerated"`` (its line
+          search sets the level) and 2 for ``solver="paper"`` (a margin for
+          its constant step; ours, not the paper's).
+        - ``"auto"``: ``"mean"`` where clients hold parts of rows (vertical
+          and hybrid splits); each row's exact ``||x_i||^2`` where clients
+          hold whole rows (one column group: computed locally, nothing
+          sent).
+        - ``"row_norm"``: each row's exact ``||x_i||^2``, summed once at
+          setup like the inner products, so the clients of a row group learn
+          their partners' ``||x_{k',i}||^2``: with the margins this rebuilds
+          a partner's block up to a rotation (``partner_block`` in the
+          audit: r2 1.000). Kept for comparison; declared in the contract.
+        - ``"paper"`` (``solver="paper"`` only): the printed term of the box
+          that runs, which needs no norm and sends none: Algorithm 3's
+          ``gamma_t^2 / (2 lambda)`` (curvature ``1 / lambda``: safe for
+          rows of norm at most 1 but slow) or Algorithm 5's ``(delta /
+          (lambda N))^2`` (exact for unit-norm rows; it oscillates on longer
+          rows). A warning says so when a row is longer than 1.
 
     fit_intercept : bool, default=True
         Add a constant column of value ``intercept_scaling``, held by the
@@ -442,10 +458,20 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
       clients send. The paper's per-client ``w_hat_k`` in plaintext, which
       let the server read a client's row, becomes one secure sum per column
       group.
-    - The coordinate step uses ``||x_i||^2`` (the paper's closed form omits
-      it, i.e. assumes unit-norm rows). The squared norms are summed once at
-      setup like the inner products: the clients of a row group learn
-      ``||x_i||^2`` of their rows.
+    - **Declared deviation: the curvature.** The paper's closed form has no
+      ``||x_i||^2`` (it assumes unit-norm rows). Where clients hold parts
+      of rows, the default (``dual_curvature="auto"``) steps every row with
+      one public scalar, the mean squared row norm over all rows, from one
+      secure sum at setup; whole rows keep their exact norms, computed
+      locally. Each row's exact norm (``"row_norm"``) would have to be
+      summed over its row group's clients, giving a client its partners'
+      squared norms, which fix the metric of the partners' column space
+      that the margins span: the partner's block up to a rotation
+      (``partner_block``: r2 1.000 with ``"row_norm"``, see the user
+      guide). Cost, 2 x 2 grid, standardised data: 111 -> 152 rounds on 300
+      rows of breast cancer and 54 -> 56 on a synthetic table (relative gap
+      to the optimum 9.8e-4 and 8.0e-4, below ``tol``); 116 -> 135 rounds
+      on all 569 rows of breast cancer.
     - The paper's constant ``gamma_t`` with all coordinates updated against
       the same ``w`` overshoots on correlated features; the line search,
       momentum and curvature scale of ``step_size="auto"`` make one pass
@@ -474,12 +500,17 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
       secure sum).
 
     What each party learns (see the user guide for the measured audit): the
-    server sees ciphertexts of the inner products and squared norms, one
-    sum per column group of the clients' weight changes, the loss and
-    conjugate sums totalled over the row groups (a secure sum; one row
-    group's only in a round where it takes part alone), and the model ``w``; client ``k`` sees the
-    margins, squared norms and duals of its own rows and the weights of its
-    own columns.
+    server sees ciphertexts of the inner products, the mean squared row
+    norm (one float), one sum per column group of the clients' weight
+    changes, the loss and conjugate sums totalled over the row groups (a
+    secure sum; one row group's only in a round where it takes part alone),
+    and the model ``w``; client ``k`` sees the margins and duals of its own
+    rows, the mean squared row norm and the weights of its own columns
+    (with ``dual_curvature="row_norm"`` its rows' squared norms too). A
+    client also learns its row-group partners' parts of the
+    margins, ``X_p w_p`` per round: their span is the column space of the
+    partners' block, exact up to a linear map (``partner_block``); on a
+    vertical split, with its own duals, the partners' Gram matrix.
 
     Sample weights (``fit(..., sample_weight=s)``). With weights ``s_i >= 0``
     and their total ``S = sum_i s_i`` the objective is
@@ -577,22 +608,30 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
       with one client this round, e.g. a vertical split, is a one-term sum:
       that part is the weights of its own columns, which the server publishes
       anyway). The server's ``w`` is the same.
-    - **Declared deviation (the default, ``dual_curvature="row_norm"``).**
+    - **Declared deviation (the default, ``dual_curvature="auto"``).**
       The boxes' quadratic terms are not the dual's curvature
       ``||x_i||^2 / (lambda N)``: Algorithm 3 prints ``gamma_t^2 / (2
       lambda) (s c_k (u - alpha))^2``, curvature ``1 / lambda`` in the move
       (``N / ||x_i||^2`` times too large: safe but slow), Algorithm 5
       ``(delta / (lambda N))^2`` (unit-norm rows; section 5's closed form
-      has no ``||x_i||^2``). skfed uses the exact curvature, the squared
-      norms summed once like Algorithm 2, so the clients of a row group
-      learn ``||x_i||^2`` of their rows and hence their partners'
-      ``||x_{k',i}||^2``. ``dual_curvature="paper"`` takes the printed term
-      and sends no norm (its contract has no ``squared norms`` phase). Cost
-      on standardised breast cancer (2 x 2, ``H = 13``, ``lambda = 1e-2``,
-      200 rounds, median of 10 seeds of an independent reimplementation):
-      relative primal gap 2.8e-2 with the exact curvature, 0.78 with
-      Algorithm 5's printed term and 0.80 with Algorithm 3's; on unit-norm
-      rows Algorithm 5's printed term is the exact one.
+      has no ``||x_i||^2``). Where clients hold parts of rows skfed uses
+      ``kappa = 2`` times the public mean squared row norm over all rows
+      (one secure sum at setup; the factor 2 is ours, a margin for the
+      constant step: the plain mean overshoots on rows of large norm), and
+      each row's exact norm where clients hold whole rows (computed
+      locally). ``dual_curvature="row_norm"`` uses each row's exact norm
+      everywhere, summed once like Algorithm 2, so the clients of a row
+      group learn their partners' ``||x_{k',i}||^2`` (which fix the metric
+      of the partners' block: ``partner_block``); ``"paper"`` takes the
+      printed term and sends no norm. Cost of the mean against the exact
+      norms on standardised breast cancer (2 x 2, ``H = 13``, ``lambda =
+      1e-2``, no intercept): relative primal gap 6.9e-2 against 3.0e-2
+      after 200 rounds, 1.4e-2 against 1.1e-2 after 400; after 1,000 rounds
+      on the tables of ``benchmarks/bench_hyfdca_paper_h.py`` see the user
+      guide. The printed terms cost more (200 rounds, median of 10 seeds
+      of an independent reimplementation: 0.78 with Algorithm 5's, 0.80
+      with Algorithm 3's, against 2.8e-2 exact); on unit-norm rows
+      Algorithm 5's printed term is the exact one.
     - ``alpha`` is kept in label direction and per unit weight (``y_i
       alpha_i / s_i``), encrypted with absolute precision ``2**-44``:
       encrypted and plaintext fits agree to about ``1e-9``.
@@ -681,7 +720,7 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
     def __init__(self, partition=None, *, loss="hinge", alpha=1e-2,
                  max_iter=1000, local_iterations="auto", participation=1.0,
                  schedule="random", solver="accelerated", step_size="auto",
-                 dual_curvature="row_norm", fit_intercept=True,
+                 dual_curvature="auto", fit_intercept=True,
                  intercept_scaling=1.0, tol=1e-3, encryption="paillier",
                  key_size=2048, packing=True, n_jobs=None, random_state=None,
                  verbose=0):
@@ -774,6 +813,12 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
         self.objective_curve_ = result.objective_curve
         self.coef_ = result.coef
         self.intercept_ = result.intercept
+        # What the attackers among the clients hold beyond their messages
+        # (keys, own duals): kept only while messages are recorded.
+        if result.audit_log is not None:
+            self._audit_log = result.audit_log
+        elif hasattr(self, "_audit_log"):
+            del self._audit_log
         return self
 
     def _solver(self):
@@ -786,9 +831,9 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
             intercept_scaling=self.intercept_scaling,
             encryption=self.encryption, key_size=self.key_size,
             n_jobs=self.n_jobs, random_state=self.random_state,
-            verbose=self.verbose)
+            verbose=self.verbose, dual_curvature=self.dual_curvature)
         if self.solver == "paper":
-            return PaperSolver(dual_curvature=self.dual_curvature, **params)
+            return PaperSolver(**params)
         return AcceleratedSolver(tol=self.tol, packing=self.packing,
                                  grid=self._grid(), **params)
 
@@ -833,15 +878,18 @@ class HyFDCAClassifier(FederatedMixin, LinearClassifierMixin, ClassifierMixin,
         sizes = [len(partition.client_rows(k))
                  for k in range(partition.n_clients)]
         solver = getattr(self, "solver", "accelerated")
-        # The paper's printed curvature sends no squared norm: its contract
-        # has no such phase, so one sent would be flagged.
-        norms = solver != "paper" or getattr(
-            self, "dual_curvature", "row_norm") == "row_norm"
+        # Only the curvature exchange of this fit's setting is declared (the
+        # mean, the rows' norms, or nothing): any other would be flagged.
+        exchange = curvature_exchange(
+            getattr(self, "dual_curvature", "auto"),
+            partition.n_column_groups == 1)
         return hyfdca_contract(min(sizes) if sizes else 1, solver,
-                               squared_norms=norms)
+                               curvature=exchange,
+                               n_rows=len(partition.owners))
 
     def _privacy_attacks(self):
-        return [row_reconstruction, report_inversion]
+        return [row_reconstruction, report_inversion, partner_block,
+                model_differences]
 
     def _privacy_own_block(self, party, X):
         """``party``'s block as the protocol computes with it: its cell,

@@ -11,8 +11,8 @@ reading of the paper, where it is ambiguous, is in the estimator's Notes.
 The party functions below run on one party's thread and see only that
 party's state and the message it received; what one returns is the message
 it sends. What differs from the accelerated solver's parties
-(:mod:`._protocol`, whose setup, squared norms and Algorithm 2 parts are
-reused unchanged):
+(:mod:`._protocol`, whose setup, curvature exchange and Algorithm 2 parts
+are reused unchanged):
 
 - the server holds the global duals ``alpha_0``, **encrypted** under the key
   pair the clients share (one ciphertext per row and task, kept per row
@@ -50,10 +50,10 @@ from ..exceptions import DivergenceError
 from ..federation import Local, protocol_rounds
 from . import _protocol as P
 from ._dual import ZERO_MODEL_LOSS, dual_step
-from ._protocol import SERVER, Solver, client_name
+from ._protocol import DUAL_CURVATURES, SERVER, Solver, client_name
 
 __all__ = ["PaperSolver", "ColumnCycle", "ClientParticipation",
-           "cyclic_sets", "DUAL_CURVATURES", "paper_steps", "covering_theorem",
+           "cyclic_sets", "paper_steps", "covering_theorem",
            "paper_local_iterations", "paper_client_state", "local_curvature",
            "client_local_dual_method", "server_add_duals",
            "client_receive_duals", "client_primal_part", "server_add_weights",
@@ -114,11 +114,6 @@ class ClientParticipation:
             return list(range(self.n_clients))
         return sorted(map(int, self.rng.choice(self.n_clients, self.size,
                                                replace=False)))
-
-
-#: the values of ``dual_curvature``: which curvature ``q`` of a coordinate's
-#: quadratic term the local method uses (see :func:`local_curvature`)
-DUAL_CURVATURES = ("row_norm", "paper")
 
 
 def paper_steps(step_size, partition, participation, n_samples):
@@ -253,20 +248,22 @@ def local_curvature(client, chosen):
     """``q`` of the chosen rows' subproblem ``g(a + d) - d b - q d^2 / 2``
     (``d`` the move of ``a_i``, per unit weight, in label direction).
 
-    - ``"row_norm"`` (skfed's default, a deviation from both boxes): the
-      exact curvature of the dual, ``s_i ||x_i||^2 / (lambda N)``; the
-      clients learn ``||x_i||^2`` of their rows once at setup.
+    - ``"auto"`` (skfed's default), ``"mean"`` and ``"row_norm"`` (each a
+      deviation from both boxes): ``s_i q_i / (lambda N)`` with the
+      ``q_i`` the setup set (:func:`._protocol.curvature_exchange`):
+      ``kappa = 2`` times the public mean squared row norm over all rows
+      (``"mean"``, and ``"auto"`` where clients hold parts of rows), or
+      the exact ``||x_i||^2`` (``"row_norm"``, which sends a row group's
+      clients their partners' squared norms; ``"auto"`` on whole rows,
+      computed locally).
     - ``"paper"``: the printed term of the box that runs, which needs no
       norm. Algorithm 3's ``gamma_t^2 / (2 lambda) (s c_k (u - alpha))^2``
       is ``d^2 / (2 lambda)`` in the move: ``q = s_i / lambda``. Algorithm
       5's ``lambda N / 2 (delta / (lambda N))^2``: ``q = s_i / (lambda N)``,
       the exact curvature of a unit-norm row.
-
-    A later value (e.g. a public mean of the squared norms) adds a branch
-    here and a setup exchange in :meth:`PaperSolver.algorithm_1`.
     """
     s = client.s[chosen]
-    if client.dual_curvature == "row_norm":
+    if client.dual_curvature != "paper":
         return s * client.sqnorm[chosen, None] / (client.lam * client.N)
     if client.algorithm == 5:
         return s / (client.lam * client.N)
@@ -411,14 +408,17 @@ class PaperSolver(Solver):
     """``solver="paper"``: Algorithm 1 as published (the second part of the
     class Notes). It reads no ``tol`` (every round runs) and packs nothing.
 
-    Parameters beyond :class:`Solver`'s: ``dual_curvature``
-    (:func:`local_curvature`). ``step_size="algorithm_5"`` runs Algorithm 5
-    as the local method.
+    ``dual_curvature`` selects :func:`local_curvature`; the public mean
+    curvature carries the margin ``kappa = 2`` (:attr:`curvature_margin`,
+    ours: the constant ``gamma_t`` has no line search to set the level, and
+    the plain mean overshoots on rows of large norm).
+    ``step_size="algorithm_5"`` runs Algorithm 5 as the local method.
     """
 
-    def __init__(self, *, dual_curvature="row_norm", **params):
+    curvature_margin = 2.0
+
+    def __init__(self, **params):
         super().__init__(**params)
-        self.dual_curvature = dual_curvature
         if self.loss == "squared_hinge":
             raise ValueError(
                 "solver='paper' needs an L-Lipschitz loss (the paper's "
@@ -472,10 +472,9 @@ class PaperSolver(Solver):
         gamma, _, _ = paper_steps(self.step_size, partition,
                                   self.participation, setup.n_samples)
         scale = protocol.agree_scale(everyone)
-        # The squared row norms, once, for the exact curvature; the boxes'
-        # printed terms need none, and then none is sent.
-        if self.dual_curvature == "row_norm":
-            protocol.squared_norms(everyone)
+        # The steps' curvature, once (the public mean, or the rows' norms);
+        # the boxes' printed terms need none, and then none is sent.
+        self.set_up_curvature(protocol, everyone)
         previous = set()
         # Every round runs (no tol) and the duals are encrypted even on whole
         # rows: an encrypted fit's first line tells the wait (issue 28).

@@ -65,6 +65,7 @@ from ..base import party_seeds
 from ..crypto import PackedEncoder, generate_keypair
 from ..exceptions import DivergenceError
 from ..federation import Local, protocol_rounds
+from ..federation import network as _network
 from ..federation.secure_sum import RingEncoder, secure_sum
 from ._dual import (
     ZERO_MODEL_LOSS,
@@ -79,6 +80,7 @@ from ._reports import (client_after_step, client_report, report_bound,
 
 __all__ = ["SERVER", "client_name", "PRECISION_BITS", "crypto_seconds",
            "slots_per_plaintext", "weight_change_encoder", "row_sqnorms",
+           "DUAL_CURVATURES", "curvature_exchange",
            "client_blocks", "client_state", "server_state", "Participation",
            "Protocol", "Setup", "Result", "Solver", "AcceleratedSolver"]
 
@@ -199,6 +201,40 @@ def weight_change_encoder(loss, lam, n_samples, largest_rows, scale, n_terms,
     return RingEncoder.for_bound(bound, n_terms=n_terms)
 
 
+# -- the curvature of the coordinate steps -------------------------------------
+
+#: the values of ``dual_curvature``: which curvature a coordinate's quadratic
+#: term uses (see :func:`curvature_exchange` and the estimator's Notes)
+DUAL_CURVATURES = ("auto", "mean", "row_norm", "paper")
+
+
+def curvature_exchange(dual_curvature, whole_rows):
+    """What the setup exchanges for the coordinate steps' curvature.
+
+    - ``"mean"``: one public scalar, the mean squared row norm over all
+      rows, by one secure sum (:meth:`Protocol.curvature`); every row's
+      curvature uses it (times the solver's margin ``kappa``);
+    - ``"row_norm"``: each row's ``||x_i||^2``, summed over its row group's
+      clients like Algorithm 2 (:meth:`Protocol.squared_norms`), so the
+      clients of a row group learn their partners' ``||x_{k',i}||^2``;
+    - ``"local"``: each row's ``||x_i||^2`` computed by the client holding
+      the whole row: nothing is sent;
+    - ``None``: no norm at all (``dual_curvature="paper"``, the printed term
+      of the paper's boxes).
+
+    ``"auto"`` is ``"mean"`` where clients hold parts of rows and
+    ``"local"`` where they hold whole rows (one column group); so is
+    ``"row_norm"`` on whole rows.
+    """
+    if dual_curvature == "paper":
+        return None
+    if dual_curvature == "mean":
+        return "mean"
+    if whole_rows:
+        return "local"
+    return "row_norm" if dual_curvature == "row_norm" else "mean"
+
+
 # -- the clients' blocks (dense or CSR) and their rows' norms ---------------
 
 def row_sqnorms(X):
@@ -240,7 +276,7 @@ def client_blocks(X, partition, fit_intercept, intercept_scaling):
 
 def client_state(X, Y, weights, private_key, *, loss, lam, n_samples,
                  whole_rows, local_iterations, seed, n_jobs, packing, n_holders,
-                 row_group):
+                 row_group, audit=False):
     """Private state of one client (a dict the Federation turns into a state).
 
     ``X`` is dense or CSR. ``weights`` are its rows' weights (``None``: all
@@ -250,6 +286,11 @@ def client_state(X, Y, weights, private_key, *, loss, lam, n_samples,
     it holds whole rows. ``n_samples`` is the total weight ``N`` of the
     average (the number of rows when unweighted; with weights it arrives by
     :func:`client_receive_total_weight`).
+
+    ``audit``: keep, at every receipt of ``primal weights``, the client's
+    own duals the received ``w`` is evaluated at (what an attacker among
+    the clients holds; :mod:`._attacks` reads them from the fit's
+    ``_audit_log``, kept only while messages are recorded).
     """
     n_rows, n_tasks = Y.shape
     zeros = np.zeros((n_rows, n_tasks))
@@ -272,6 +313,7 @@ def client_state(X, Y, weights, private_key, *, loss, lam, n_samples,
         # the reporter's sums at its last report (see _reports)
         "loss_sum": np.zeros(n_tasks), "conj_sum": np.zeros(n_tasks),
         "report": None,
+        "audit": [] if audit else None,
     }
 
 
@@ -404,6 +446,31 @@ def client_set_sqnorms(client, sqnorm):
     client.sqnorm = np.asarray(sqnorm, dtype=np.float64)
 
 
+# -- the public curvature: the mean squared row norm over all rows -------------
+
+def client_curvature_share(client, n_rows):
+    """The client's share of the mean squared row norm over all ``n_rows``
+    rows: ``sum_i ||x_{k,i}||^2 / n_rows``, times ``4**-scale`` (every row
+    part is below ``2**scale``, so the share is at most 1)."""
+    total = float(np.sum(row_sqnorms(client.X)))
+    return np.array([math.ldexp(total / n_rows,
+                                -2 * int(client.scale_exponent))])
+
+
+def server_mean_sqnorm(server, scaled):
+    """The decoded sum scaled back: the mean squared row norm over all rows
+    (public, one float)."""
+    return np.array([math.ldexp(float(np.asarray(scaled).ravel()[0]),
+                                2 * int(server.scale_exponent))])
+
+
+def client_set_curvature(client, mean, kappa):
+    """Every row's curvature uses ``kappa`` times the public mean (the
+    solver's margin, public too)."""
+    value = float(kappa) * float(np.asarray(mean).ravel()[0])
+    client.sqnorm = np.full(client.X.shape[0], value)
+
+
 # -- the round's point: duals plus momentum, and its weights ------------------
 
 def _weighted_rows_product(client, v):
@@ -447,6 +514,14 @@ def server_weights_for(server, clients):
 def client_receive_weights(client, w_k, exponent):
     client.w = np.asarray(w_k, dtype=np.float64)
     client.ip_exponent = int(exponent)
+    if client.audit is not None:
+        # the evaluation point (accelerated) and the duals (paper solver)
+        client.audit.append((client.point.copy(), client.A.copy()))
+
+
+def client_audit_log(client):
+    """The duals kept at each ``primal weights`` receipt (``audit``)."""
+    return list(client.audit or [])
 
 
 # -- SecureInnerProduct (Algorithm 2) -----------------------------------------
@@ -759,6 +834,7 @@ class Protocol:
         # N of the average: the number of rows, or with weights the total
         # weight, which the clients sum securely at setup (total_weight).
         self.N = setup.n_samples
+        self.n_rows = setup.n_samples  # the number of rows, never a weight
         # Public structure (which client holds which cell), known to all.
         self.row_group = {k: partition.client_cell(k)[0]
                           for k in range(partition.n_clients)}
@@ -889,6 +965,33 @@ class Protocol:
         self.N = float(total[0])
         return self.N
 
+    def curvature(self, clients, kappa):
+        """The public curvature, once at setup: the mean squared row norm
+        over all rows. The clients sum their shares ``sum_i ||x_{k,i}||^2 /
+        n`` securely (scaled by the agreed ``4**-scale``, each at most 1;
+        ``n`` the public number of rows, broadcast with the request); the
+        server scales the total back and sends the one float to every
+        client, which sets every row's curvature to ``kappa`` times it. No
+        per-row value leaves a client."""
+        names = [client_name(k) for k in clients]
+        scaled = secure_sum(
+            self.fed, names, SERVER, client_curvature_share, self.n_rows,
+            phase="curvature", sender=SERVER,
+            encoder=RingEncoder.for_bound(1.0, n_terms=len(names))).result()
+        mean = self.server.call(server_mean_sqnorm, Local(scaled)).result()
+        self._from_server("curvature", client_set_curvature,
+                          {k: (mean, Local(kappa)) for k in clients})
+        return float(mean[0])
+
+    def set_up_curvature(self, clients, exchange, kappa):
+        """The setup of the coordinate steps' curvature that
+        :func:`curvature_exchange` names (``None``: nothing)."""
+        if exchange == "mean":
+            return self.curvature(clients, kappa)
+        if exchange is not None:
+            self.squared_norms(clients)
+        return None
+
     def squared_norms(self, clients):
         """||x_i||^2 of every row, once, for the coordinate steps."""
         if self.whole_rows:
@@ -997,6 +1100,9 @@ class Setup(NamedTuple):
     weighted: bool
     #: the seed of the server's choice of participants
     participation_seed: int
+    #: client name -> the private key of its row group, kept for the
+    #: attacks' audit log only while messages are recorded (else empty)
+    keys: dict
 
 
 class Result(NamedTuple):
@@ -1009,6 +1115,9 @@ class Result(NamedTuple):
     objective_curve: np.ndarray
     duality_gap: float
     crypto_time: float
+    #: while messages are recorded: what the attackers among the clients
+    #: hold beyond their messages (:meth:`Solver.run`); else ``None``
+    audit_log: object = None
 
 
 class Solver:
@@ -1022,11 +1131,16 @@ class Solver:
     returns a :class:`Result`; the estimator sets its attributes from it.
     """
 
+    #: ``kappa``: the margin on the public mean curvature
+    #: (``dual_curvature="mean"``); 1 where a line search sets the level
+    curvature_margin = 1.0
+
     def __init__(self, *, loss, alpha, max_iter, local_iterations,
                  participation, schedule, step_size, fit_intercept,
                  intercept_scaling, encryption, key_size, n_jobs,
-                 random_state, verbose):
+                 random_state, verbose, dual_curvature="auto"):
         self.loss = loss
+        self.dual_curvature = dual_curvature
         self.alpha = float(alpha)
         self.max_iter = max_iter
         self.local_iterations = local_iterations
@@ -1053,7 +1167,14 @@ class Solver:
         pack their ciphertexts, the seed of the server's choice of
         participants, each client's coordinate seed and ``H`` (lists in
         client order), and the server's ``tol`` and line-search ``grid``.
+
+        While messages are recorded (:func:`~skfed.federation.record_messages`)
+        the setup keeps each client's private key and has the clients keep
+        their duals at each receipt of ``primal weights``: what an attacker
+        among them holds beyond its messages (:meth:`run` returns them as
+        ``Result.audit_log``; never otherwise).
         """
+        audit = bool(_network._active_recorders)
         n_samples, n_features = X.shape
         K, C = partition.n_clients, partition.n_column_groups
         blocks, rows, columns = client_blocks(
@@ -1082,10 +1203,12 @@ class Solver:
                 loss=self.loss, lam=self.alpha, n_samples=n_samples,
                 whole_rows=C == 1, local_iterations=local_iterations[k],
                 seed=client_seeds[k], n_jobs=self.n_jobs, packing=packing,
-                n_holders=C, row_group=row_group_of[k])
+                n_holders=C, row_group=row_group_of[k], audit=audit)
+        audit_keys = ({client_name(k): keys[row_group_of[k]] for k in range(K)
+                       if row_group_of[k] in keys} if audit else {})
         return Setup(states, partition, columns, n_samples, n_features,
                      Y.shape[1], max(len(r) for r in rows.values()),
-                     weights is not None, participation_seed)
+                     weights is not None, participation_seed, audit_keys)
 
     def run(self, fed, setup, keep=None):
         """Run on the started federation of ``setup.states``; returns a
@@ -1098,9 +1221,26 @@ class Solver:
         seconds = fed.gather(fed[name].call(crypto_seconds)
                              for name in fed.party_names)
         coef, intercept = self.model(w, setup.n_features)
+        audit_log = None
+        if setup.states[client_name(0)]["audit"] is not None:
+            # {"keys": {client: its row group's private key},
+            #  "duals": {client: [(point, duals) at each primal weights]}}
+            names = [client_name(k) for k in range(setup.partition.n_clients)]
+            duals = fed.gather(fed[name].call(client_audit_log)
+                               for name in names)
+            audit_log = {"keys": dict(setup.keys),
+                         "duals": dict(zip(names, duals))}
         return Result(coef, intercept, n_iter,
                       np.asarray(curve, dtype=np.float64).reshape(-1, 2), gap,
-                      float(sum(seconds)))
+                      float(sum(seconds)), audit_log)
+
+    def set_up_curvature(self, protocol, clients):
+        """The coordinate steps' curvature, once at setup
+        (:func:`curvature_exchange` of ``dual_curvature``)."""
+        return protocol.set_up_curvature(
+            clients, curvature_exchange(self.dual_curvature,
+                                        protocol.whole_rows),
+            self.curvature_margin)
 
     def model(self, w, n_features):
         """``(coef, intercept)`` of the weights ``w``: the intercept is
@@ -1152,9 +1292,9 @@ class AcceleratedSolver(Solver):
         everyone = list(range(partition.n_clients))
         C = partition.n_column_groups
         partial = not participants.all
-        # Setup: the fixed-point scale, then the rows' squared norms.
+        # Setup: the fixed-point scale, then the steps' curvature.
         scale = protocol.agree_scale(everyone)
-        protocol.squared_norms(everyone)
+        self.set_up_curvature(protocol, everyone)
         curve, converged, gap, t = [], False, float("inf"), 0
         # Encrypted rounds are slow: the first line tells the wait (a bound).
         progress = Progress("HyFDCA", self.max_iter, self.verbose, fed=fed,

@@ -50,3 +50,18 @@ def restore_plain_reports(monkeypatch):
         return out
 
     monkeypatch.setattr(_protocol.Protocol, "reports", leaky_reports)
+
+
+def plant_squared_norms(monkeypatch):
+    """Every fit also runs the setup exchange of the rows' squared norms
+    (``dual_curvature="row_norm"``'s route: each client of a row group
+    learns its partners' norms) right after agreeing on the scale; the
+    curvature the fit uses is its own setting's."""
+    agree = _protocol.Protocol.agree_scale
+
+    def leaky(self, clients):
+        scale = agree(self, clients)
+        self.squared_norms(clients)
+        return scale
+
+    monkeypatch.setattr(_protocol.Protocol, "agree_scale", leaky)

@@ -13,11 +13,14 @@ from sklearn.datasets import make_classification
 from sklearn.preprocessing import StandardScaler
 
 from skfed.linear_model import HyFDCAClassifier, _protocol
-from skfed.linear_model._attacks import report_inversion, row_reconstruction
-from skfed.partition import HorizontalPartition, HybridPartition
+from skfed.linear_model._attacks import (model_differences, partner_block,
+                                        report_inversion, row_reconstruction)
+from skfed.partition import (HorizontalPartition, HybridPartition,
+                             VerticalPartition)
 from skfed.privacy import audit, check_messages
 
-from ._plants import SMALL, X, Y, restore_plain_reports
+from ._plants import (SMALL, X, Y, plant_squared_norms,
+                      restore_plain_reports)
 from ._plants import fit_recorded as _fit_recorded
 from ._plants import found as _found
 
@@ -147,3 +150,139 @@ def test_one_row_group_alone_is_an_aggregate_of_its_rows():
     rows = report_inversion(fitted, messages, X15, Y15)
     assert {r["victim"] for r in rows} == {
         "client0+client1", "client2+client3", "client4+client5"}
+
+
+# -- partner_block and model_differences: what a client learns of the others --
+
+def _correlated(n=150):
+    """Standardised columns with strong correlations (redundant columns):
+    far from the attack's "standardised, uncorrelated" prior."""
+    X, y = make_classification(n, 8, n_informative=3, n_redundant=3,
+                               random_state=0)
+    return StandardScaler().fit_transform(X), y
+
+
+def _scores(rows, metric, attacker=None):
+    return np.array([r["value"] for r in rows if r["metric"] == metric
+                     and (attacker is None or r["attacker"] == attacker)])
+
+
+def _whitened_r2(block):
+    """The attack's prior by hand: ``sqrt(n)`` times an orthonormal basis of
+    the block's column space, after the best orthogonal map."""
+    n = len(block)
+    U = np.linalg.svd(block, full_matrices=False)[0]
+    U = U[:, :np.linalg.matrix_rank(block)]
+    u, _, vt = np.linalg.svd((np.sqrt(n) * U).T @ block, full_matrices=False)
+    fit = np.sqrt(n) * U @ (u @ vt)
+    ss = np.sum((block - block.mean(axis=0)) ** 2, axis=0)
+    keep = ss > 1e-9
+    return np.mean(1 - np.sum((fit - block) ** 2, axis=0)[keep] / ss[keep])
+
+
+def _recorded_partner_fit(X, y, **params):
+    est = HyFDCAClassifier(HybridPartition(2, 2), encryption=None,
+                           random_state=0, max_iter=25, tol=None, **params)
+    fitted, messages = _fit_recorded(est, X, y)
+    return fitted, messages, partner_block(fitted, messages, X, y)
+
+
+def test_the_rows_norms_give_a_partners_block_away_the_mean_does_not():
+    # dual_curvature="row_norm": the partners' squared norms fix the metric
+    # of the column space the margins span: the Gram matrix and the block
+    # up to a rotation, exactly. The default's public mean leaves only the
+    # column space: the attack falls back on its whitened prior, which on
+    # correlated columns is far from the block (the same number as the
+    # prior computed by hand); with d known rows the column space is exact.
+    X, y = _correlated()
+    fitted, messages, rows = _recorded_partner_fit(X, y,
+                                                   dual_curvature="row_norm")
+    assert len(rows) == 4 * 3  # 4 attackers, one partner each, 3 metrics
+    assert np.all(_scores(rows, "gram_error") < 1e-8)
+    assert np.all(_scores(rows, "r2_rotation") > 0.999)
+    fitted, messages, rows = _recorded_partner_fit(X, y)
+    assert np.all(_scores(rows, "gram_error") > 0.1)
+    assert np.all(_scores(rows, "known_rows_r2") > 0.999)
+    part = fitted.partition_
+    for r in rows:
+        if r["metric"] != "r2_rotation":
+            continue
+        a, p = int(r["attacker"][6:]), int(r["victim"][6:])
+        cols = part.client_columns(p)
+        truth = X[np.ix_(part.client_rows(a), cols)]
+        if part.client_cell(p)[1] == 0:  # the intercept's column
+            truth = np.hstack([truth, np.ones((len(truth), 1))])
+        assert r["value"] == pytest.approx(_whitened_r2(truth), abs=1e-6)
+        assert r["value"] < 0.9
+        assert r["chance"] == 0.0
+
+
+def test_planted_squared_norms_beside_the_mean_give_the_block_away_again(
+        monkeypatch):
+    # The default fit plus the rows' squared norms sent at setup (as
+    # "row_norm" does): the attack reads them and rebuilds the block.
+    plant_squared_norms(monkeypatch)
+    X, y = _correlated()
+    _, _, rows = _recorded_partner_fit(X, y)
+    assert np.all(_scores(rows, "r2_rotation") > 0.999)
+
+
+def test_a_vertical_split_gives_the_gram_matrix_after_width_plus_one_rounds():
+    # One row group: the client knows every dual, so the margins X_p w_p =
+    # X_p X_p^T v_t with v_t known give the partners' Gram matrix, with or
+    # without norms: exact after one round more than the block's width.
+    X, y = _correlated()
+    est = HyFDCAClassifier(VerticalPartition(2), encryption=None,
+                           random_state=0, max_iter=20, tol=None)
+    fitted, messages = _fit_recorded(est, X, y)
+    rows = partner_block(fitted, messages, X, y)
+    assert np.all(_scores(rows, "gram_error") < 1e-8)
+    widths = {"client0": 4, "client1": 5}  # the partner's columns
+    for r in rows:
+        if r["metric"] == "rounds_to_exact_gram":
+            assert r["value"] <= widths[r["attacker"]] + 1
+
+
+def test_model_differences_read_rows_with_one_coordinate_per_round():
+    # Horizontal split, one coordinate per client and round: the change of
+    # w minus the client's own is often one other client's row in
+    # direction; random combinations of that client's rows never are.
+    est = HyFDCAClassifier(HorizontalPartition(2), encryption=None,
+                           local_iterations=1, max_iter=30, tol=None,
+                           random_state=0)
+    fitted, messages = _fit_recorded(est, X, Y)
+    rows = model_differences(fitted, messages, X, Y)
+    assert len(rows) == 2 * 3
+    share = [r for r in rows if r["metric"] == "share_on_a_row"]
+    assert all(r["value"] > 0.1 and r["chance"] == 0.0 for r in share)
+    best = [r for r in rows if r["metric"] == "direction_error"]
+    assert all(r["value"] < 1e-6 < r["chance"] for r in best)
+    assert partner_block(fitted, messages, X, Y) == []
+
+
+def test_the_audit_log_exists_only_while_recording():
+    # Keys (one per row group, shared by its clients) and each client's
+    # duals at every primal weights receipt, kept only while recorded.
+    X, y = _correlated()
+    est = HyFDCAClassifier(HybridPartition(2, 2), encryption=None,
+                           max_iter=3, tol=None, random_state=0)
+    fitted, _ = _fit_recorded(est, X, y)
+    keys = fitted._audit_log["keys"]
+    assert sorted(keys) == [f"client{k}" for k in range(4)]
+    assert keys["client0"] is keys["client1"]
+    assert keys["client0"] is not keys["client2"]
+    duals = fitted._audit_log["duals"]["client3"]
+    assert len(duals) == 4 and duals[0][0].shape == (75, 1)
+    assert not hasattr(est.fit(X, y), "_audit_log")
+    with pytest.raises(ValueError, match="record_messages"):
+        partner_block(est, [], X, y)
+
+
+def test_audit_runs_the_client_attacks():
+    X, y = _correlated(100)
+    report = audit(HyFDCAClassifier(HybridPartition(2, 2), max_iter=15,
+                                    tol=None, **SMALL), X, y)
+    found = report.attacks[report.attacks.attack == "partner_block"]
+    assert set(found.metric) == {"gram_error", "r2_rotation",
+                                 "known_rows_r2"}
+    assert np.all(found[found.metric == "known_rows_r2"].value > 0.999)

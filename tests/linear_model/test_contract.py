@@ -22,7 +22,7 @@ from skfed.partition import (HorizontalPartition, HybridPartition,
                              VerticalPartition)
 from skfed.privacy import check_messages
 
-from ._plants import SMALL, X, Y
+from ._plants import SMALL, X, Y, plant_squared_norms
 from ._plants import fit_recorded as _fit_recorded
 from ._plants import found as _found
 
@@ -259,14 +259,7 @@ def test_planted_squared_norms_under_the_printed_curvature_are_flagged(
     """A paper-curvature fit that still runs the setup exchange of squared
     norms (as the row-norm default does) is flagged: the phase is not in
     its contract."""
-    agree = _protocol.Protocol.agree_scale
-
-    def leaky(self, clients):
-        scale = agree(self, clients)
-        self.squared_norms(clients)
-        return scale
-
-    monkeypatch.setattr(_protocol.Protocol, "agree_scale", leaky)
+    plant_squared_norms(monkeypatch)
     est = HyFDCAClassifier(HybridPartition(2, 2), dual_curvature="paper",
                            fit_intercept=False, **PAPER_SMALL)
     X1 = XS / np.linalg.norm(XS, axis=1, keepdims=True)
@@ -275,6 +268,28 @@ def test_planted_squared_norms_under_the_printed_curvature_are_flagged(
     found = [v for v in check_messages(est, rec.messages, X1, YS)
              if v.phase.startswith("squared norms")]
     assert found, "squared norms sent under dual_curvature='paper'"
+
+
+# -- the public mean curvature sends no per-row norm (issue 37) -----------------
+
+@pytest.mark.parametrize("solver", ["accelerated", "paper"])
+def test_squared_norms_planted_beside_the_mean_curvature_are_flagged(
+        monkeypatch, solver):
+    """The default (``"auto"``: the public mean where rows are split) has no
+    ``squared norms`` phase: a fit that still sends the rows' norms (the
+    route that fixes the partners' metric) is flagged, while the honest
+    default fit and a ``"row_norm"`` fit are clean."""
+    kw = dict(PAPER_SMALL) if solver == "paper" else dict(
+        max_iter=3, tol=None, **SMALL)
+    for dual_curvature in ("auto", "row_norm"):
+        fitted, messages = _fit_recorded(HyFDCAClassifier(
+            HybridPartition(2, 2), dual_curvature=dual_curvature, **kw))
+        assert check_messages(fitted, messages, X, Y) == []
+    plant_squared_norms(monkeypatch)
+    fitted, messages = _fit_recorded(HyFDCAClassifier(HybridPartition(2, 2),
+                                                      **kw))
+    found = _found(check_messages(fitted, messages, X, Y))
+    assert "undeclared phase 'squared norms/shared'" in found
 
 
 def test_clients_taking_part_one_by_one_satisfy_the_contract():

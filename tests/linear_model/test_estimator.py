@@ -274,7 +274,7 @@ def test_paper_only_values_are_refused_by_the_accelerated_solver(params,
 
 @pytest.mark.parametrize("params", [
     dict(step_size=0.0), dict(step_size=-1.0), dict(step_size="paper"),
-    dict(dual_curvature="mean"), dict(dual_curvature=None)])
+    dict(dual_curvature="exact"), dict(dual_curvature=None)])
 def test_bad_step_size_and_curvature_are_invalid_parameters(params):
     X, y = _small()
     est = HyFDCAClassifier(solver="paper", encryption=None, **params)

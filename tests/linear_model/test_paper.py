@@ -58,11 +58,18 @@ PAPER = dict(solver="paper", local_iterations=13, alpha=LAM, max_iter=200,
 
 @pytest.mark.parametrize("partition", [None, HybridPartition(3, 2)],
                          ids=["default-2x2", "hybrid-3x2"])
-def test_paper_solver_reaches_liblinear(partition):
+@pytest.mark.parametrize("dual_curvature, max_iter", [
+    ("row_norm", 200), ("auto", 400)])
+def test_paper_solver_reaches_liblinear(partition, dual_curvature, max_iter):
+    """Issue 30's acceptance (5e-2 after 200 rounds) was set with each row's
+    exact curvature: 3.0e-2 (2 x 2) and 2.2e-2 (3 x 2). The default's public
+    mean (twice it, issue 37) gives 6.9e-2 and 4.7e-2 after 200 rounds,
+    1.4e-2 and 6.0e-3 after 400."""
     X, y = _breast_cancer()
-    est = HyFDCAClassifier(partition, **PAPER).fit(X, y)
+    est = HyFDCAClassifier(partition, **dict(
+        PAPER, dual_curvature=dual_curvature, max_iter=max_iter)).fit(X, y)
     assert _relative_gap(X, y, est.coef_) <= 5e-2
-    assert est.n_iter_ == 200
+    assert est.n_iter_ == max_iter
     assert np.all(np.isnan(est.objective_curve_))  # the paper reports none
 
 
@@ -174,7 +181,7 @@ def test_cyclic_vertical_unsettled_fit_warns():
     est = HyFDCAClassifier(VerticalPartition(4), solver="paper",
                            participation=0.5, schedule="cyclic", max_iter=10,
                            alpha=LAM, encryption=None, fit_intercept=False,
-                           random_state=0)
+                           random_state=0, dual_curvature="row_norm")
     with pytest.warns(ConvergenceWarning, match="raise max_iter"):
         est.fit(X, y)
 
@@ -271,21 +278,25 @@ def _reference_algorithm_1(X, signs, rows, H, c_k, gamma, algorithm, seeds,
     return w
 
 
+@pytest.mark.parametrize("dual_curvature", ["auto", "row_norm"])
 @pytest.mark.parametrize("step_size", ["auto", 2.0, "algorithm_5"])
-def test_iterates_equal_an_independent_algorithm_1(step_size):
+def test_iterates_equal_an_independent_algorithm_1(step_size, dual_curvature):
     """Unequal row groups (34, 34, 33 rows of 101) on a 3 x 2 grid, each
     client drawing its own ``H`` rows from its seed: skfed's ``w`` after 30
     rounds equals the reference's. ``"auto"`` is Theorem 4.4's Algorithm 3
     (``c_k = N_k / N``), ``2.0`` the same with ``gamma_t = 2`` (``c_k
     gamma_t`` 0.67 and 0.65: not the whole step), ``"algorithm_5"`` the
-    whole step for every client (the paper's experiments)."""
+    whole step for every client (the paper's experiments). The curvature:
+    the default's ``kappa = 2`` times the mean squared row norm over all
+    rows (one public scalar), or each row's own (``"row_norm"``)."""
     X, y = make_classification(101, 6, n_informative=4, random_state=3)
     X = StandardScaler().fit_transform(X)
     signs = np.where(y == 1, 1.0, -1.0)
     est = HyFDCAClassifier(HybridPartition(3, 2), solver="paper",
                            step_size=step_size, local_iterations=7,
                            max_iter=30, alpha=LAM, fit_intercept=False,
-                           encryption=None, random_state=5).fit(X, y)
+                           encryption=None, random_state=5,
+                           dual_curvature=dual_curvature).fit(X, y)
     part = est.partition_
     K, N = part.n_clients, len(y)
     rows = [part.client_rows(k) for k in range(K)]
@@ -294,7 +305,9 @@ def test_iterates_equal_an_independent_algorithm_1(step_size):
     w = _reference_algorithm_1(
         X, signs, rows, 7, [len(r) / N for r in rows], gamma,
         5 if step_size == "algorithm_5" else 3,
-        party_seeds(5, 1 + K)[1:], part.n_column_groups, 30)
+        party_seeds(5, 1 + K)[1:], part.n_column_groups, 30,
+        q=(None if dual_curvature == "row_norm" else np.full(
+            N, 2.0 * np.mean((X ** 2).sum(axis=1)) / (LAM * N))))
     assert np.max(np.abs(w)) > 0.1
     np.testing.assert_allclose(est.coef_.ravel(), w, rtol=0,
                                atol=1e-10 * np.max(np.abs(w)))
@@ -372,8 +385,9 @@ def test_unequal_cyclic_sets_are_refused():
     with pytest.raises(ValueError, match=r"2, 2, 1.*Assumption 4.10.*1/5"):
         est.fit(X, y)
     est.set_params(partition=VerticalPartition(4), participation=0.5)
-    with pytest.warns(ConvergenceWarning):
-        est.fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert est.fit(X, y).n_iter_ == 2
 
 
 # -- partial participation by client --------------------------------------------
@@ -423,7 +437,7 @@ def test_printed_curvature_equals_the_row_norm_on_unit_rows():
     kw = dict(PAPER, step_size="algorithm_5", max_iter=50)
     with record_messages() as rec:
         paper = HyFDCAClassifier(dual_curvature="paper", **kw).fit(X, y)
-    exact = HyFDCAClassifier(**kw).fit(X, y)
+    exact = HyFDCAClassifier(dual_curvature="row_norm", **kw).fit(X, y)
     assert np.max(np.abs(exact.coef_)) > 0.1
     np.testing.assert_allclose(paper.coef_, exact.coef_, rtol=0, atol=1e-12)
     assert not [m for m in rec.messages if m.phase.startswith("squared")]

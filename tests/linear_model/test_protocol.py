@@ -64,8 +64,8 @@ def test_messages_of_an_encrypted_round():
     by_phase = {}
     for m in rec.messages:
         by_phase.setdefault(m.phase, []).append(m)
-    # Inner products and squared norms travel encrypted, both ways.
-    for phase in ("inner products", "squared norms"):
+    # Inner products travel encrypted, both ways.
+    for phase in ("inner products",):
         assert by_phase[phase]
         for m in by_phase[phase]:
             (payload,) = m.payload
@@ -86,10 +86,12 @@ def test_messages_of_an_encrypted_round():
     assert len(uploaded) == (part.n_clients - part.n_row_groups) * rounds
     decryptors = {m.receiver for m in returned}
     assert not decryptors & {m.sender for m in uploaded}
-    # The squared norms (setup) take the same route, once.
-    assert len(by_phase["squared norms"]) == part.n_clients
-    assert len(by_phase["squared norms/shared"]) == (
-        part.n_clients - part.n_row_groups)
+    # The curvature (setup): one secure sum over every client, and one
+    # float back to each; no per-row norm travels.
+    assert len(by_phase["curvature/upload"]) == part.n_clients
+    assert [m.payload[0].size for m in by_phase["curvature"]] == (
+        [1] * part.n_clients)
+    assert not any(p.startswith("squared norms") for p in by_phase)
     # The server receives one masked upload per client per secure sum; no
     # column group is ever alone in a 2x2 grid with everyone taking part.
     uploads = by_phase["direction/upload"]
@@ -117,6 +119,7 @@ def test_horizontal_split_needs_no_encryption():
                                key_size=512, random_state=0).fit(X, y)
     phases = set(clf.communication_.by_phase)
     assert "inner products" not in phases and "squared norms" not in phases
+    assert not any(p.startswith("curvature") for p in phases)
     assert clf.communication_.total_ciphertexts == 0
     assert {"direction/upload", "objective report/upload", "step"} <= phases
     assert not any(isinstance(p, EncryptedArray) for m in rec.messages
@@ -157,6 +160,90 @@ def test_masks_differ_between_fits_but_the_model_does_not():
                         if m.phase == "direction/upload"])
     np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
     assert not np.array_equal(uploads[0][0], uploads[1][0])
+
+
+# -- the coordinate steps' curvature (issue 37) ---------------------------------
+
+def _curvature_messages(messages):
+    return [m for m in messages if m.phase == "curvature"]
+
+
+@pytest.mark.parametrize("solver, kappa", [("accelerated", 1.0),
+                                           ("paper", 2.0)])
+def test_the_curvature_is_one_public_mean_over_all_rows(monkeypatch, solver,
+                                                        kappa):
+    # Parts of rows: one secure sum at setup, one float back to every
+    # client (the mean squared row norm over all rows, the intercept's
+    # column included); every row's curvature is kappa times it. No
+    # per-row norm travels, and the unweighted mean is used with weights.
+    X, y = _small()
+    seen = []
+    set_curvature = _protocol.client_set_curvature
+
+    def spy(client, mean, kappa):
+        set_curvature(client, mean, kappa)
+        seen.append(client.sqnorm.copy())
+
+    monkeypatch.setattr(_protocol, "client_set_curvature", spy)
+    weights = np.random.RandomState(0).uniform(0.5, 2.0, len(y))
+    with record_messages() as rec:
+        clf = HyFDCAClassifier(solver=solver, max_iter=2, tol=None,
+                               encryption=None, random_state=0).fit(
+            X, y, sample_weight=weights)
+    mean = np.mean(np.sum(X ** 2, axis=1) + 1.0)
+    sent = _curvature_messages(rec.messages)
+    assert len(sent) == clf.partition_.n_clients
+    for m in sent:
+        (value,) = m.payload
+        assert m.sender == "server" and value.shape == (1,)
+        assert value[0] == pytest.approx(mean, rel=1e-12)
+    assert len(seen) == clf.partition_.n_clients
+    for sqnorm in seen:
+        np.testing.assert_allclose(sqnorm, kappa * mean, rtol=1e-12)
+    assert not any(m.phase.startswith("squared norms") for m in rec.messages)
+    # dual_curvature="row_norm" keeps the rows' norms, summed like the inner
+    # products (the route that gives a client its partners' norms).
+    with record_messages() as rec:
+        clf = HyFDCAClassifier(solver=solver, dual_curvature="row_norm",
+                               max_iter=2, tol=None, key_size=512,
+                               random_state=0).fit(X, y)
+    part = clf.partition_
+    phases = [m.phase for m in rec.messages]
+    assert phases.count("squared norms") == part.n_clients
+    assert phases.count("squared norms/shared") == (
+        part.n_clients - part.n_row_groups)
+    assert not _curvature_messages(rec.messages)
+
+
+@pytest.mark.parametrize("solver", ["accelerated", "paper"])
+def test_whole_rows_keep_their_exact_local_norms(solver):
+    # One column group: the client holds whole rows and computes each row's
+    # norm itself; "auto" is "row_norm" there, and nothing is sent for it.
+    X, y = _small()
+    kw = dict(solver=solver, max_iter=20, tol=None, encryption=None,
+              random_state=0)
+    with record_messages() as rec:
+        auto = HyFDCAClassifier(HorizontalPartition(2), dual_curvature="auto",
+                                **kw).fit(X, y)
+    exact = HyFDCAClassifier(HorizontalPartition(2), dual_curvature="row_norm",
+                             **kw).fit(X, y)
+    np.testing.assert_array_equal(auto.coef_, exact.coef_)
+    assert not any(m.phase.startswith(("curvature", "squared norms"))
+                   for m in rec.messages)
+
+
+def test_on_rows_of_equal_norm_the_mean_is_each_row_s_norm():
+    # Every row of norm 3 (no intercept): the public mean is each row's
+    # norm, so the accelerated solver's "mean" and "row_norm" give the same
+    # model.
+    X, y = _small()
+    X = 3.0 * X / np.linalg.norm(X, axis=1, keepdims=True)
+    kw = dict(fit_intercept=False, max_iter=15, tol=None, encryption=None,
+              random_state=0)
+    auto = HyFDCAClassifier(dual_curvature="mean", **kw).fit(X, y)
+    exact = HyFDCAClassifier(dual_curvature="row_norm", **kw).fit(X, y)
+    assert np.max(np.abs(auto.coef_)) > 0.01
+    np.testing.assert_allclose(auto.coef_, exact.coef_, rtol=0, atol=1e-9)
 
 
 # -- participation, weights, sparse blocks ------------------------------------
