@@ -11,6 +11,7 @@ that the protocol's messages suggest, and reports the best one.
 
 import numpy as np
 from scipy.optimize import least_squares, minimize
+from threadpoolctl import threadpool_limits
 
 from .._privacy_core import attack_row
 from ..base import party_seeds
@@ -240,7 +241,8 @@ def _attacker_totals(messages, users, attacker, n_samples):
         encoder = totals_encoder(n_samples)
         return [encoder.decode(t) for t in _ring_groups(
             messages, _SERVER, f"{PHASE_REFINE_TOTALS}/upload", len(users))]
-    peer = users[1] if attacker == users[0] else attacker
+    # The first user relayed the totals: read them on their way to user1.
+    peer = users[1] if attacker == users[0] and len(users) > 1 else attacker
     return [np.asarray(m.payload[0], dtype=float) for m in messages
             if m.phase == PHASE_REFINE_RELAY and m.receiver == peer]
 
@@ -281,7 +283,8 @@ def _joint_fit(features, target, signs, atoms, low, high):
 
     found = least_squares(residual, atoms.ravel(), jac=jacobian,
                           bounds=(np.tile(low, len(atoms)),
-                                  np.tile(high, len(atoms))), max_nfev=30)
+                                  np.tile(high, len(atoms))), max_nfev=30,
+                          tr_solver="lsmr")
     return found.x.reshape(-1, d)
 
 
@@ -379,6 +382,13 @@ def refinement_differences(estimator, messages, X, y=None, **fit_params):
     """
     if estimator.refine is None:
         return []  # no refinement, no totals
+    # Many small solves: BLAS threads only add contention (34x slower on two
+    # loaded cores).
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _refinement_differences(estimator, messages, X)
+
+
+def _refinement_differences(estimator, messages, X):
     X = np.asarray(X, dtype=float)
     partition = estimator.partition_
     users = [f"user{m}" for m in range(partition.n_parties)]
