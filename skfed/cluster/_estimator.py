@@ -395,11 +395,15 @@ class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
     the rows that moved between them (signed): with the key every user
     holds, that is a small system in those rows. The audit's
     ``refinement_differences`` solves it (matching pursuit, then least
-    squares on the ``D'`` features): on issue 35's moons (seed 1; 1,000
-    rows, 3 users, 17 rows moved between the two totals) each user
+    squares on the ``D'`` features). On issue 35's moons (1,000 rows, 3
+    users, seeds 0-2; 5 to 29 rows moved between two totals) each user
     recovers every moved row of the other two within 0.1 of the data's
-    scale (mean error 0.015; a random guess 5%), and the ``MIN_MOVED``
-    gate cannot prevent it; the server, holding no total, scores chance.
+    scale (mean error 0.001-0.011; random guesses 0-16%); on the digits
+    (64 columns, ten clusters, 5 users) 6-56% of them (mean error 0.27-0.64
+    of the scale, random guesses 1.4). The ``MIN_MOVED`` gate cannot
+    prevent it; the server, holding no total, scores chance
+    (``benchmarks/bench_kernel_kmeans.py``, table 7). This is why the
+    refinement is off by default.
     The refinement as first built summed the totals to the server, which
     then recovered every moved row with ``party_keys="random_state"``
     (mean error 0.012). The contract (``skfed.privacy.check_messages``)
