@@ -365,9 +365,9 @@ class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
       released center (``predict`` reproduces ``labels_``), and equal a
       pooled-data Lloyd with that rule (``tests/cluster/test_refine.py``).
       Moons of issue 35 (seeds 0-2): NMI 0.781 / 0.622 / 0.787 without,
-      0.990 for each with it, after 3-10 center updates and 8% more bytes;
+      0.990 for each with it, after 3-10 center updates and 5% more bytes;
       circles, wine and digits equal or better, blobs 0.659 against 0.664
-      (exact kernel k-means 0.660), at 1.2-2.0 times the bytes where the
+      (exact kernel k-means 0.660), at 1.1-1.7 times the bytes where the
       clusters are many or the DSPGD short (``benchmarks/
       bench_kernel_kmeans.py``, table 6). On mid-sized moons (500-600
       rows) the ``MIN_MOVED`` gate can stop it after a move of fewer rows
