@@ -1,6 +1,6 @@
 """Benchmark of FederatedKernelKMeans against the paper's comparisons.
 
-Four tables, printed side by side with their baselines:
+Seven tables, printed side by side with their baselines:
 
 1. Acceptance sweep, default settings (only ``gamma`` given where the set
    needs it): NMI of the federated estimator (mean and minimum over seeds)
