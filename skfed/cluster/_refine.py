@@ -36,8 +36,8 @@ solves that small system for the moved rows
 (:func:`~._attacks.refinement_differences`). The refinement as first built
 summed the totals to the server, and with ``party_keys="random_state"`` the
 server knows the key (it derives from ``random_state``): it recovered every
-moved row. The totals now go to the users only: the server receives the
-masked uploads of no total, only the total number of moved rows. The users
+moved row. The totals now go to the users only: the server receives no
+upload of them, only the total number of moved rows. The users
 hold the key and the totals (they need the centers to assign their rows),
 so each user learns the other users' moved rows; the :data:`MIN_MOVED`
 gate does not prevent that (the attack separates a few rows as well as
@@ -81,7 +81,7 @@ MIN_MOVED = 5
 REFINE_MAX_ITER = 100
 
 PHASE_REFINE_TOTALS = "refine: totals"  # masked (sums of z, counts) by cluster
-PHASE_REFINE_MOVES = "refine: moves"    # centers broadcast; masked move counts
+PHASE_REFINE_MOVES = "refine: moves"    # masked move counts, to the server
 PHASE_REFINE_RELAY = "refine: totals/relay"  # decoded totals, first user -> users
 
 
@@ -186,7 +186,7 @@ def user_take_totals(state, total, n_clusters, n_features):
     return state.centers, state.alive
 
 
-def release_totals(fed, server, users, *, n_clusters, n_features, encoder):
+def release_totals(fed, users, *, n_clusters, n_features, encoder):
     """The users' totals, summed with pairwise masks to the first user, who
     relays them to the other users: the server receives none of it.
 
@@ -218,7 +218,7 @@ def lloyd_refinement(fed, server, users, *, n_clusters, n_features, n_samples,
     common = dict(n_clusters=n_clusters, n_features=n_features,
                   encoder=totals_encoder(n_samples))
     moves_encoder = RingEncoder.for_bound(float(n_samples), margin_bits=3)
-    centers, alive = release_totals(fed, server, users, **common)
+    centers, alive = release_totals(fed, users, **common)
     moves = []
     for it in range(max_iter):
         moved = secure_sum(fed, users, server, user_assign_features,
@@ -236,5 +236,5 @@ def lloyd_refinement(fed, server, users, *, n_clusters, n_features, n_samples,
                 "int as refine, or refine=None for the paper's clustering.",
                 ConvergenceWarning)
             break
-        centers, alive = release_totals(fed, server, users, **common)
+        centers, alive = release_totals(fed, users, **common)
     return np.where(alive[:, None], centers, 0.0), alive, moves

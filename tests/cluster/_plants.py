@@ -77,10 +77,10 @@ def _plaintext_sums(real, moments_only):
     return leaky
 
 
-def _totals_to_the_server(fed, server, users, *, n_clusters, n_features,
-                          encoder):
+def _totals_to_the_server(fed, users, *, n_clusters, n_features, encoder):
     """The refinement as first built: the users' totals are summed to the
     server, which decodes them and relays them to the users."""
+    server = "server"
     total = refine.secure_sum(fed, users, server, refine.user_cluster_totals,
                               n_clusters, n_features,
                               phase=refine.PHASE_REFINE_TOTALS,
