@@ -1,6 +1,6 @@
 """Benchmark of FederatedKernelKMeans against the paper's comparisons.
 
-Four tables, printed side by side with their baselines:
+Seven tables, printed side by side with their baselines:
 
 1. Acceptance sweep, default settings (only ``gamma`` given where the set
    needs it): NMI of the federated estimator (mean and minimum over seeds)
@@ -27,13 +27,19 @@ Four tables, printed side by side with their baselines:
    embedding's labels) over seeds 0-2, beside exact kernel k-means and
    sklearn's KMeans on the same random features (and on X), with the DSPGD
    iterations, the Lloyd iterations and the bytes of both fits.
+7. What the refinement's totals tell (``refinement_differences``, the
+   audit's attack on consecutive totals): the share of each victim's moved
+   rows that the server and the other users recover within 0.1 of the
+   data's scale, their mean error in that scale, and chance (as many
+   uniform guesses in the data's range), on issue 35's moons (seeds 0-2)
+   and the digits of table 6 (seed 0).
 
 Tables 2-4 fix ``n_random_features``, run ``max_iter`` iterations
 (``tol=None``) and use the paper's threshold and clustering
 (``refine=None``), as the paper's figures do; table 5 compares the
 threshold rules on the paper's clustering.
 
-Run ``python benchmarks/bench_kernel_kmeans.py [--quick] [--only 1 5 6]``.
+Run ``python benchmarks/bench_kernel_kmeans.py [--quick] [--only 1 5 6 7]``.
 """
 
 import argparse
@@ -57,6 +63,7 @@ from skfed.cluster._estimator import auto_random_features
 from skfed.federation import Federation
 from skfed.kernel_approximation import RandomFourierBasis
 from skfed.partition import HorizontalPartition
+from skfed.privacy import audit
 
 
 def exact_embedding(X, s, gamma):
@@ -376,15 +383,55 @@ def refinement(quick):
                  "lloyd", "MB paper", "MB refined", "MB ratio", "CPU s/fit"])
 
 
+def refinement_attack(quick):
+    print("7. refinement_differences (skfed.privacy.audit's attack on the "
+          "refinement's consecutive totals): share of the victims' moved "
+          "rows recovered within 0.1 of the data's scale; error: mean "
+          "distance to the nearest guess in that scale; chance: uniform "
+          "guesses")
+    sets = refine_sets(quick)
+    runs = [("moons (gamma=8)", seed) for seed in range(3)]
+    runs.append(("digits (10)", 0))
+    rows = []
+    for name, seed in runs:
+        X, y, gamma, M = sets[name]
+        k = len(np.unique(y))
+        start, cpu = time.perf_counter(), time.process_time()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            report = audit(FederatedKernelKMeans(k, gamma=gamma, partition=M,
+                                                 random_state=seed,
+                                                 refine="auto"),
+                           X, attacks=["refinement_differences"])
+        attacks = report.attacks
+        for attacker in ("server", "users"):
+            mine = attacks[(attacks["attacker"] == "server") == (
+                attacker == "server")]
+            share = mine[mine["metric"] == "recovered_share"]
+            error = mine[mine["metric"] == "mean_relative_error"]
+            rows.append((name, seed, M, report.estimator.refine_moves_.sum(),
+                         attacker, float(share["value"].min()),
+                         float(share["value"].mean()),
+                         float(share["chance"].mean()),
+                         float(error["value"].mean()),
+                         float(error["chance"].mean()),
+                         len(report.violations),
+                         time.perf_counter() - start,
+                         time.process_time() - cpu))
+    table(rows, ["data", "seed", "users", "moved", "attacker", "share min",
+                 "share", "chance", "error", "chance err", "violations",
+                 "s", "CPU s"])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller runs")
-    parser.add_argument("--only", nargs="*", type=int, choices=range(1, 7),
+    parser.add_argument("--only", nargs="*", type=int, choices=range(1, 8),
                         help="tables to print (default: all)")
     args = parser.parse_args()
     start = time.perf_counter()
     tables = (acceptance, communication, nmi_vs_communication, convergence,
-              thresholds, refinement)
+              thresholds, refinement, refinement_attack)
     for number, print_table in enumerate(tables, start=1):
         if not args.only or number in args.only:
             print_table(args.quick)

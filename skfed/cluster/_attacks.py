@@ -10,11 +10,18 @@ that the protocol's messages suggest, and reports the best one.
 # SPDX-License-Identifier: BSD-3-Clause
 
 import numpy as np
+from scipy.optimize import least_squares, minimize
+from threadpoolctl import threadpool_limits
 
 from .._privacy_core import attack_row
-from ._protocol import moment_encoder
+from ..base import party_seeds
+from ..kernel_approximation import RandomFourierBasis
+from ._dspgd import oos_seed
+from ._protocol import moment_encoder, users_key_from_seed
+from ._refine import PHASE_REFINE_RELAY, PHASE_REFINE_TOTALS, totals_encoder
 
-__all__ = ["row_reconstruction", "candidate_rows"]
+__all__ = ["row_reconstruction", "candidate_rows", "recover_rows",
+           "refinement_differences", "RECOVERY_TOLERANCE"]
 
 _SERVER = "server"
 
@@ -179,4 +186,280 @@ def row_reconstruction(estimator, messages, X, y=None, **fit_params):
         rows.append(attack_row("row_reconstruction", _SERVER, user,
                                "best-recovered row", "relative_error",
                                value, 1.0))
+    return rows
+
+
+# -- refinement_differences: the moved rows behind consecutive totals ---------
+
+#: a moved row counts as recovered when a guess lies within this share of
+#: the data's scale (the root of the summed column variances)
+RECOVERY_TOLERANCE = 0.1
+
+#: an atom is kept while its correlation with the residual is above this
+#: (a moved row's own features give ``||z(x)||^2 ~ 1``)
+_ATOM_THRESHOLD = 0.5
+
+_N_CANDIDATES = 4000
+
+
+class _Features:
+    """``z(x) = sqrt(2 / D') cos(W^T x + b)`` and its gradient, from a key."""
+
+    def __init__(self, key, gamma, n_features, d):
+        basis = RandomFourierBasis(oos_seed(key), gamma=gamma)
+        ids = np.arange(n_features)
+        self.W = basis.directions(np.arange(d), ids)
+        self.b = basis.offsets(ids)
+        self.scale = np.sqrt(2.0 / n_features)
+
+    def __call__(self, X):
+        return self.scale * np.cos(np.atleast_2d(X) @ self.W + self.b)
+
+    def jacobian(self, x):
+        """``d z(x) / dx``, shape ``(D', d)``."""
+        return -self.scale * np.sin(x @ self.W + self.b)[:, None] * self.W.T
+
+
+def _ring_groups(messages, receiver, phase, n_users):
+    """The sums of the masked uploads ``receiver`` got in ``phase``, by sum."""
+    uploads = [np.asarray(m.payload[0]) for m in messages
+               if m.receiver == receiver and m.phase == phase]
+    out = []
+    for start in range(0, len(uploads) - n_users + 1, n_users):
+        total = uploads[start]
+        for v in uploads[start + 1:start + n_users]:
+            total = total + v  # uint64: wraps as the ring does
+        out.append(total)
+    return out
+
+
+def _attacker_totals(messages, users, attacker, n_samples):
+    """The refinement totals the attacker holds in plaintext, in order: the
+    server decodes the sums of the uploads it received; a user reads the
+    totals relayed to it (or that it relayed)."""
+    if attacker == _SERVER:
+        encoder = totals_encoder(n_samples)
+        return [encoder.decode(t) for t in _ring_groups(
+            messages, _SERVER, f"{PHASE_REFINE_TOTALS}/upload", len(users))]
+    # The first user relayed the totals: read them on their way to user1.
+    peer = users[1] if attacker == users[0] and len(users) > 1 else attacker
+    return [np.asarray(m.payload[0], dtype=float) for m in messages
+            if m.phase == PHASE_REFINE_RELAY and m.receiver == peer]
+
+
+def _attacker_key(estimator, attacker):
+    """The users' key as the attacker knows it: a user holds it; the server
+    derives it from the public random_state (right when
+    ``party_keys="random_state"``, a wrong guess with ``"os"``)."""
+    if attacker != _SERVER:
+        return estimator._users_key
+    n_users = estimator.partition_.n_parties
+    return users_key_from_seed(
+        party_seeds(estimator.random_state, n_users + 3)[-1])
+
+
+def _refine_atom(features, residual, sign, x0, low, high):
+    def loss(x):
+        z = features(x)[0]
+        value = -sign * float(residual @ z)
+        return value, -sign * (features.jacobian(x).T @ residual)
+    found = minimize(loss, x0, jac=True, method="L-BFGS-B",
+                     bounds=list(zip(low, high)), options={"maxiter": 60})
+    return found.x
+
+
+def _joint_fit(features, target, signs, atoms, low, high):
+    """Least squares on the features: ``target ~ sum_a s_a z(x_a)``."""
+    signs = np.asarray(signs, dtype=float)
+    d = atoms.shape[1]
+
+    def residual(theta):
+        X = theta.reshape(-1, d)
+        return signs @ features(X) - target
+
+    def jacobian(theta):
+        X = theta.reshape(-1, d)
+        return np.hstack([s * features.jacobian(x) for s, x in zip(signs, X)])
+
+    found = least_squares(residual, atoms.ravel(), jac=jacobian,
+                          bounds=(np.tile(low, len(atoms)),
+                                  np.tile(high, len(atoms))), max_nfev=30,
+                          tr_solver="lsmr")
+    return found.x.reshape(-1, d)
+
+
+def recover_rows(features, differences, candidates, low, high, max_atoms):
+    """Matching pursuit on signed sums of features, refined by least squares.
+
+    ``differences`` is ``(k, D')``: per cluster, the features of the rows
+    that came in minus those of the rows that left. Atoms are picked greedily
+    among ``candidates`` (the highest ``|<residual, z(c)>|``) and moved
+    uphill by gradient steps, until no candidate correlates above 0.5 (a
+    row's own features give ``||z(x)||^2 ~ 1``) or ``max_atoms`` are found;
+    then all atoms of the cluster are fitted jointly by least squares on the
+    features. Returns the atoms' positions ``(n_atoms, d)``.
+    """
+    Zc = features(candidates)
+    out = []
+    for target in differences:
+        signs, atoms = [], []
+        residual = target.copy()
+        while len(atoms) < max_atoms:
+            scores = Zc @ residual
+            best = int(np.argmax(np.abs(scores)))
+            if abs(scores[best]) < _ATOM_THRESHOLD:
+                break
+            sign = float(np.sign(scores[best]))
+            x = _refine_atom(features, residual, sign, candidates[best], low,
+                             high)
+            signs.append(sign)
+            atoms.append(x)
+            residual = residual - sign * features(x)[0]
+        if atoms:
+            out.append(_joint_fit(features, target, signs, np.vstack(atoms),
+                                  low, high))
+    return (np.vstack(out) if out
+            else np.zeros((0, candidates.shape[1])))
+
+
+def _moved_rows(history, m, start, stop):
+    """Indices (into user ``m``'s rows) of the rows whose released label
+    changed between releases ``start`` and ``stop``."""
+    return np.flatnonzero(history[m][start] != history[m][stop])
+
+
+def _score(guesses, rows, scale, rng, low, high):
+    """``(share recovered, mean relative error)`` of ``guesses`` and of as
+    many uniform guesses in the public range (chance)."""
+    def errors(points):
+        if not len(points):
+            return np.full(len(rows), np.inf)
+        dist = np.sqrt(np.maximum(
+            (rows ** 2).sum(1)[:, None] - 2 * rows @ points.T
+            + (points ** 2).sum(1)[None, :], 0.0))
+        return dist.min(axis=1) / scale
+
+    n_guesses = len(guesses) if len(guesses) else len(rows)
+    chance = np.array([errors(rng.uniform(low, high, (n_guesses, len(low))))
+                       for _ in range(20)])
+    # No guess at all: the attacker guesses at random, i.e. scores chance.
+    found = errors(guesses) if len(guesses) else chance
+    return (float(np.mean(found <= RECOVERY_TOLERANCE)), float(found.mean()),
+            float(np.mean(chance <= RECOVERY_TOLERANCE)), float(chance.mean()))
+
+
+def refinement_differences(estimator, messages, X, y=None, **fit_params):
+    """Rows recovered from the differences of consecutive refinement totals.
+
+    Two consecutive releases of the refinement's totals (per cluster, the
+    sum of the features ``z(x)`` and the row count) differ by the features
+    of the rows that moved between them: ``+z(x)`` in the new cluster,
+    ``-z(x)`` in the old one. An attacker who holds the totals in plaintext
+    and knows the users' key (hence the frequencies of ``z``) reads in each
+    difference a small signed sum of known functions of the moved rows, and
+    solves for them: matching pursuit over candidate points (uniform in the
+    data's range, public; a user adds its own rows), each atom refined by
+    gradient steps and all atoms of a cluster by least squares on the
+    ``D'`` features (:func:`recover_rows`).
+
+    Attackers: the server (it derives the key from ``random_state``: the
+    right key with ``party_keys="random_state"``, a wrong one with
+    ``"os"``) and every user (it holds the key, and subtracts the features
+    of its own moved rows). Victims: every other user. Per attacker and
+    victim, two rows: the share of the victim's moved rows (over all
+    differences the attacker holds) with a guess within
+    :data:`RECOVERY_TOLERANCE` of the data's scale
+    (``sqrt(sum of column variances)``), and the mean distance of each moved
+    row to its nearest guess in that scale; ``chance`` is the same for as
+    many uniform guesses in the data's range. An attacker who holds no
+    totals guesses at random: its value is chance. No rows with
+    ``refine=None``. The data and the users' release
+    history (local records) are used only to score.
+
+    The parameters and the returned rows are those of
+    :func:`row_reconstruction` (``estimator`` fitted, the fit's ``messages``,
+    ``X``; ``y`` and ``fit_params`` ignored).
+    """
+    if estimator.refine is None:
+        return []  # no refinement, no totals
+    # Many small solves: BLAS threads only add contention (34x slower on two
+    # loaded cores).
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _refinement_differences(estimator, messages, X)
+
+
+def _refinement_differences(estimator, messages, X):
+    X = np.asarray(X, dtype=float)
+    partition = estimator.partition_
+    users = [f"user{m}" for m in range(partition.n_parties)]
+    history = getattr(estimator, "_refine_history", None) or []
+    k = estimator.n_clusters
+    low, high = X.min(axis=0), X.max(axis=0)
+    scale = max(float(np.sqrt(X.var(axis=0).sum())), 1e-12)
+    # The search may leave the range a little (and a constant column needs
+    # room): 5% of the range or of the scale beyond each end.
+    margin = 0.05 * np.maximum(high - low, scale)
+    box = (low - margin, high + margin)
+    rng = np.random.default_rng(0)
+    rows = []
+    for attacker in [_SERVER] + users:
+        totals = _attacker_totals(messages, users, attacker, X.shape[0])
+        guesses = {u: [] for u in users}
+        moved = {u: [] for u in users}
+        if history and totals:
+            n_features = (len(totals[0]) - k) // k
+            features = _Features(_attacker_key(estimator, attacker),
+                                 estimator.gamma_, n_features, X.shape[1])
+            own = (None if attacker == _SERVER
+                   else X[partition.rows(users.index(attacker))])
+            candidates = rng.uniform(low, high, (_N_CANDIDATES, X.shape[1]))
+            if own is not None:
+                candidates = np.vstack([candidates, own])
+            for r in range(len(totals) - 1):
+                diff = (totals[r + 1] - totals[r])[:k * n_features]
+                diff = diff.reshape(k, n_features)
+                if own is not None:
+                    # The attacker's own moves, which it knows, come off.
+                    m = users.index(attacker)
+                    for i in _moved_rows(history, m, r, r + 1):
+                        z = features(own[i])[0]
+                        diff[history[m][r + 1][i]] -= z
+                        diff[history[m][r][i]] += z
+                n_moves = sum(len(_moved_rows(history, v, r, r + 1))
+                              for v in range(len(users)))
+                # Two clusters: one difference is minus the other.
+                found = recover_rows(features, diff[:1] if k == 2 else diff,
+                                     candidates, *box,
+                                     max_atoms=max(n_moves, 1))
+                for v, victim in enumerate(users):
+                    if victim != attacker:
+                        guesses[victim].append(found)
+        for v, victim in enumerate(users):
+            if victim == attacker:
+                continue
+            own_rows = X[partition.rows(v)]
+            truth = [own_rows[_moved_rows(history, v, r, r + 1)]
+                     for r in range(len(history[v]) - 1)] if history else []
+            if len(totals) > 1:
+                pairs = [(g, t) for g, t in zip(guesses[victim], truth)
+                         if len(t)]
+            else:
+                # No difference held: no guess (chance is as many guesses
+                # as the victim's moved rows).
+                pairs = [(np.zeros((0, X.shape[1])), t) for t in truth
+                         if len(t)]
+            scores = [_score(g, t, scale, rng, low, high) for g, t in pairs]
+            counts = np.array([len(t) for _, t in pairs], dtype=float)
+            if not len(counts):
+                share, error, share0, error0 = 0.0, np.nan, 0.0, np.nan
+            else:
+                share, error, share0, error0 = (
+                    np.average(np.array(scores)[:, c], weights=counts)
+                    for c in range(4))
+            rows.append(attack_row("refinement_differences", attacker, victim,
+                                   "moved rows", "recovered_share", share,
+                                   share0))
+            rows.append(attack_row("refinement_differences", attacker, victim,
+                                   "moved rows", "mean_relative_error", error,
+                                   error0))
     return rows

@@ -16,7 +16,8 @@ from ._coreset import MIN_GROUP, check_group_sizes
 from ._dspgd import (PHASE_CONVERGENCE, PHASE_EIGENPAIRS, PHASE_ITERATION,
                      PHASE_LANCZOS)
 from ._protocol import _N_BUCKETS, MIN_USER_ROWS
-from ._refine import PHASE_REFINE_MOVES, PHASE_REFINE_TOTALS
+from ._refine import (PHASE_REFINE_MOVES, PHASE_REFINE_RELAY,
+                      PHASE_REFINE_TOTALS)
 
 __all__ = ["kernel_kmeans_contract"]
 
@@ -107,16 +108,19 @@ def kernel_kmeans_contract(estimator):
     if estimator.refine is not None:
         # skfed's Lloyd refinement on the map's random features (D' of them).
         centers = "est.n_clusters * est.embedding_map_.shape[1]"
+        totals = secure_sum_rules(PHASE_REFINE_TOTALS, "user", "user",
+                                  f"{centers} + est.n_clusters")[1]
+        totals.note = ("sums of z(x) and row counts (or weight sums) by "
+                       "cluster, to the first user: uniform in the ring, "
+                       "only the total decodes; the server gets none")
         rules += [
-            masked_sum(PHASE_REFINE_TOTALS, "sums of z(x) and row counts (or "
-                       "weight sums) by cluster over the user's rows",
-                       f"{centers} + est.n_clusters"),
-            Rule(f"{PHASE_REFINE_MOVES}/request", "server", "user",
-                 (public("the centers in the random features", centers),
-                  Public("which clusters hold rows", dtype="b",
-                         max_size="est.n_clusters")),
-                 note="decoded totals divided by counts: the server's "
-                      "centers, broadcast"),
+            totals,
+            Rule(PHASE_REFINE_RELAY, "user", "user",
+                 (Aggregate(MIN_USER_ROWS, "the totals over every user's "
+                            "rows: sums of z(x) and row counts by cluster",
+                            max_size=f"{centers} + est.n_clusters"),),
+                 note="the first user relays the decoded totals to the "
+                      "other users (never to the server)"),
             masked_sum(PHASE_REFINE_MOVES, "how many of the user's rows "
                        "moved to another cluster", 1),
         ]

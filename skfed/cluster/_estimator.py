@@ -23,7 +23,7 @@ from .._docstrings import fill_doc
 from .._privacy_core import Secret
 from ..base import FederatedMixin, check_row_weights, party_seeds
 from ..partition import HorizontalPartition
-from ._attacks import row_reconstruction
+from ._attacks import refinement_differences, row_reconstruction
 from ._contract import kernel_kmeans_contract
 from ._coreset import MIN_GROUP
 from ._protocol import (check_user_rows, run_protocol, user_embed_and_assign,
@@ -119,15 +119,16 @@ class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
         Algorithm 1). ``None``: nothing, the paper's Algorithm 1.
         ``"auto"`` or an int (skfed's refinement): Lloyd's k-means on the
         random features ``z(x)`` of the out-of-sample map, started from the
-        embedding's labels, with the cluster sums and counts securely summed;
-        it stops once fewer than ``MIN_MOVED = 5`` rows change cluster, after
-        at most 100 (``"auto"``) or ``refine`` center updates, with a
+        embedding's labels, with the cluster sums and counts securely summed
+        among the users (the server never receives them); it stops once
+        fewer than ``MIN_MOVED = 5`` rows change cluster, after at most 100
+        (``"auto"``) or ``refine`` center updates, with a
         ``ConvergenceWarning`` at that cap. Kernel k-means itself minimises
         the distances to cluster means in the kernel's feature space, which
         ``z`` approximates; the embedding's clustering is a relaxation of it
-        (see Notes). Off by default: its totals tell the server more than
-        the paper's protocol does (see Notes, and the user guide's
-        "Refinement" section), and no shipped attack measures that yet.
+        (see Notes). Off by default: its consecutive totals give every user
+        the rows of the other users that changed cluster (measured by the
+        audit's ``refinement_differences``; see Notes).
 
     max_iter : int, default=300
         Cap on the number ``T`` of DSPGD iterations.
@@ -210,10 +211,10 @@ class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
         ``max_iter``).
 
     n_refine_iter_ : int
-        Center broadcasts of the refinement (0 with ``refine=None``).
+        Center updates of the refinement (0 with ``refine=None``).
 
     refine_moves_ : ndarray of shape (n_refine_iter_,)
-        Rows that changed cluster after each broadcast (the server's
+        Rows that changed cluster after each center update (the server's
         decoded total; the refinement stops below ``MIN_MOVED``).
 
     embedding_changes_ : ndarray of shape (n_iter_ - 1,)
@@ -356,16 +357,17 @@ class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
       map's random features (``z(x)^T z(x') ~ k(x, x')``, so the objective
       is kernel k-means'), from the embedding's labels: each user
       secure-sums its ``(sum of z by cluster, rows by cluster)``
-      (``k (D' + 1)`` values); the server divides and broadcasts the ``k``
-      centers; each user relabels its rows and secure-sums how many moved;
-      the users upload new totals only when at least ``MIN_MOVED = 5``
-      rows moved in all, else it stops. Labels are then always the nearest
-      broadcast center (``predict`` reproduces ``labels_``), and equal a
+      (``k (D' + 1)`` values) to the first user, who relays the totals to
+      the other users; each user divides, relabels its rows and
+      secure-sums to the server how many moved; new totals follow only
+      when at least ``MIN_MOVED = 5`` rows moved in all, else it stops.
+      Labels are then always the nearest
+      released center (``predict`` reproduces ``labels_``), and equal a
       pooled-data Lloyd with that rule (``tests/cluster/test_refine.py``).
       Moons of issue 35 (seeds 0-2): NMI 0.781 / 0.622 / 0.787 without,
-      0.990 for each with it, after 3-10 center updates and 8% more bytes;
+      0.990 for each with it, after 3-10 center updates and 5% more bytes;
       circles, wine and digits equal or better, blobs 0.659 against 0.664
-      (exact kernel k-means 0.660), at 1.2-2.0 times the bytes where the
+      (exact kernel k-means 0.660), at 1.1-1.7 times the bytes where the
       clusters are many or the DSPGD short (``benchmarks/
       bench_kernel_kmeans.py``, table 6). On mid-sized moons (500-600
       rows) the ``MIN_MOVED`` gate can stop it after a move of fewer rows
@@ -382,19 +384,30 @@ class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
     two rows); of everything else only totals over users -- ``N``,
     ``||sum x||`` and ``sum ||x||^2``, ``W_t^T W_t c_q`` (hence the small
     matrix ``W_t^T W_t``, not the paper's per-user ``W_t[m]^T W_t[m]``),
-    the overlaps and ``H^T A'``; with the refinement also, per center
-    update, the totals of ``z`` and the row counts of each cluster, and the
-    number of rows that moved. With a single user these totals are that
-    user's. Two consecutive refinement totals differ by the features of
-    the rows that moved between them (at least ``MIN_MOVED``, signed): with
-    the users' key known to the server (``party_keys="random_state"`` and
-    a known ``random_state``) those features are a small system in the
-    moved rows; use ``party_keys="os"`` or ``refine=None`` where that
-    matters. Without CEM it also receives ``A_t[m] A_t^T c_q`` (one value
+    the overlaps and ``H^T A'``; with the refinement also the number of
+    rows that moved after each center update (the totals of the refinement
+    go to the users only). With a single user these totals are that
+    user's. Without CEM it also receives ``A_t[m] A_t^T c_q`` (one value
     per row: plain DSPGD concatenates them, so they cannot be summed away)
     and holds the eigenvectors of ``R_t`` over all rows. Users learn the
-    broadcasts and the pair seeds of the secure sums. The contract
-    (``skfed.privacy.check_messages``) declares each message.
+    broadcasts and the pair seeds of the secure sums; with the refinement
+    also its totals, and two consecutive totals differ by the features of
+    the rows that moved between them (signed): with the key every user
+    holds, that is a small system in those rows. The audit's
+    ``refinement_differences`` solves it (matching pursuit, then least
+    squares on the ``D'`` features). On issue 35's moons (1,000 rows, 3
+    users, seeds 0-2; 5 to 29 rows moved between two totals) each user
+    recovers every moved row of the other two within 0.1 of the data's
+    scale (mean error 0.001-0.011; random guesses 0-16%); on the digits
+    (64 columns, ten clusters, 5 users) 6-56% of them (mean error 0.27-0.64
+    of the scale, random guesses 1.4). The ``MIN_MOVED`` gate cannot
+    prevent it; the server, holding no total, scores chance
+    (``benchmarks/bench_kernel_kmeans.py``, table 7). This is why the
+    refinement is off by default.
+    The refinement as first built summed the totals to the server, which
+    then recovered every moved row with ``party_keys="random_state"``
+    (mean error 0.012). The contract (``skfed.privacy.check_messages``)
+    declares each message.
 
     References
     ----------
@@ -583,6 +596,9 @@ class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
         # The users' key stays with the users: the estimator acts for them
         # when it predicts (it never reaches the server).
         self._users_key = out["users_key"]
+        # Each user's labels at every release of the refinement's totals
+        # (users' own records, kept for the audit's refinement_differences).
+        self._refine_history = out["refine_history"]
         self.n_random_features_ = int(D)
         self._n_features_out = k  # transform: distances to the k centers
         self.n_iter_ = len(out["trace"])
@@ -736,4 +752,4 @@ class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
         return secrets
 
     def _privacy_attacks(self):
-        return [row_reconstruction]
+        return [row_reconstruction, refinement_differences]

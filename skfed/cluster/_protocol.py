@@ -71,7 +71,7 @@ from ._coreset import distributed_kmeans
 from ._dspgd import (PHASE_CONVERGENCE, PHASE_EIGENPAIRS, PHASE_ITERATION,
                      PHASE_LANCZOS, derive_seed)
 from ._lanczos import distributed_lanczos, server_collect
-from ._refine import lloyd_refinement
+from ._refine import lloyd_refinement, user_release_history
 
 __all__ = [
     "MIN_USER_ROWS",
@@ -141,10 +141,12 @@ def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
             n_features=n_oos_features, n_samples=n_samples,
             max_iter=refine_iter)
     labels = fed.gather(fed[u].call(_user_labels) for u in users)
+    history = (fed.gather(fed[u].call(user_release_history) for u in users)
+               if refine_iter else [])
     return dict(gamma=gamma, threshold=lam, eigenvalues=eigenvalues,
                 trace=trace, changes=changes, per_iteration=per_iteration,
                 centers=centers, refined_centers=refined, refined_alive=alive,
-                refine_moves=moves,
+                refine_moves=moves, refine_history=history,
                 embedding_map=embedding_map, labels=labels,
                 users_key=fed[users[0]].call(user_key).result())
 

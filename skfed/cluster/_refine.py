@@ -13,26 +13,35 @@ k(x, x')``. :func:`lloyd_refinement` runs Lloyd's iterations of k-means on
 
 1. every user sums ``z`` of its rows by cluster and counts them (with
    ``sample_weight``, weighted sums and weight totals); the vectors
-   ``(sums, counts)`` are summed with pairwise ring masks, so the server
-   decodes only the totals over users, and divides: the centers ``mu_j``
+   ``(sums, counts)`` are summed with pairwise ring masks *to the first
+   user*, who decodes the totals and relays them to the other users
+   (:func:`release_totals`); every user divides: the centers ``mu_j``
    (``k x D'``) of the clusters in the feature space;
-2. the server broadcasts the centers; every user assigns each of its rows
-   to the nearest one and reports, masked, how many of its rows moved;
-3. if at least :data:`MIN_MOVED` rows moved in total, the users upload the
+2. every user assigns each of its rows to the nearest center, and the
+   users' counts of moved rows are summed, masked, to the server;
+3. if at least :data:`MIN_MOVED` rows moved in total, the server asks for
    new totals (step 1) and the loop goes on; otherwise it stops.
 
-The labels are the users' final assignment to the broadcast centers, so a
+The labels are the users' final assignment to the released centers, so a
 training row's label is always its nearest center (``predict`` on the
 training rows gives ``labels_``). With no move at all this is Lloyd's fixed
 point; with ``1..MIN_MOVED - 1`` moves those rows keep their new labels
-while the centers stay as broadcast (at most ``MIN_MOVED - 1`` rows short of
+while the centers stay as released (at most ``MIN_MOVED - 1`` rows short of
 exact Lloyd's last mean update).
 
-Why the gate: consecutive totals differ by the features of the rows that
-moved between them, signed. Releasing totals only when at least
-``MIN_MOVED`` rows moved keeps every such difference a sum over several
-rows (one row's features, with the key known, give the row). See the
-estimator's Notes for what the server learns.
+Who sees the totals. Two consecutive totals differ by the features of the
+rows that moved between them, signed (``+z(x)`` in the new cluster,
+``-z(x)`` in the old one); whoever holds both and knows the features' key
+solves that small system for the moved rows
+(:func:`~._attacks.refinement_differences`). The refinement as first built
+summed the totals to the server, and with ``party_keys="random_state"`` the
+server knows the key (it derives from ``random_state``): it recovered every
+moved row. The totals now go to the users only: the server receives no
+upload of them, only the total number of moved rows. The users
+hold the key and the totals (they need the centers to assign their rows),
+so each user learns the other users' moved rows; the :data:`MIN_MOVED`
+gate does not prevent that (the attack separates a few rows as well as
+one). See the estimator's Notes for the numbers.
 """
 
 # Authors: The skfed developers
@@ -43,17 +52,23 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ..federation import Local
 from ..federation.secure_sum import RingEncoder, secure_sum
 from ._dspgd import feature_blocks, oos_seed
 
 __all__ = [
     "MIN_MOVED",
     "PHASE_REFINE_MOVES",
+    "PHASE_REFINE_RELAY",
     "PHASE_REFINE_TOTALS",
     "REFINE_MAX_ITER",
     "lloyd_refinement",
     "refine_max_iter",
-    "server_centers",
+    "centers_from_totals",
+    "release_totals",
+    "user_take_totals",
+    "totals_encoder",
+    "user_release_history",
     "user_assign_features",
     "user_cluster_totals",
     "user_feature_distances",
@@ -66,7 +81,14 @@ MIN_MOVED = 5
 REFINE_MAX_ITER = 100
 
 PHASE_REFINE_TOTALS = "refine: totals"  # masked (sums of z, counts) by cluster
-PHASE_REFINE_MOVES = "refine: moves"    # centers broadcast; masked move counts
+PHASE_REFINE_MOVES = "refine: moves"    # masked move counts, to the server
+PHASE_REFINE_RELAY = "refine: totals/relay"  # decoded totals, first user -> users
+
+
+def totals_encoder(n_samples):
+    """The ring encoding of the totals: ``|z| <= sqrt(2 / D')`` per entry
+    and weights of mean one keep every total below ``2 n``."""
+    return RingEncoder.for_bound(2.0 * n_samples, margin_bits=3)
 
 
 def refine_max_iter(refine):
@@ -101,7 +123,17 @@ def user_cluster_totals(state, n_clusters, n_features):
                         else weights[mine] @ Z[mine])
     counts = np.bincount(labels, weights=w, minlength=n_clusters)
     state.released_labels = labels.copy()
+    # A local record (no message): the labels of every release, read by the
+    # audit's refinement_differences attack (the user's own view, and the
+    # truth it is scored against).
+    state.__dict__.setdefault("released_history", []).append(
+        labels.astype(np.int32))
     return np.concatenate([sums.ravel(), counts.astype(float)])
+
+
+def user_release_history(state):
+    """A local read (no message): the labels of each release of the user."""
+    return list(getattr(state, "released_history", []))
 
 
 def _squared_distances(Z, centers, alive):
@@ -112,15 +144,15 @@ def _squared_distances(Z, centers, alive):
     return d
 
 
-def user_assign_features(state, centers, alive):
-    """Assign every row to its nearest broadcast center; the count of rows
-    whose label differs from the last released one (masked later)."""
-    centers, alive = np.asarray(centers), np.asarray(alive, dtype=bool)
+def user_assign_features(state):
+    """Assign every row to its nearest center (of the last released
+    totals); the count of rows whose label differs from the last released
+    one (masked later)."""
+    centers, alive = state.centers, state.alive
     labels = np.empty(state.X.shape[0], dtype=np.int64)
     for rows, Z in _features(state, centers.shape[1]):
         labels[rows] = np.argmin(_squared_distances(Z, centers, alive), axis=1)
     state.labels = labels
-    state.centers = centers
     return np.array([float(np.sum(labels != state.released_labels))])
 
 
@@ -134,7 +166,7 @@ def user_feature_distances(state, centers, n_features, alive):
     return dist
 
 
-def server_centers(state, total, n_clusters, n_features):
+def centers_from_totals(total, n_clusters, n_features):
     """The centers ``sums / counts`` and which clusters hold rows."""
     total = np.asarray(total, dtype=float)
     sums = total[:n_clusters * n_features].reshape(n_clusters, n_features)
@@ -146,30 +178,52 @@ def server_centers(state, total, n_clusters, n_features):
     return centers, alive
 
 
+def user_take_totals(state, total, n_clusters, n_features):
+    """A user's centers from the released totals; returned for the model
+    (a local read: every user holds the same)."""
+    state.centers, state.alive = centers_from_totals(total, n_clusters,
+                                                     n_features)
+    return state.centers, state.alive
+
+
+def release_totals(fed, users, *, n_clusters, n_features, encoder):
+    """The users' totals, summed with pairwise masks to the first user, who
+    relays them to the other users: the server receives none of it.
+
+    Returns the centers and which clusters hold rows (every user holds them).
+    """
+    first = users[0]
+    total = secure_sum(fed, users, first, user_cluster_totals, n_clusters,
+                       n_features, phase=PHASE_REFINE_TOTALS,
+                       encoder=encoder).result()
+    # k and D' are public: each user holds them (Local); the totals travel.
+    fed.gather(fed[u].call(user_take_totals, total, Local(n_clusters),
+                           Local(n_features), sender=first,
+                           phase=PHASE_REFINE_RELAY)
+               for u in users[1:])
+    return fed[first].call(user_take_totals, Local(total), n_clusters,
+                           n_features).result()
+
+
 def lloyd_refinement(fed, server, users, *, n_clusters, n_features, n_samples,
                      max_iter):
     """Lloyd's k-means on the users' random features, from their labels.
 
-    Returns ``(centers, alive, moves)``: the last broadcast centers
+    Returns ``(centers, alive, moves)``: the last released centers
     (``n_clusters x n_features``, rows of empty clusters zero), which
     clusters held rows in the last totals, and the decoded number of moved
-    rows after each center broadcast.
+    rows after each release.
     Each user's ``labels`` end as its rows' nearest centers.
     """
-    # |z| <= sqrt(2 / D') per entry and the weights are rescaled to mean
-    # one, so every total is below 2 n (counts: n).
-    encoder = RingEncoder.for_bound(2.0 * n_samples, margin_bits=3)
+    common = dict(n_clusters=n_clusters, n_features=n_features,
+                  encoder=totals_encoder(n_samples))
     moves_encoder = RingEncoder.for_bound(float(n_samples), margin_bits=3)
-    total = secure_sum(fed, users, server, user_cluster_totals, n_clusters,
-                       n_features, phase=PHASE_REFINE_TOTALS,
-                       encoder=encoder).result()
-    centers, alive = fed[server].call(server_centers, total, n_clusters,
-                                      n_features).result()
+    centers, alive = release_totals(fed, users, **common)
     moves = []
     for it in range(max_iter):
-        moved = secure_sum(fed, users, server, user_assign_features, centers,
-                           alive, phase=PHASE_REFINE_MOVES,
-                           encoder=moves_encoder, sender=server).result()
+        moved = secure_sum(fed, users, server, user_assign_features,
+                           phase=PHASE_REFINE_MOVES,
+                           encoder=moves_encoder).result()
         moves.append(int(round(float(np.asarray(moved).ravel()[0]))))
         if moves[-1] < MIN_MOVED:
             break
@@ -182,9 +236,5 @@ def lloyd_refinement(fed, server, users, *, n_clusters, n_features, n_samples,
                 "int as refine, or refine=None for the paper's clustering.",
                 ConvergenceWarning)
             break
-        total = secure_sum(fed, users, server, user_cluster_totals,
-                           n_clusters, n_features, phase=PHASE_REFINE_TOTALS,
-                           encoder=encoder).result()
-        centers, alive = fed[server].call(server_centers, total, n_clusters,
-                                          n_features).result()
+        centers, alive = release_totals(fed, users, **common)
     return np.where(alive[:, None], centers, 0.0), alive, moves

@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.datasets import make_blobs
 from sklearn.preprocessing import StandardScaler
 
+import skfed.cluster._refine as refine
 from skfed.cluster import FederatedKernelKMeans
 from skfed.federation import record_messages
 
@@ -74,3 +75,18 @@ def _plaintext_sums(real, moments_only):
         return _Total(total[1:] if phase == "setup: moments" else total)
 
     return leaky
+
+
+def _totals_to_the_server(fed, users, *, n_clusters, n_features, encoder):
+    """The refinement as first built: the users' totals are summed to the
+    server, which decodes them and relays them to the users."""
+    server = "server"
+    total = refine.secure_sum(fed, users, server, refine.user_cluster_totals,
+                              n_clusters, n_features,
+                              phase=refine.PHASE_REFINE_TOTALS,
+                              encoder=encoder).result()
+    out = fed.gather(fed[u].call(refine.user_take_totals, total, n_clusters,
+                                 n_features, sender=server,
+                                 phase=refine.PHASE_REFINE_RELAY)
+                     for u in users)
+    return out[0]

@@ -10,14 +10,18 @@ contribute to the sums the server decodes.
 import numpy as np
 import pytest
 
+from sklearn.datasets import make_moons
+
 import skfed.cluster._estimator as kk
 import skfed.cluster._protocol as protocol
+import skfed.cluster._refine as refine
 from skfed.cluster import FederatedKernelKMeans
-from skfed.cluster._attacks import row_reconstruction
+from skfed.cluster._attacks import (_Features, recover_rows,
+                                   refinement_differences, row_reconstruction)
 from skfed.privacy import audit, check_messages
 
-from ._plants import (X_std, _plaintext_sums, _user_uploads_its_rows,
-                      estimator, fit_recorded)
+from ._plants import (X_std, _plaintext_sums, _totals_to_the_server,
+                      _user_uploads_its_rows, estimator, fit_recorded)
 
 
 def errors(est, messages, X):
@@ -74,3 +78,80 @@ def test_plaintext_moments_of_a_one_row_user_are_caught(monkeypatch):
     assert any(v.phase == "setup: moments/upload" and "dtype kind 'f'" in v.found
                for v in violations)
     assert errors(est, messages, X_std)["user0"] < 1e-9
+
+
+# -- refinement_differences: the moved rows behind consecutive totals -----------
+
+@pytest.fixture(scope="module")
+def small_moons():
+    # 300 rows, 3 users: the refinement releases two totals (8 rows moved
+    # between them, then 4: it stops).
+    return make_moons(300, noise=0.05, random_state=0)[0]
+
+
+def moon_estimator(**params):
+    return FederatedKernelKMeans(2, gamma=8.0, partition=3, random_state=1,
+                                 refine="auto", **params)
+
+
+def by_attacker(rows, metric):
+    return {(r["attacker"], r["victim"]): (r["value"], r["chance"])
+            for r in rows if r["metric"] == metric}
+
+
+def test_refinement_totals_reach_the_users_only(small_moons):
+    report = audit(moon_estimator(), small_moons,
+                   attacks=["refinement_differences"])
+    assert report.violations == []
+    assert report.estimator.refine_moves_.tolist() == [8, 4]
+    shares = by_attacker(report.attacks.to_dict("records"), "recovered_share")
+    errors = by_attacker(report.attacks.to_dict("records"),
+                         "mean_relative_error")
+    assert len(shares) == 3 + 3 * 2
+    for (attacker, victim), (value, chance) in shares.items():
+        if attacker == "server":
+            # No total reaches it: it can only guess.
+            assert value == chance < 0.2
+            assert errors[attacker, victim][0] == errors[attacker, victim][1]
+        else:
+            # What the users learn: the others' moved rows, every one (the
+            # guide quotes it).
+            assert value >= 0.8 > chance
+            assert errors[attacker, victim][0] < 0.05
+
+
+@pytest.mark.parametrize("party_keys, leaks", [
+    ("random_state", True),
+    pytest.param("os", False, marks=pytest.mark.slow)])
+def test_totals_decoded_by_the_server_give_away_moved_rows(
+        monkeypatch, small_moons, party_keys, leaks):
+    # The refinement as first built (the server decoded the totals): with
+    # the key known from random_state the server recovers the moved rows;
+    # with party_keys="os" its guess of the key is wrong and so are its rows.
+    monkeypatch.setattr(refine, "release_totals", _totals_to_the_server)
+    est = moon_estimator(party_keys=party_keys)
+    messages = fit_recorded(est, small_moons)
+    rows = refinement_differences(est, messages, small_moons)
+    shares = by_attacker(rows, "recovered_share")
+    for victim in ("user0", "user1", "user2"):
+        value, chance = shares["server", victim]
+        if leaks:
+            assert value >= 0.8 > chance
+        else:
+            assert value <= max(chance, 0.2)
+
+
+def test_recover_rows_solves_a_signed_sum_of_features():
+    # Two rows in, one row out, 2,000 features: the three rows come back to
+    # 1e-3 from candidates drawn uniformly in the range.
+    rng = np.random.default_rng(0)
+    features = _Features(b"k" * 16, 8.0, 2000, 2)
+    rows = np.array([[0.1, 0.2], [1.2, -0.3], [-0.6, 0.7]])
+    target = features(rows[:2]).sum(axis=0) - features(rows[2])[0]
+    low, high = np.array([-1.5, -1.0]), np.array([2.5, 1.5])
+    found = recover_rows(features, target[None], rng.uniform(low, high,
+                                                             (4000, 2)),
+                         low, high, max_atoms=3)
+    assert found.shape == (3, 2)
+    dist = np.linalg.norm(rows[:, None] - found[None], axis=-1).min(axis=1)
+    assert dist.max() < 1e-3

@@ -15,7 +15,8 @@ from skfed.cluster import FederatedKernelKMeans
 from skfed.federation import record_messages
 from skfed.privacy import audit, check_messages
 
-from ._plants import X_raw, X_std, _plaintext_sums, estimator, fit_recorded
+from ._plants import (X_raw, X_std, _plaintext_sums, _totals_to_the_server,
+                      estimator, fit_recorded)
 
 
 # -- the clean protocol -------------------------------------------------------------
@@ -107,8 +108,13 @@ def test_refinement_messages_keep_the_contract():
     est = estimator(refine="auto")
     messages = fit_recorded(est, X_std)
     phases = {m.phase for m in messages}
-    assert {"refine: totals/upload", "refine: moves/request",
+    assert {"refine: totals/upload", "refine: totals/relay",
             "refine: moves/upload"} <= phases
+    # The server receives the masked move counts and nothing else of it.
+    assert {m.phase for m in messages if m.receiver == "server"
+            and m.phase.startswith("refine")} == {"refine: moves/upload"}
+    assert not any(m.sender == "server" and m.phase.startswith("refine")
+                   for m in messages)
     assert check_messages(est, messages, X_std) == []
     paper = estimator(refine=None)
     messages = fit_recorded(paper, X_std)
@@ -124,3 +130,15 @@ def test_plaintext_refinement_totals_are_caught(monkeypatch):
     messages = fit_recorded(est, X_std)
     phases = {v.phase for v in check_messages(est, messages, X_std)}
     assert "refine: totals/upload" in phases
+
+
+def test_refinement_totals_to_the_server_are_caught(monkeypatch):
+    # The refinement as first built: the server decoded the totals (and its
+    # consecutive totals gave away the moved rows, see test_attacks.py).
+    monkeypatch.setattr(refine, "release_totals", _totals_to_the_server)
+    est = estimator(refine="auto")
+    messages = fit_recorded(est, X_std)
+    found = {(v.phase, v.sender, v.receiver)
+             for v in check_messages(est, messages, X_std)}
+    assert ("refine: totals/upload", "user1", "server") in found
+    assert ("refine: totals/relay", "server", "user0") in found

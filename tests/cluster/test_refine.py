@@ -66,7 +66,7 @@ def moons_fits(moons):
 def test_refined_moons_beat_the_embedding(moons, moons_fits):
     # Seed 1 of issue 35's moons: the paper's clustering of the embedding
     # reaches NMI 0.622 (exact kernel k-means 0.776); Lloyd on the features
-    # from its labels reaches 0.990 in 10 center broadcasts.
+    # from its labels reaches 0.990 in 10 center updates.
     _, y = moons
     paper, refined = moons_fits
     assert refined.n_iter_ == paper.n_iter_ < refined.max_iter
@@ -76,8 +76,9 @@ def test_refined_moons_beat_the_embedding(moons, moons_fits):
 
 
 def test_the_default_is_the_papers_algorithm():
-    # Off by default until an attack measures what its totals tell the
-    # server (see the Notes).
+    # Off by default: refinement_differences recovers, from consecutive
+    # totals, every row of the other users that changed cluster (users hold
+    # the totals and the key; see test_attacks.py and the Notes).
     assert FederatedKernelKMeans().get_params()["refine"] is None
 
 
@@ -137,10 +138,12 @@ def test_released_totals_differ_by_at_least_min_moved_rows(moons_fits):
     moves = refined.refine_moves_
     assert len(moves) == refined.n_refine_iter_
     assert (moves[:-1] >= MIN_MOVED).all() and moves[-1] < MIN_MOVED
-    # Three users upload totals once for the embedding's labels and once
-    # after each broadcast but the last.
-    uploads = refined.communication_.by_phase["refine: totals/upload"]
-    assert uploads["messages"] == 3 * len(moves)
+    # Totals are released once for the embedding's labels and once after
+    # each center update but the last: two users upload to the first (whose
+    # own share is local), which relays the totals to those two.
+    by_phase = refined.communication_.by_phase
+    assert by_phase["refine: totals/upload"]["messages"] == 2 * len(moves)
+    assert by_phase["refine: totals/relay"]["messages"] == 2 * len(moves)
 
 
 def test_refine_stops_at_its_own_cap_with_a_warning(moons):
@@ -151,7 +154,7 @@ def test_refine_stops_at_its_own_cap_with_a_warning(moons):
         km.fit(X)
     assert km.n_refine_iter_ == 2
     assert km.refine_moves_[-1] >= MIN_MOVED
-    # The labels are the nearest of the last broadcast centers.
+    # The labels are the nearest of the last released centers.
     np.testing.assert_array_equal(km.predict(X), km.labels_)
 
 
@@ -184,7 +187,7 @@ def test_refinement_only_appends_to_the_papers_protocol(moons_fits):
     np.testing.assert_array_equal(refined.embedding_map_, paper.embedding_map_)
     added = {p for p in refined.communication_.by_phase
              if p not in paper.communication_.by_phase}
-    assert added == {"refine: totals/upload", "refine: moves/request",
+    assert added == {"refine: totals/upload", "refine: totals/relay",
                      "refine: moves/upload"}
     for phase, counts in paper.communication_.by_phase.items():
         assert refined.communication_.by_phase[phase] == counts, phase
