@@ -21,7 +21,8 @@ in memory, beside the threads backend, idle and then under load (two busy
 processes at the caller's priority, started by the benchmark): wall time,
 CPU seconds of the driver and of every Ray process (from ``/proc``), the
 ratio to threads, milliseconds per message, and whether the decision values
-are identical. A micro row gives the cost of one 20 KB message party to
+are identical, with the Ray tasks sent and the driver's ``ray.get`` calls
+of each Ray fit. A micro row gives the cost of one 20 KB message party to
 party. The cluster runs in a private ``RAY_TMPDIR`` (a ``Cluster`` writes
 Ray's "latest cluster" file into the default temp dir, where any default
 ``ray.init()`` on the host would find it) and is stopped by its own
@@ -246,6 +247,32 @@ def _measured(fn, exclude=()):
     return result, wall, driver, other, os.getloadavg()[0]
 
 
+class _RayCalls:
+    """Counts the Ray actor tasks this process sends and its ``ray.get``
+    calls (the driver's round trips), by wrapping Ray's entry points."""
+
+    def __init__(self):
+        import ray
+        import ray.actor
+
+        self.tasks = self.gets = 0
+        remote, get = ray.actor.ActorMethod._remote, ray.get
+
+        def counted_remote(method, *args, **kwargs):
+            self.tasks += 1
+            return remote(method, *args, **kwargs)
+
+        def counted_get(*args, **kwargs):
+            self.gets += 1
+            return get(*args, **kwargs)
+
+        ray.actor.ActorMethod._remote = counted_remote
+        ray.get = counted_get
+
+    def snapshot(self):
+        return self.tasks, self.gets
+
+
 def _stop(processes):
     for process in processes:
         process.terminate()
@@ -320,9 +347,10 @@ def _nodes_rows(steps, under_load=True):
         print(f"three-node cluster (one node per party): "
               f"{time.perf_counter() - start:.1f} s to start, load "
               f"{os.getloadavg()[0]:.1f}\n")
+        calls = _RayCalls()
         header = (f"{'fit':<34}{'load':>6}{'backend':>9}{'wall s':>8}"
                   f"{'drv CPU':>9}{'Ray CPU':>9}{'ratio':>7}{'msgs':>7}"
-                  f"{'ms/msg':>8}{'same':>6}")
+                  f"{'ms/msg':>8}{'tasks':>7}{'gets':>7}{'same':>6}")
         conditions = ["idle"] + (["loaded"] if under_load else [])
         with skfed.config_context(allow_insecure_keys=True):
             for condition in conditions:
@@ -350,8 +378,11 @@ def _nodes_rows(steps, under_load=True):
                             shutdown_homes()  # kills the idle actors too
                         with skfed.config_context(backend="ray",
                                                   ray_actor_options=placement):
+                            before = calls.snapshot()
                             model, r_wall, r_drv, r_other, r_load = _measured(
                                 lambda: clone(estimator).fit(X, y), pids)
+                            tasks, gets = (b - a for a, b in
+                                           zip(before, calls.snapshot()))
                             decision = model.decision_function(X)
                         same = (np.array_equal(decision,
                                                threads.decision_function(X))
@@ -360,7 +391,8 @@ def _nodes_rows(steps, under_load=True):
                         print(f"{'':<34}{r_load:>6.1f}{run:>9}{r_wall:>8.2f}"
                               f"{r_drv:>9.2f}{r_other:>9.2f}"
                               f"{r_wall / t_wall:>7.2f}{n_msg:>7}"
-                              f"{1000 * r_wall / n_msg:>8.1f}{str(same):>6}")
+                              f"{1000 * r_wall / n_msg:>8.1f}{tasks:>7}"
+                              f"{gets:>7}{str(same):>6}")
                 print()
                 _stop(busy)
                 busy = []

@@ -1,10 +1,19 @@
 """The Ray backend: every party is a Ray actor holding its private state.
 
-Protocol code does not change: ``call`` submits the function to the party's
-actor and returns a future over the Ray object reference; messages are
-counted in the caller exactly as with threads, so ``communication_`` is the
-same for both backends. An actor runs one call at a time, like a party
-thread. When a federation ends without an error, an in-memory party's idle
+Protocol code does not change: ``call`` returns a future, and the actor runs
+the function on the party's state, one call at a time and in order, like a
+party thread. Messages are counted exactly as with threads, so
+``communication_`` is the same for both backends.
+
+Calls in batches, answers party to party. A Ray task costs about a
+millisecond of CPU on each side whatever it carries, so a party's
+consecutive calls go to its actor together, as one task (:class:`_Batch`),
+when one of their answers is needed; an answer given to another party's
+call (a partial sum up a tree) goes from actor to actor by reference, is
+not read by the driver, and is measured by the receiver
+(:func:`read_sizes`). A failed call fails the party's later calls of the
+run, as with threads; a timeout names the party whose calls hold the run up
+(:func:`_stuck`). When a federation ends without an error, an in-memory party's idle
 actor is kept (without its state) for the next federation's party of the
 same name and options (:meth:`RayParty.finish`); after a failure, a
 timeout or an interrupt, the actors are killed.
@@ -54,6 +63,7 @@ down to them.
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
+import collections
 import itertools
 import os
 import threading
@@ -68,16 +78,20 @@ from ..crypto._parallel import party_thread_keeps_gil
 from ._accounting import measure
 from .party import (
     _WAIT_SLICE,
+    Local,
+    PartyError,
     PartyFuture,
     PartyState,
+    PartyStopped,
     _name_of,
     _rebuild_party_error,
     deliver,
+    read_futures,
 )
 
 __all__ = ["RayParty", "RemoteValue", "HomeRef", "HomeList", "home_actor",
            "shutdown_homes", "leaves", "check_placeable", "check_homes_free",
-           "wait_home"]
+           "wait_home", "read_sizes"]
 
 
 def import_ray():
@@ -389,6 +403,7 @@ class _PartyActor:
         self._state = state
         self._watch_lock = threading.Lock()
         self._ended = {}  # federation token -> Event set when it ends
+        self._failed = None  # the run's first failure (see run_batch)
 
     def _enter_configs(self):
         if getattr(self._entered, "configs", None) is not self._configs:
@@ -410,16 +425,19 @@ class _PartyActor:
         """A federation starts on this home: its state, data read from home."""
         self._configs = (sklearn_config, skfed_config)
         self._enter_configs()
+        self._failed = None
         self._state = PartyState(**_resolve(dict(state), self._home))
 
     def end(self, token=None):
         self._state = None
+        self._failed = None
         self._ended_event(token).set()
 
     def reuse(self, state, sklearn_config, skfed_config):
         """A new federation's party on this idle actor (see :func:`_idle`)."""
         self._configs = (sklearn_config, skfed_config)
         self._enter_configs()
+        self._failed = None
         if isinstance(state, dict):
             state = PartyState(**_writable(state))
         self._state = state
@@ -431,6 +449,67 @@ class _PartyActor:
             return _pack(fn(self._state, *args, **kwargs), self._home_name)
         return fn(self._state, *_writable(args), **_writable(kwargs))
 
+    def run_batch(self, items, with_sizes, *refs):
+        """Run a batch of consecutive calls (see :class:`_Batch`), in order.
+
+        ``items`` are ``(fn, kwargs, where, spec)``; each argument in
+        ``spec`` is ``(kind, value, measured)``: a value sent with the call
+        (``_VAL``), the index of a reference among ``refs`` (``_REF``, an
+        earlier answer of another call, which Ray fetched before this task
+        ran), or the index of an earlier answer of this batch (``_OWN``,
+        which never left this actor). A ``measured`` argument is part of a
+        message: its size is added to the call's, returned last when
+        ``with_sizes``. A call that fails answers a :class:`_Failed`, its
+        :class:`PartyError` naming the call's party, phase and function;
+        the later calls of the batch, any call given that answer, and this
+        party's later calls in the run answer the same (as a party
+        thread's calls do, see :mod:`~skfed.federation.party`); the earlier
+        calls of the batch keep their answers.
+        """
+        self._enter_configs()
+        home = self._home_name is not None
+        answers, out, sizes = [], [], []
+        for fn, kwargs, where, spec in items:
+            size = None
+            if self._failed is not None:  # as a party thread: see party.py
+                answers.append(None)
+                out.append(_Failed(self._failed))
+                sizes.append(None)
+                continue
+            try:
+                args = []
+                for kind, value, measured in spec:
+                    if kind == _REF:
+                        value = refs[value]
+                        if isinstance(value, _Failed):  # an earlier call's
+                            raise value.error
+                    elif kind == _OWN:
+                        value = answers[value]
+                    if measured:
+                        part = measure(value)
+                        size = part if size is None else tuple(
+                            a + b for a, b in zip(size, part))
+                    args.append(value)
+                if home:  # direct: references in, skeleton out
+                    args, kw = _resolve((tuple(args), kwargs), self._home)
+                    answer = fn(self._state, *args, **kw)
+                    packed = _pack(answer, self._home_name)
+                else:
+                    answer = packed = fn(self._state, *_writable(tuple(args)),
+                                         **_writable(kwargs))
+            except Exception as exc:
+                party, phase, function, last_phase = where
+                self._failed = (exc if isinstance(exc, PartyError) else
+                                PartyError(party, phase, function, exc,
+                                           last_phase=last_phase))
+                answer = packed = _Failed(self._failed)
+            answers.append(answer)
+            out.append(packed)
+            sizes.append(size)
+        if with_sizes:
+            out.append(tuple(sizes))
+        return out[0] if len(out) == 1 else tuple(out)
+
     def at_home(self, fn, args):
         """``fn(home, *args)``: work on what the home keeps (load, align)."""
         self._enter_configs()
@@ -438,6 +517,70 @@ class _PartyActor:
 
 
 _actor_classes = {}
+
+#: Kinds of a batched call's argument (see :meth:`_PartyActor.run_batch`).
+_VAL, _REF, _OWN = 0, 1, 2
+
+
+class _Failed:
+    """The answer of a call that failed: its :class:`PartyError` (a batch
+    answers every call, so one failure leaves the others' answers)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error):
+        self.error = error
+
+    def __reduce__(self):
+        return (_Failed, (self.error,))
+
+
+class _Batch:
+    """A party's consecutive calls that are not sent to its actor yet.
+
+    A call is not sent when it is made: it joins its party's batch, and the
+    batch goes to the actor as *one* Ray task (:meth:`RayParty._flush`) when
+    one of its answers is needed: another party's call takes it, or the
+    caller waits for an answer (then every party's batch is sent, so that
+    what the caller asked for runs in parallel meanwhile), or the run ends.
+    A Ray task costs about a millisecond of CPU on each side whatever it
+    carries, and most of a protocol step's calls are a party's own work
+    between two messages. A batch is consecutive
+    calls of one party, so each party's order is kept; an answer it needs
+    from another party is sent before the batch is, so batches never wait
+    for one another in a cycle.
+    """
+
+    __slots__ = ("party", "items", "refs", "futures", "sizes", "measured")
+
+    def __init__(self, party):
+        self.party = party
+        self.items, self.refs, self.futures = [], [], []
+        self.sizes = None  # the reference of the sizes' answer, once sent
+        self.measured = False  # a call of it carries a message by reference
+
+
+class _PendingSize:
+    """The size of a message part that crossed party to party by reference:
+    measured by the receiver, read by :func:`read_sizes`."""
+
+    __slots__ = ("batch", "index")
+
+    def __init__(self, batch, index):
+        self.batch, self.index = batch, index
+
+
+def read_sizes(pending):
+    """The ``(n_scalars, n_ciphertexts, n_bytes)`` of each
+    :class:`_PendingSize` in ``pending``, in order (one ``ray.get``)."""
+    for size in pending:
+        if size.batch.sizes is None:
+            size.batch.party._flush()
+    refs = {}
+    for size in pending:
+        refs.setdefault(size.batch.sizes.hex(), size.batch.sizes)
+    got = dict(zip(refs, import_ray().get(list(refs.values()))))
+    return [got[size.batch.sizes.hex()][size.index] for size in pending]
 
 
 def _actor_class(ray):
@@ -809,15 +952,61 @@ class RayFuture(PartyFuture):
     peer (its watch failed) is raised as its :class:`PartyError`.
     """
 
-    def __init__(self, *args, peers=None, **kwargs):
+    def __init__(self, *args, peers=None, batch=None, **kwargs):
         super().__init__(*args, **kwargs)
         self._peers = peers if peers is not None else {}
         self.observed = False  # its answer (or failure) was read
+        # Until its batch is sent, ``_future`` is None and the call is the
+        # ``_index``-th of ``_batch`` (see :class:`_Batch`).
+        self._batch = batch
+        self._index = None if batch is None else len(batch.futures)
+        self.consumed = False  # passed on to another call (which reads it)
+
+    def sent(self):
+        """The Ray object reference of the answer; sends the party's batch
+        if the call is still in it."""
+        if self._future is None:
+            self._batch.party._flush()
+            if self._future is None:
+                raise PartyStopped(
+                    f"Party '{self.party}' was stopped before this call "
+                    f"({self._function}) was sent to it")
+        return self._future
+
+    def _awaited(self):
+        """The reference of the answer the caller is about to wait for.
+
+        Every party's pending batch is sent first, not only this call's:
+        whatever the caller asked for before it waits runs meanwhile, as
+        with party threads (calls to several parties, then a wait for
+        each, run in parallel)."""
+        if self._future is None:
+            for peer in list(self._peers.values()):
+                peer._flush()
+        return self.sent()
 
     def done(self):
         ray = import_ray()
-        ready, _ = ray.wait([self._future], timeout=0)
+        ready, _ = ray.wait([self._awaited()], timeout=0)
         return bool(ready)
+
+    def _failure(self, exc):
+        """The error to raise for a failed call: the :class:`PartyError`
+        that the actor raised (this call's, or that of an earlier call whose
+        answer it was given, which names the party at fault), or one naming
+        this call."""
+        ray = import_ray()
+        cause = exc
+        while isinstance(cause, ray.exceptions.RayTaskError):
+            inner = getattr(cause, "cause", None)
+            if inner is None or inner is cause:
+                break
+            cause = inner
+        if isinstance(cause, PartyError):
+            return _rebuild_party_error(cause.party, cause.phase,
+                                        cause.function, cause.error,
+                                        RuntimeError.__str__(cause))
+        return self._party_error(cause)
 
     def _dead_peer(self, ray, ready):
         """The error of a peer whose watch is among ``ready``, if it died."""
@@ -834,6 +1023,7 @@ class RayFuture(PartyFuture):
     def result(self, timeout=None):
         ray = import_ray()
         timeout = self._timeout if timeout is None else timeout
+        self._awaited()
         try:  # an answer within the first slice: one Ray call, no watches
             value = ray.get(self._future, timeout=min(
                 _WAIT_SLICE, _WAIT_SLICE if timeout is None else timeout))
@@ -843,7 +1033,7 @@ class RayFuture(PartyFuture):
             pass  # read again below, where failures are explained
         else:
             self.observed = True
-            return _writable(value)
+            return self._answer(value)
         deadline = None if timeout is None else time.monotonic() + timeout
         # Wait in slices, as the thread backend does: an interrupt of the
         # caller is raised promptly, as KeyboardInterrupt, not as a failure.
@@ -867,14 +1057,45 @@ class RayFuture(PartyFuture):
                 raise self._timeout_error(timeout) from None
         self.observed = True
         try:
-            return _writable(ray.get(self._future))
+            value = ray.get(self._future)
         except ray.exceptions.RayTaskError as exc:
-            cause = exc.cause if getattr(exc, "cause", None) is not None else exc
-            raise self._party_error(cause) from exc
+            raise self._failure(exc) from exc
         except ray.exceptions.RayActorError as exc:
             owner = self._peers.get(self.party)
             raise (owner._died(exc) if owner is not None
                    else self._party_error(exc)) from exc
+        return self._answer(value)
+
+    def _answer(self, value):
+        """The answer read, or the failure it stands for raised."""
+        if isinstance(value, _Failed):
+            error = value.error
+            raise _rebuild_party_error(error.party, error.phase, error.function,
+                                       error.error, RuntimeError.__str__(error))
+        return _writable(value)
+
+
+#: The order in which batches are sent (see :func:`_stuck`).
+_sends = itertools.count()
+
+
+def _stuck(peers):
+    """``(party, functions, sent at)`` of the batch that holds a run up:
+    the earliest sent of the parties' unfinished batches whose inputs are
+    all there (it runs, or waits for nothing but its own actor), or None."""
+    ray = import_ray()
+    found = None
+    for peer in list(peers.values()):
+        for seq, ref, inputs, functions, started in list(peer._inflight):
+            if ray.wait([ref], timeout=0)[0]:
+                continue
+            if inputs and len(ray.wait(list(inputs), num_returns=len(inputs),
+                                       timeout=0)[0]) < len(inputs):
+                break  # waits for another party's answer
+            if found is None or seq < found[0]:
+                found = (seq, peer, functions, started)
+            break  # its later batches wait for this one
+    return None if found is None else found[1:]
 
 
 class RayParty:
@@ -899,6 +1120,14 @@ class RayParty:
         self._home = None
         self._idle_key = None  # where the actor goes when its run ends well
         self._calls = []  # futures not read yet (see unobserved_failure)
+        self._calls_bound = 16
+        self._batch = None  # calls not sent to the actor yet (see _Batch)
+        self._lock = threading.RLock()  # guards the batch
+        # The last batches sent: (sequence, first answer, references it
+        # waits for, its functions, when sent), to name a stuck party (a
+        # stuck batch holds up the driver within a few batches; few, since
+        # the references keep their objects alive).
+        self._inflight = collections.deque(maxlen=8)
 
     def start(self):
         ray = _ensure_ray(self._init_kwargs)
@@ -954,25 +1183,159 @@ class RayParty:
             f"process or node failed) {when}; the run was stopped. "
             f"{type(exc).__name__}: {detail[0] if detail else ''}")
 
+    def _passes_on(self, value):
+        """Whether ``value`` is an answer of this federation's parties that
+        goes to the actor by reference (not read by the caller)."""
+        return (isinstance(value, RayFuture) and value._batch is not None
+                and value._batch.party._peers is self._peers
+                and not self._log_recording())
+
+    def _log_recording(self):
+        # A recorder wants the payloads: they are read by the caller then.
+        return self._log is not None and self._log.recording
+
     def call(self, fn, *args, sender=None, phase=None, **kwargs):
+        """Add a call to this party's batch (see :class:`_Batch`).
+
+        An argument that is another call's future (bare, or in a
+        :class:`~skfed.federation.Local`) is handed to the actor by
+        reference: the value goes party to party, and the receiver measures
+        it for the message log. Other arguments are measured here. Several
+        threads may call (AVFKAM's active parties each drive their loop).
+        """
         if self._actor is None:
             raise RuntimeError(f"Party '{self.name}' is not running.")
-        args = deliver(self.name, self._log, args, kwargs, sender, phase)
-        last_phase = self._last_phase
-        if phase is not None:
-            self._last_phase = phase
-        self._last_function = _name_of(fn)
-        ref = self._actor.run.remote(fn, args, kwargs)
-        future = RayFuture(ref, self.name, phase, self._last_function,
-                           self._timeout, last_phase=last_phase,
-                           on_timeout=lambda future: self._kill(),
-                           peers=self._peers)
-        # Kept until read, so that a failed call nobody read is reported at
-        # the end of the run (unobserved_failure); read ones are let go
-        # (their results are not pinned in Ray's object store).
-        self._calls = [f for f in self._calls if not f.observed]
-        self._calls.append(future)
+        message = (sender is not None and str(sender) != self.name
+                   and self._log is not None)
+        passed = [self._passes_on(a.value if isinstance(a, Local) else a)
+                  for a in args]
+        # What may wait (reading an answer, sending another party's batch)
+        # is done before this party's batch is taken.
+        if not any(passed):
+            args = read_futures(args)
+        else:
+            args = list(args)
+            for i, a in enumerate(args):
+                value = a.value if isinstance(a, Local) else a
+                if passed[i]:
+                    if value._batch.party is not self:
+                        value.sent()
+                elif isinstance(value, PartyFuture):
+                    value = value.result()
+                    args[i] = Local(value) if isinstance(a, Local) else value
+        with self._lock:
+            if self._actor is None:
+                raise RuntimeError(f"Party '{self.name}' is not running.")
+            batch = self._batch
+            if batch is None:
+                batch = self._batch = _Batch(self)
+            if not any(passed):
+                values = deliver(self.name, self._log, args, kwargs, sender,
+                                 phase)
+                spec = [(_VAL, value, False) for value in values]
+            else:
+                spec = self._spec(batch, args, passed, message, sender, phase,
+                                  kwargs)
+            last_phase = self._last_phase
+            if phase is not None:
+                self._last_phase = phase
+            self._last_function = _name_of(fn)
+            future = RayFuture(None, self.name, phase, self._last_function,
+                               self._timeout, last_phase=last_phase,
+                               on_timeout=self._timed_out,
+                               peers=self._peers, batch=batch)
+            batch.items.append((fn, kwargs, (self.name, phase,
+                                             self._last_function, last_phase),
+                                spec))
+            batch.futures.append(future)
+            # Kept until read, so that a failed call nobody read is reported
+            # at the end of the run (unobserved_failure); read ones, and ones
+            # passed on (their failure reaches the call they were passed
+            # to), are let go (their results are not pinned in Ray's object
+            # store).
+            if len(self._calls) >= self._calls_bound:  # amortised pruning
+                self._calls = [f for f in self._calls
+                               if not (f.observed or f.consumed)]
+                self._calls_bound = 2 * len(self._calls) + 16
+            self._calls.append(future)
         return future
+
+    def _spec(self, batch, args, passed, message, sender, phase, kwargs):
+        """The arguments of a call that takes answers by reference (see
+        :meth:`_PartyActor.run_batch`); counts its message."""
+        spec, sent, by_reference = [], [], False
+        for a, passes in zip(args, passed):
+            local = isinstance(a, Local)
+            value = a.value if local else a
+            measured = message and not local
+            if not passes:
+                spec.append((_VAL, value, False))
+                if measured:
+                    sent.append(value)
+                continue
+            value.consumed = True  # its failure reaches this call
+            by_reference |= measured
+            if value._future is None and value._batch is batch:
+                spec.append((_OWN, value._index, measured))
+            else:  # sent already (another party's: sent by the caller)
+                spec.append((_REF, len(batch.refs), measured))
+                batch.refs.append(value._future)
+        if message:
+            known = tuple(sent) + ((kwargs,) if kwargs else ())
+            if by_reference:
+                batch.measured = True
+                self._log.record_pending(sender, self.name, phase, known,
+                                         _PendingSize(batch, len(batch.items)))
+            else:
+                self._log.record(sender, self.name, phase, known)
+        return spec
+
+    def _flush(self):
+        """Send the pending batch to the actor as one Ray task."""
+        with self._lock:
+            batch = self._batch
+            if batch is None or self._actor is None:
+                return
+            self._batch = None
+            n_returns = len(batch.items) + batch.measured
+            refs = self._actor.run_batch.options(num_returns=n_returns).remote(
+                batch.items, batch.measured, *batch.refs)
+            if n_returns == 1:
+                refs = [refs]
+            self._inflight.append((next(_sends), refs[0], batch.refs,
+                                   [item[2][2] for item in batch.items],
+                                   time.monotonic()))
+            for future, ref in zip(batch.futures, refs):
+                future._future = ref
+            if batch.measured:
+                batch.sizes = refs[-1]
+            batch.items = batch.refs = batch.futures = None
+
+    def _timed_out(self, future):
+        """Kill this party's actor and the one holding the run up; say which
+        (a call waits for the answers passed on to it, so the party whose
+        answer is late may not be the one the caller waited for)."""
+        stuck = _stuck(self._peers)
+        self._kill()
+        if stuck is None:
+            return ""
+        peer, functions, started = stuck
+        if peer is not self:
+            peer._kill()
+        shown = functions[0] if len(functions) == 1 else (
+            f"{functions[0]} ... {functions[-1]}")
+        return (f"; party '{peer.name}' was still running its calls "
+                f"({shown}), sent {time.monotonic() - started:.1f} s before")
+
+    def _wait_sent(self):
+        """Send the pending batch and wait (up to the timeout) for every
+        call not read yet: a run that ended well leaves no work behind."""
+        self._flush()
+        pending = [f._future for f in self._calls
+                   if not f.observed and f._future is not None]
+        if pending:
+            import_ray().wait(pending, num_returns=len(pending),
+                              timeout=self._timeout)
 
     def finish(self):
         """The run ended without an error: an in-memory party's actor, if no
@@ -980,7 +1343,10 @@ class RayParty:
         the next federation (see :data:`_idle_actors`); :meth:`stop` then
         has nothing to kill. A busy actor, a home, or a run that failed or
         was interrupted, goes through :meth:`stop` as before."""
-        if self._actor is None or self._home is not None or self._idle_key is None:
+        if self._actor is None:
+            return
+        self._wait_sent()
+        if self._home is not None or self._idle_key is None:
             return
         ray = import_ray()
         pending = [f._future for f in self._calls if not f.observed]
@@ -1004,18 +1370,38 @@ class RayParty:
         and calls cut short by the actor's end are not failures here."""
         ray = import_ray()
         calls, self._calls = self._calls, []
+        calls = [f for f in calls if not f.observed and f._future is not None]
+        if not calls:
+            return None
+        refs = [f._future for f in calls]
+        ready = set(ray.wait(refs, num_returns=len(refs), timeout=0)[0])
+        calls = [f for f in calls if f._future in ready]
+        try:  # in one call, unless one of them raises
+            values = ray.get([f._future for f in calls], timeout=0)
+        except Exception:  # noqa: BLE001 - read one by one below
+            values = None
+        else:
+            for future, value in zip(calls, values):
+                if isinstance(value, _Failed):
+                    try:
+                        future._answer(value)
+                    except PartyError as exc:
+                        return exc
+            return None
         for future in calls:
-            if future.observed or not future.done():
-                continue
             try:
-                ray.get(future._future, timeout=0)
+                value = ray.get(future._future, timeout=0)
             except ray.exceptions.RayTaskError as exc:
-                cause = exc.cause if getattr(exc, "cause", None) is not None else exc
-                return future._party_error(cause)
+                return future._failure(exc)
             except Exception:
                 # The actor ended (stop kills it; a death during the run
                 # was raised by the wait that saw it) or the object is lost.
                 continue
+            if isinstance(value, _Failed):
+                try:
+                    future._answer(value)
+                except PartyError as exc:
+                    return exc
         return None
 
     def _kill(self):
@@ -1037,6 +1423,8 @@ class RayParty:
             self._kill()
 
     def stop(self, wait=1.0):
+        with self._lock:
+            self._batch = None  # not sent: the run failed or was interrupted
         if self._actor is None:
             return
         ray = import_ray()

@@ -232,10 +232,6 @@ def _combine(state, own, incoming, op):
     return op(own, incoming)
 
 
-def _value(item):
-    return item.result() if hasattr(item, "result") else item
-
-
 def tree_sum(fed, tree, contributions, phase=None, op=operator.add):
     """Sum the parties' contributions up ``tree``; the root leader gets it.
 
@@ -282,10 +278,11 @@ def tree_sum(fed, tree, contributions, phase=None, op=operator.add):
             if height(node) != level:
                 continue
             left, right = tree_leader(node[0]), tree_leader(node[1])
-            own, incoming = _value(partial[left]), _value(partial[right])
+            # A partial sum still being computed is passed on as it is: the
+            # backend hands it party to party (see Party.call).
             pending.append((left, fed[left].call(
-                _combine, Local(own), incoming, Local(op), sender=right,
-                phase=phase)))
+                _combine, Local(partial[left]), partial[right], Local(op),
+                sender=right, phase=phase)))
         for left, future in pending:
             partial[left] = future
     return partial[tree_leader(tree)]
@@ -518,11 +515,14 @@ def masked_tree_sum(fed, trees, local, *args, phase="masked-sum", sender=None,
                              **({"is_receiver": True} if p == receiver
                                 else {}))
               for p in parties1}
-    xi = tree_sum(fed, t1, masked, phase=f"{phase}/T1")
+    # Each party takes its mask out right after masking (its own calls, in
+    # order), before any sum: a backend that runs a party's consecutive
+    # calls together then runs both with the masking.
     masks = {p: fed[p].call(_pop_mask, key) for p in parties2}
+    xi = tree_sum(fed, t1, masked, phase=f"{phase}/T1")
     mask_total = tree_sum(fed, t2, masks, phase=f"{phase}/T2")
-    return fed[receiver].call(_unmask, Local(_value(xi)),
-                              Local(_value(mask_total)), Local(encoder),
+    return fed[receiver].call(_unmask, Local(xi), Local(mask_total),
+                              Local(encoder),
                               phase=phase)
 
 

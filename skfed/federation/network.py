@@ -25,7 +25,7 @@ import numpy as np
 from .._config import get_config
 from ._accounting import CommunicationSummary, Message, current_round, measure
 from ._plots import plot_timeline
-from ._ray import RayParty
+from ._ray import RayParty, read_sizes
 from .party import FederationTimeoutError, Party, PartyError, PartyStopped
 
 __all__ = ["Federation", "MessageRecorder", "record_messages"]
@@ -159,6 +159,35 @@ class MessageLog:
     def __init__(self):
         self._counts = {}
         self._lock = threading.Lock()
+        #: messages part of which crossed party to party by reference, their
+        #: size still to be read: ``(key, size of the rest, pending size)``
+        self._pending = []
+
+    @property
+    def recording(self):
+        """Whether a :func:`record_messages` recorder wants the payloads."""
+        return bool(_active_recorders)
+
+    def record_pending(self, sender, receiver, phase, known, pending):
+        """Count a message whose payload is partly ``known`` (measured now)
+        and partly passed party to party by reference, measured by the
+        receiver (``pending``, read by the backend when the counts are)."""
+        key = (str(sender), str(receiver), str(phase))
+        with self._lock:
+            self._pending.append((key, measure(known), pending))
+
+    def _settle(self):
+        with self._lock:
+            items, self._pending = self._pending, []
+        if not items:
+            return
+        sizes = read_sizes([pending for _, _, pending in items])
+        with self._lock:
+            for (key, known, _), size in zip(items, sizes):
+                counts = self._counts.setdefault(key, [0, 0, 0, 0])
+                counts[0] += 1
+                for i in range(3):
+                    counts[i + 1] += known[i] + size[i]
 
     def record(self, sender, receiver, phase, payload):
         n_scalars, n_ciphertexts, n_bytes = measure(payload)
@@ -175,6 +204,7 @@ class MessageLog:
                                           current_round()))
 
     def summary(self):
+        self._settle()
         with self._lock:
             return CommunicationSummary(k + tuple(v) for k, v in self._counts.items())
 

@@ -12,7 +12,10 @@ This small surface (``call`` and futures) is the seam that lets the same
 protocol code run on other backends, such as one process per party.
 
 Faults. A failure inside a party surfaces in the caller as
-:class:`PartyError`; a call that does not end within the timeout as
+:class:`PartyError`, and every later call of that party in the run fails
+with the same error (its state is no longer to be trusted), so protocol code
+need not wait for calls whose answer it does not use: their failure reaches
+the next answer it reads; a call that does not end within the timeout as
 :class:`FederationTimeoutError`; both name the party, the phase and the
 function. Either way, and on ``KeyboardInterrupt`` in the caller, every party
 of the run is told to stop: a stop flag is checked before each call and by
@@ -263,6 +266,22 @@ class PartyFuture:
         raise self._party_error(exc) from exc
 
 
+def read_futures(args):
+    """``args`` with every top-level :class:`PartyFuture` (bare or in a
+    :class:`Local`) replaced by its answer, waited for by the caller.
+
+    Protocol code may pass a party's pending answer straight on to another
+    call (a partial sum up a tree); the threads backend reads it here, the
+    Ray backend hands it to the receiving actor as a reference instead.
+    """
+    if not any(isinstance(a, PartyFuture) or (isinstance(a, Local) and
+               isinstance(a.value, PartyFuture)) for a in args):
+        return args
+    return tuple(a.result() if isinstance(a, PartyFuture) else
+                 Local(a.value.result()) if isinstance(a, Local)
+                 and isinstance(a.value, PartyFuture) else a for a in args)
+
+
 def deliver(party, log, args, kwargs, sender, phase):
     """Count a call's message (if it has a sender) and unwrap :class:`Local`.
 
@@ -324,6 +343,9 @@ class Party:
         self._lock = threading.Lock()
         self._stopping = False
         self._busy = None  # (future, where, start) of the running call
+        # The error of this run's first failed call: the party's state is
+        # then not to be trusted, and every later call fails with it.
+        self._failed = None
 
     def start(self):
         # sklearn's and skfed's configurations are thread-local: the worker
@@ -333,6 +355,7 @@ class Party:
         if isinstance(self._state, PartyState):
             self._state._stop_event = self._stop_event
         self._finished.clear()
+        self._failed = None
         self._worker = _pool.acquire()
         self._worker.serve(self)
         return self
@@ -359,6 +382,9 @@ class Party:
                     future.set_exception(PartyStopped(
                         "the party was told to stop before this call ran"))
                     continue
+                if self._failed is not None:  # an earlier call failed
+                    future.set_exception(self._failed)
+                    continue
                 self._busy = (future, where, time.monotonic())
                 try:
                     future.set_result(fn(self._state, *args, **kwargs))
@@ -371,6 +397,12 @@ class Party:
                     future.set_exception(exc)
                     if not isinstance(exc, PartyStopped):
                         self._failures.append((future, where, exc))
+                        phase, function, last_phase = where
+                        self._failed = (
+                            exc if isinstance(exc, (PartyError,
+                                                    FederationTimeoutError))
+                            else PartyError(self.name, phase, function, exc,
+                                            last_phase=last_phase))
                 finally:  # nothing of this call outlives it on the thread
                     self._busy = future = fn = args = kwargs = exc = None
         finally:
@@ -401,7 +433,8 @@ class Party:
         """
         if self._worker is None or self._stopping:
             raise RuntimeError(f"Party '{self.name}' is not running.")
-        args = deliver(self.name, self._log, args, kwargs, sender, phase)
+        args = deliver(self.name, self._log, read_futures(args), kwargs,
+                       sender, phase)
         last_phase = self._last_phase
         if phase is not None:
             self._last_phase = phase

@@ -223,6 +223,22 @@ def test_a_failed_call_nobody_waited_for_fails_the_run():
             fed["a"].call(lambda s: None).result()
 
 
+def test_after_a_failed_call_the_partys_later_calls_fail_with_its_error():
+    # Protocol code need not wait for calls whose answer it does not use:
+    # the failure reaches the next answer it reads, naming the call that
+    # failed, and no later call runs on the party's broken state.
+    def fail(state):
+        raise ValueError("bad block")
+
+    ran = []
+    with pytest.raises(PartyError, match="Party 'a' failed during phase "
+                       "'receive' while running .*fail.*bad block"):
+        with Federation({"a": {"ran": ran}}) as fed:
+            fed["a"].call(fail, phase="receive")
+            fed["a"].call(lambda state: state.ran.append(1), phase="use").result()
+    assert ran == []
+
+
 def test_stop_flag_is_seen_by_the_state_and_by_check_stop():
     with Federation({"a": {}}) as fed:
         assert fed["a"].call(lambda s: s.should_stop()).result() is False

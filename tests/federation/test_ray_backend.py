@@ -165,12 +165,88 @@ def test_a_failed_call_nobody_waited_for_fails_the_run():
             with Federation({"a": {"v": 1}}) as fed:
                 fed["a"].call(_raise_lost)
                 fed["a"].call(_values).result()
-        # Read failures and calls that succeeded unread are not reported again.
+        # A read failure is not reported again, a call that succeeded unread
+        # is not reported; after a failure the party's calls fail with it.
         with Federation({"a": {"v": 2}}) as fed:
+            assert fed["a"].call(_values).result() == 2
             fed["a"].call(_values)
             with pytest.raises(PartyError, match="lost"):
                 fed["a"].call(_raise_lost).result()
-            assert fed["a"].call(_values).result() == 2
+            with pytest.raises(PartyError, match="lost"):
+                fed["a"].call(_values).result()
+
+
+def _count_calls(monkeypatch):
+    """The names of the actor methods called from now on, and the objects
+    the driver fetched (``ray.get``)."""
+    import ray.actor
+
+    methods, fetched = [], []
+    remote, get = ray.actor.ActorMethod._remote, ray.get
+
+    def counted_remote(self, *args, **kwargs):
+        methods.append(self._method_name)
+        return remote(self, *args, **kwargs)
+
+    def counted_get(refs, *args, **kwargs):
+        fetched.extend(refs if isinstance(refs, list) else [refs])
+        return get(refs, *args, **kwargs)
+
+    monkeypatch.setattr(ray.actor.ActorMethod, "_remote", counted_remote)
+    monkeypatch.setattr(ray, "get", counted_get)
+    return methods, fetched
+
+
+def test_partial_sums_go_party_to_party_and_own_calls_in_one_task(monkeypatch):
+    # A Ray task costs about a millisecond of CPU on each side: a party's
+    # own calls go together, and a partial sum goes straight to the next
+    # party, not through the driver. ((p0, p1), (p2, p3)): 4 + 3 calls.
+    names = ["p0", "p1", "p2", "p3"]
+    states = {p: {"v": np.full(3, float(i))} for i, p in enumerate(names)}
+    summaries = {}
+    for backend in ("threads", "ray"):
+        with skfed.config_context(backend=backend):
+            with Federation(states) as fed:
+                for p in names:
+                    fed[p].call(_values).result()
+                if backend == "ray":
+                    methods, fetched = _count_calls(monkeypatch)
+                local = {p: fed[p].call(_values) for p in names}
+                total = tree_sum(fed, balanced_tree(names), local, phase="sum")
+                np.testing.assert_array_equal(total.result(), np.full(3, 6.0))
+                read = list(fetched) if backend == "ray" else None
+                summaries[backend] = fed.summary()
+                monkeypatch.undo()
+    assert methods == ["run_batch"] * 4  # was 7, one per call
+    # the driver fetched the total (then the message sizes), no partial sum
+    assert read and all(ref == total._future for ref in read)
+    assert summaries["ray"] == summaries["threads"]
+    assert summaries["ray"].total_messages == 3
+
+
+def test_a_failure_passed_on_names_the_party_that_failed():
+    with skfed.config_context(backend="ray"):
+        with pytest.raises(PartyError, match="Party 'p1' failed during phase "
+                           "'local'.*no such column"):
+            with Federation({"p0": {"v": 1.0}, "p1": {}, "p2": {"v": 2.0}}) as fed:
+                local = {"p0": fed["p0"].call(_values),
+                         "p1": fed["p1"].call(_fail, phase="local"),
+                         "p2": fed["p2"].call(_values)}
+                tree_sum(fed, (("p0", "p1"), "p2"), local, phase="sum").result()
+
+
+def test_a_timeout_names_the_party_that_holds_the_run_up():
+    # The driver waits for p0's sum, which waits for the slow party's part.
+    with skfed.config_context(backend="ray"):
+        with pytest.raises(FederationTimeoutError, match="Party 'p0' did not "
+                           "answer.*party 'slow' was still running its calls "
+                           r"\(_sleep\)"):
+            with Federation({"p0": {"v": 1.0}, "slow": {"v": 2.0}}) as fed:
+                for p in ("p0", "slow"):
+                    fed[p].call(_values).result()
+                local = {p: fed[p].call(_sleep if p == "slow" else _values)
+                         for p in ("p0", "slow")}
+                tree_sum(fed, ("p0", "slow"), local, phase="sum").result(timeout=2)
 
 
 def _actor_and_state(state):

@@ -325,16 +325,12 @@ def _owner_restore(state, step):
     state.store = store
 
 
-def _result(item):
-    return item.result() if hasattr(item, "result") else item
-
-
 def _features_for(fed, names, owner, phase):
     """Algorithm 3 on every pair the owner needs, one masked sum per ``l'``."""
     if len(names) == 1:
         # One party holds every column: nothing to mask and nothing to send.
-        local = fed[owner].call(_party_pair_projection, owner, None).result()
-        values = fed[owner].call(_sum_local, Local(local)).result()
+        local = fed[owner].call(_party_pair_projection, owner, None)
+        values = fed[owner].call(_sum_local, Local(local))
         taken = [fed[owner].call(_owner_take_pairs, Local(None), Local(values))]
     else:
         taken = []
@@ -342,14 +338,17 @@ def _features_for(fed, names, owner, phase):
             if other != owner:
                 # The trees are totally different and checked node by node
                 # (no party can cancel its T1 inputs with its T2 inputs).
+                # The sum stays with the owner: the driver does not read it.
                 values = masked_tree_sum(
                     fed, trees_for(names, owner, other), _party_pair_projection,
-                    owner, ex, phase=phase, encoder=ANGLES).result()
+                    owner, ex, phase=phase, encoder=ANGLES)
                 # The owner takes this group while the others start the next.
                 taken.append(fed[owner].call(_owner_take_pairs, Local(ex),
                                              Local(values)))
-    fed.gather(taken)
-    fed[owner].call(_owner_save_features).result()
+    # Not read here: the owner's next calls come after these, and a failure
+    # reaches them (a party whose call failed runs no later call).
+    del taken
+    fed[owner].call(_owner_save_features)
 
 
 def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
@@ -388,15 +387,19 @@ def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
             new_ids %= pool
         # Lines 3-4: the row indices and the feature seeds go down T0; every
         # party draws its own block of omega_j.
-        fed.gather(tree_broadcast(fed, t0, (active, rows, new_ids),
-                                  _party_receive_step, phase="step/indices").values())
+        # The driver reads only what steers the loop (the rows, the
+        # coefficients' report, the lead's verdict): a party's calls run in
+        # order, so a step's calls go out without waiting for the last ones.
+        tree_broadcast(fed, t0, (active, rows, new_ids), _party_receive_step,
+                       phase="step/indices")
         # Lines 5-6 and Algorithm 2, line 4: every owner gets by Algorithm 3
         # the features of these rows that it has not saved yet.
         for owner in owners[:t + 1]:
             _features_for(fed, names, owner, phase="step/features")
         # Line 7: f(x_i) = sum_l f^l(x_i), summed over T0 to the active party.
         local = {p: fed[p].call(_party_local_decision) for p in names}
-        f = _result(tree_sum(fed, t0, local, phase="step/decision"))
+        # (a future held by the active party: passed on, not read here)
+        f = tree_sum(fed, t0, local, phase="step/decision")
         # Lines 8-9: the active party computes the new coefficients (and
         # the losses of its batch and, at a check, of the held-out rows).
         coef, report = fed[active].call(_active_new_coefficients, Local(f),
@@ -422,9 +425,8 @@ def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
             break
         # Line 10: every holder decays the old coefficients (reverse-order
         # tree); then the active party saves the new ones, which stay there.
-        fed.gather(tree_broadcast(fed, t0, decay, _party_decay,
-                                  phase="step/decay").values())
-        fed[active].call(_owner_add, Local(new_ids), Local(coef)).result()
+        tree_broadcast(fed, t0, decay, _party_decay, phase="step/decay")
+        fed[active].call(_owner_add, Local(new_ids), Local(coef))
     else:
         t = max_iter
     summary = fed[lead].call(_lead_summary, Local(t),
@@ -432,7 +434,8 @@ def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
     kept_step = None
     if status is not None:
         kept_step = summary["best_check"]
-        _tell_owners(fed, owners, lead, _owner_restore, kept_step, "step/restore")
+        fed.gather(_tell_owners(fed, owners, lead, _owner_restore, kept_step,
+                                "step/restore"))
     return dict(summary, n_iter=t if status is None else kept_step,
                 n_iter_seen=t, status=status, kept_step=kept_step,
                 stopped_early=stopped_early)
@@ -440,10 +443,10 @@ def train(fed, names, owners, *, max_iter, batch_size, m, learning_rate, alpha,
 
 def _tell_owners(fed, owners, lead, function, step, phase):
     # The lead tells every owner a step number (public: all parties count
-    # steps); its own call is local work.
-    fed.gather(fed[o].call(function, Local(step)) if o == lead else
-               fed[o].call(function, step, sender=lead, phase=phase)
-               for o in owners)
+    # steps); its own call is local work. Returns the calls' futures.
+    return [fed[o].call(function, Local(step)) if o == lead else
+            fed[o].call(function, step, sender=lead, phase=phase)
+            for o in owners]
 
 
 # --------------------------------------------------------------------------
