@@ -11,7 +11,7 @@ and below the algorithms; :mod:`skfed.privacy` is its public face, with
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-from ._attack_table import ATTACK_COLUMNS, attack_row
+from ._attack_table import ATTACK_COLUMNS, attack_row, column_r2, psd_root
 from ._check import check_messages
 from ._contract import (
     Aggregate,
@@ -49,6 +49,8 @@ __all__ = [
     "secure_sum_rules",
     "SEED_SIZE",
     "attack_row",
+    "column_r2",
+    "psd_root",
     "ATTACK_COLUMNS",
     "R2_THRESHOLD",
     "RANK_THRESHOLD",

@@ -1,9 +1,17 @@
-"""The rows of an audit's attack table, shared by every algorithm's attacks."""
+"""The rows of an audit's attack table, and the scores they share.
+
+Every algorithm's attacks report their results as :func:`attack_row`
+rows; :func:`column_r2` and :func:`psd_root` are the pieces of scoring that
+several of them (HyFDCA's ``partner_block``, the generic accumulation
+attack) compute the same way.
+"""
 
 # Authors: The skfed developers
 # SPDX-License-Identifier: BSD-3-Clause
 
-__all__ = ["attack_row", "ATTACK_COLUMNS"]
+import numpy as np
+
+__all__ = ["attack_row", "ATTACK_COLUMNS", "column_r2", "psd_root"]
 
 ATTACK_COLUMNS = ["attack", "attacker", "victim", "target", "metric", "value",
                   "chance"]
@@ -31,3 +39,20 @@ def attack_row(attack, attacker, victim, target, metric, value, chance):
             "victim": str(victim), "target": str(target),
             "metric": str(metric), "value": float(value),
             "chance": float(chance)}
+
+
+def column_r2(fit, truth):
+    """r2 of each column of ``fit`` against the same column of ``truth``;
+    NaN for a constant column of ``truth`` (an intercept), which no score
+    describes."""
+    ss = np.sum((truth - truth.mean(axis=0)) ** 2, axis=0)
+    res = np.sum((fit - truth) ** 2, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ss > 1e-12 * truth.shape[0], 1.0 - res / ss, np.nan)
+
+
+def psd_root(G):
+    """``R`` with ``R R^T`` the positive semi-definite part of the
+    symmetrised ``G`` (a Gram matrix an attacker estimated)."""
+    values, vectors = np.linalg.eigh(0.5 * (G + G.T))
+    return vectors * np.sqrt(np.maximum(values, 0.0))

@@ -1098,6 +1098,18 @@ def _stuck(peers):
     return None if found is None else found[1:]
 
 
+def _failure_in(future, value):
+    """The :class:`PartyError` that ``future``'s answer ``value`` stands
+    for when its call raised (a ``_Failed`` answer), else None."""
+    if not isinstance(value, _Failed):
+        return None
+    try:
+        future._answer(value)
+    except PartyError as exc:
+        return exc
+    return None
+
+
 class RayParty:
     """A party run as a Ray actor; same interface as :class:`Party`."""
 
@@ -1382,11 +1394,9 @@ class RayParty:
             values = None
         else:
             for future, value in zip(calls, values):
-                if isinstance(value, _Failed):
-                    try:
-                        future._answer(value)
-                    except PartyError as exc:
-                        return exc
+                failure = _failure_in(future, value)
+                if failure is not None:
+                    return failure
             return None
         for future in calls:
             try:
@@ -1397,11 +1407,9 @@ class RayParty:
                 # The actor ended (stop kills it; a death during the run
                 # was raised by the wait that saw it) or the object is lost.
                 continue
-            if isinstance(value, _Failed):
-                try:
-                    future._answer(value)
-                except PartyError as exc:
-                    return exc
+            failure = _failure_in(future, value)
+            if failure is not None:
+                return failure
         return None
 
     def _kill(self):

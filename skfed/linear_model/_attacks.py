@@ -80,7 +80,7 @@ score error 1 and the majority label.
 import numpy as np
 from scipy.optimize import least_squares, linear_sum_assignment
 
-from .._privacy_core import attack_row
+from .._privacy_core import attack_row, column_r2, psd_root
 from ..federation.secure_sum import RingEncoder
 from ._protocol import client_blocks, weight_change_encoder
 from ._reports import split_total
@@ -598,25 +598,11 @@ def _gram_from_products(U, V, M):
     return 0.5 * (G + G.T)
 
 
-def _psd_root(G):
-    """``R`` with ``R R^T`` the PSD part of ``G``."""
-    values, vectors = np.linalg.eigh(0.5 * (G + G.T))
-    return vectors * np.sqrt(np.maximum(values, 0.0))
-
-
-def _column_r2(fit, truth):
-    """r2 per column (NaN for a constant column: the intercept's)."""
-    ss = np.sum((truth - truth.mean(axis=0)) ** 2, axis=0)
-    res = np.sum((fit - truth) ** 2, axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(ss > 1e-12 * truth.shape[0], 1.0 - res / ss, np.nan)
-
-
 def _rotated_r2(estimate, truth):
     """r2 per truth column of ``estimate @ Q``, ``Q`` the best
     (semi-)orthogonal map (Procrustes: in the attacker's favour)."""
     u, _, vt = np.linalg.svd(estimate.T @ truth, full_matrices=False)
-    return _column_r2(estimate @ (u @ vt), truth)
+    return column_r2(estimate @ (u @ vt), truth)
 
 
 def _gram_error(estimate, truth):
@@ -702,7 +688,7 @@ def _rounds_to_exact(V, margins, truth):
         if U.shape[1] == 0:
             continue
         G = _gram_from_products(U, np.hstack(V[:t]), M)
-        if _gram_error(U @ _psd_root(G), truth) < 1e-6:
+        if _gram_error(U @ psd_root(G), truth) < 1e-6:
             return t
     return np.inf
 
@@ -808,10 +794,10 @@ def partner_block(estimator, messages, X, y=None, sample_weight=None,
                  for entry in log["duals"][name]]
             rounds = _rounds_to_exact(V, margins, truth)
             G = _gram_from_products(U, np.hstack(V[:len(margins)]), M)
-            estimate = U @ _psd_root(G)
+            estimate = U @ psd_root(G)
             gram = _gram_error(estimate, truth)
         elif norms is not None and d:
-            estimate = U @ _psd_root(_gram_from_norms(U, norms))
+            estimate = U @ psd_root(_gram_from_norms(U, norms))
             gram = _gram_error(estimate, truth)
         else:  # the whitened prior: standardised, uncorrelated columns
             estimate = np.sqrt(n) * U
@@ -823,13 +809,13 @@ def partner_block(estimator, messages, X, y=None, sample_weight=None,
             known = rng.choice(n, min(d, n), replace=False)
             rest = np.setdiff1d(np.arange(n), known)
             C = np.linalg.lstsq(U[known], truth[known], rcond=None)[0]
-            known_r2 = _column_r2((U @ C)[rest], truth[rest])
+            known_r2 = column_r2((U @ C)[rest], truth[rest])
         else:
             rest = np.arange(n)
             known_r2 = np.zeros(truth.shape[1])
         Z = np.hstack([np.ones((n, 1)), own])
         coef = np.linalg.lstsq(Z, truth, rcond=None)[0]
-        chance_r2 = _column_r2((Z @ coef)[rest], truth[rest])
+        chance_r2 = column_r2((Z @ coef)[rest], truth[rest])
         start = 0
         for p in partners:
             width = blocks[p].shape[1]

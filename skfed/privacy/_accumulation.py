@@ -106,7 +106,7 @@ from sklearn.linear_model import RidgeCV
 from sklearn.model_selection import KFold
 
 from .._privacy_core import (Ciphertext, Inherent, Masked, OwnShare,
-                             RandomIds, attack_row)
+                             RandomIds, attack_row, column_r2, psd_root)
 from .._privacy_core._leaves import leaves
 from ..crypto._array import EncryptedArray
 from ..crypto._plaintext import PlaintextArray
@@ -365,17 +365,9 @@ def _basis(M, tolerance=RANK_TOLERANCE):
     return orth(M, rcond=tolerance)
 
 
-def _column_r2(fit, truth):
-    """r2 per column; NaN for a constant column (an intercept)."""
-    ss = np.sum((truth - truth.mean(axis=0)) ** 2, axis=0)
-    res = np.sum((fit - truth) ** 2, axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(ss > 1e-12 * truth.shape[0], 1.0 - res / ss, np.nan)
-
-
 def _r2_in(Z, B):
     Q = _basis(Z, 1e-10)
-    return _column_r2(Q @ (Q.T @ B), B)
+    return column_r2(Q @ (Q.T @ B), B)
 
 
 def _partial(full, base):
@@ -398,7 +390,7 @@ def _cv_r2(F, B, seed):
     for train, test in folds.split(F):
         model = RidgeCV(alphas=np.logspace(-4, 4, 9)).fit(F[train], B[train])
         pred[test] = model.predict(F[test])
-    return _column_r2(pred, B)
+    return column_r2(pred, B)
 
 
 def _procrustes_r2(estimate, truth):
@@ -407,7 +399,7 @@ def _procrustes_r2(estimate, truth):
     A = estimate - estimate.mean(axis=0)
     B = truth - truth.mean(axis=0)
     u, _, vt = np.linalg.svd(A.T @ B, full_matrices=False)
-    return _column_r2(A @ (u @ vt) + truth.mean(axis=0), truth)
+    return column_r2(A @ (u @ vt) + truth.mean(axis=0), truth)
 
 
 def _random_like(estimate, rng):
@@ -437,11 +429,6 @@ def _gram(U, q):
     return G + G.T - np.diag(np.diag(G))
 
 
-def _psd_root(G):
-    values, vectors = np.linalg.eigh(0.5 * (G + G.T))
-    return vectors * np.sqrt(np.maximum(values, 0.0))
-
-
 def metric_from(vectors, own):
     """Stage 2: ``(span phase, form phase, U G^(1/2))`` for the first phase
     whose span another phase's vector is a quadratic form of, else None."""
@@ -469,7 +456,7 @@ def metric_from(vectors, own):
                 for target in (q - own_sq, q):
                     G = _gram(U, target)
                     if G is not None:
-                        return span_phase, form_phase, U @ _psd_root(G)
+                        return span_phase, form_phase, U @ psd_root(G)
     return None
 
 
