@@ -509,6 +509,30 @@ def _targets(nodes, passive):
                    np.logical_and.reduce([shown] + [held[j][4] for j in largest]))
 
 
+def _tree_views(estimator, X, y, passive, attack):
+    """What :func:`subset_sum` and :func:`side_fixing` play each tree on.
+
+    ``(bins, missing_bin, trees)``: the passive party's binned training
+    columns (to score against) and, per tree it took part in, ``(tree, qg,
+    qh, owner)``: the active party's record of the tree, its first output's
+    gradient and hessian integers, and the passive party's log with that
+    tree's secret candidate order. None when the audit log holds either
+    party's side.
+    """
+    names, active, _ = _names(estimator)
+    log = _audit_log(estimator, attack)
+    view, truth = log.get(active), log.get(passive)
+    if view is None or truth is None:
+        return None
+    bins, missing_bin = _passive_bins(estimator, X, y, names.index(passive))
+    orders = {tuple(key): order for key, order, _ in truth["trees"]}
+    trees = [(tree, _first_output(tree["qg"]), _first_output(tree["qh"]),
+              dict(truth, order=orders[tree["key"]]))
+             for tree in view["trees"]
+             if tree["key"] in orders]  # others grew without the passive parties
+    return bins, missing_bin, trees
+
+
 def node_results(estimator, X, y, passive, max_rows=MAX_ROWS):
     """Play the attack on every tree; yield one record per attacked node.
 
@@ -519,18 +543,11 @@ def node_results(estimator, X, y, passive, max_rows=MAX_ROWS):
     sides, and were inverted wrongly. A tree starts with a record whose
     ``rows`` is None. Used by :func:`subset_sum` and by the benchmark.
     """
-    names, active, _ = _names(estimator)
-    log = _audit_log(estimator, "subset_sum")
-    view, truth = log.get(active), log.get(passive)
-    if view is None or truth is None:
+    views = _tree_views(estimator, X, y, passive, "subset_sum")
+    if views is None:
         return
-    bins, missing_bin = _passive_bins(estimator, X, y, names.index(passive))
-    orders = {tuple(key): order for key, order, _ in truth["trees"]}
-    for tree in view["trees"]:
-        if tree["key"] not in orders:
-            continue  # grown without the passive parties
-        qg, qh = _first_output(tree["qg"]), _first_output(tree["qh"])
-        passive_log = dict(truth, order=orders[tree["key"]])
+    bins, missing_bin, trees = views
+    for tree, qg, qh, passive_log in trees:
         yield tree["key"], None, None, 0, 0, 0  # marks a tree
         for rows, positions, G, H, shown in _targets(tree["nodes"], passive):
             if not 0 < rows.size <= max_rows or not shown.any():
@@ -693,19 +710,12 @@ def side_results(estimator, X, y, passive, max_rows=MAX_SIDE_SET):
     each per row, and how many sums were inverted right and wrong. Used by
     :func:`side_fixing` and by the benchmark.
     """
-    names, active, _ = _names(estimator)
-    log = _audit_log(estimator, "side_fixing")
-    view, truth = log.get(active), log.get(passive)
-    if view is None or truth is None:
+    views = _tree_views(estimator, X, y, passive, "side_fixing")
+    if views is None:
         return
-    bins, missing_bin = _passive_bins(estimator, X, y, names.index(passive))
+    bins, missing_bin, trees = views
     n_rows = bins.shape[0]
-    orders = {tuple(key): order for key, order, _ in truth["trees"]}
-    for tree in view["trees"]:
-        if tree["key"] not in orders:
-            continue  # grown without the passive parties
-        qg, qh = _first_output(tree["qg"]), _first_output(tree["qh"])
-        owner = dict(truth, order=orders[tree["key"]])
+    for tree, qg, qh, owner in trees:
         fixed = np.zeros(n_rows, dtype=bool)
         isolated = np.zeros(n_rows, dtype=bool)
         miss_fixed, miss_isolated = np.zeros(n_rows), np.zeros(n_rows)
