@@ -142,6 +142,7 @@ __all__ = [
     "procrustes_rotation",
     "KERNEL_ATTACKS",
     "blocks_row_order",
+    "secrets_in_row_order",
 ]
 
 
@@ -960,6 +961,16 @@ def blocks_row_order(estimator, n_rows):
     ``_privacy_row_order``."""
     order = getattr(estimator, "_row_order", None)
     return np.arange(n_rows) if order is None else np.asarray(order)
+
+
+def secrets_in_row_order(secrets, order):
+    """Put each row-indexed secret (every kind but ``"rows"``, whose values
+    are row ids) in the parties' row order ``order``, as the messages are:
+    FDSKL's and AVFKAM's ``_privacy_secrets``."""
+    for secret in secrets:
+        if secret.kind != "rows" and len(secret.values) == len(order):
+            secret.values = np.asarray(secret.values)[order]
+    return secrets
 
 
 #: the attacks of FDSKL and AVFKAM, as their ``_privacy_attacks`` return them

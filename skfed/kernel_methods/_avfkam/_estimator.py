@@ -44,7 +44,7 @@ from .._convergence import (
     split_seed,
     warn_not_converged,
 )
-from .._attacks import KERNEL_ATTACKS, blocks_row_order
+from .._attacks import KERNEL_ATTACKS, blocks_row_order, secrets_in_row_order
 from .._export import KernelShareMixin
 from .._vertical_features import (
     CoefficientStore,
@@ -702,9 +702,7 @@ class AVFKAMRanker(KernelShareMixin, FederatedMixin,
         # The messages refer to rows in the parties' order: so do the secrets.
         secrets = super()._privacy_secrets(X, y, **fit_params)
         order = self._privacy_row_order(_num_samples(X))
-        for secret in secrets:
-            if secret.kind != "rows" and len(secret.values) == len(order):
-                secret.values = np.asarray(secret.values)[order]
+        secrets_in_row_order(secrets, order)
         return secrets
 
     # -------------------------------------------------------------- predict

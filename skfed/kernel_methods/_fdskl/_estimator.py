@@ -56,7 +56,7 @@ from .._convergence import (
     validation_split,
     warn_not_converged,
 )
-from .._attacks import KERNEL_ATTACKS, blocks_row_order
+from .._attacks import KERNEL_ATTACKS, blocks_row_order, secrets_in_row_order
 from .._export import KernelShareMixin
 from .._vertical_features import (
     federated_decision,
@@ -373,9 +373,7 @@ class _BaseFDSKL(KernelShareMixin, FederatedMixin,
         secrets = super()._privacy_secrets(X, y, **fit_params)
         # The messages refer to rows in the parties' order: so do the secrets.
         order = self._privacy_row_order(_num_samples(X))
-        for secret in secrets:
-            if secret.kind != "rows" and len(secret.values) == len(order):
-                secret.values = np.asarray(secret.values)[order]
+        secrets_in_row_order(secrets, order)
         if y is not None:
             sample_weight = self._effective_weight(y, sample_weight)
         if sample_weight is not None:
