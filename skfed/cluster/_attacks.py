@@ -372,7 +372,11 @@ def refinement_differences(estimator, messages, X, y=None, **fit_params):
     (``sqrt(sum of column variances)``), and the mean distance of each moved
     row to its nearest guess in that scale; ``chance`` is the same for as
     many uniform guesses in the data's range. An attacker who holds no
-    totals guesses at random: its value is chance. No rows with
+    totals, or only one (``refine="once"``: nothing to difference), guesses
+    at random: its value is chance; the moved rows are then those of the
+    update after the last release, which no total reveals. A victim none
+    of whose rows moved gets a share of 0 (chance 0) and no error row. No
+    rows with
     ``refine=None``. The data and the users' release
     history (local records) are used only to score.
 
@@ -451,7 +455,7 @@ def _refinement_differences(estimator, messages, X):
             scores = [_score(g, t, scale, rng, low, high) for g, t in pairs]
             counts = np.array([len(t) for _, t in pairs], dtype=float)
             if not len(counts):
-                share, error, share0, error0 = 0.0, np.nan, 0.0, np.nan
+                share, error, share0, error0 = 0.0, None, 0.0, None
             else:
                 share, error, share0, error0 = (
                     np.average(np.array(scores)[:, c], weights=counts)
@@ -459,7 +463,9 @@ def _refinement_differences(estimator, messages, X):
             rows.append(attack_row("refinement_differences", attacker, victim,
                                    "moved rows", "recovered_share", share,
                                    share0))
-            rows.append(attack_row("refinement_differences", attacker, victim,
-                                   "moved rows", "mean_relative_error", error,
-                                   error0))
+            if len(counts):
+                # No row of the victim moved: no distance to report.
+                rows.append(attack_row("refinement_differences", attacker,
+                                       victim, "moved rows",
+                                       "mean_relative_error", error, error0))
     return rows

@@ -440,7 +440,7 @@ class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
         "n_random_features": [StrOptions({"auto"}),
                               Interval(Integral, 1, None, closed="left")],
         "threshold": [StrOptions({"auto", "paper"})],
-        "refine": [None, StrOptions({"auto"}),
+        "refine": [None, StrOptions({"once", "auto"}),
                    Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [None, Interval(Real, 0, None, closed="left")],
@@ -454,7 +454,7 @@ class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
     }
 
     def __init__(self, n_clusters=8, *, n_components=None,
-                 n_random_features="auto", threshold="auto", refine=None,
+                 n_random_features="auto", threshold="auto", refine="once",
                  max_iter=300, tol=0.02, gamma=None, communication_efficient=True,
                  coreset_size=1000, party_keys="random_state", partition=None,
                  random_state=None, verbose=0):
@@ -571,7 +571,8 @@ class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
                 seeds=dict(server=seeds[-3], lanczos=seeds[-2]),
                 n_oos_features=min(D * self.max_iter, _MAX_OOS_FEATURES),
                 verbose=self.verbose, monitor=getattr(self, "_monitor", None),
-                refine_iter=refine_max_iter(self.refine))
+                refine_iter=refine_max_iter(self.refine),
+                refine_once=self.refine == "once")
 
         labels = np.empty(n_samples, dtype=np.int64)
         for m, lab in enumerate(out["labels"]):
@@ -596,8 +597,8 @@ class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
         # The users' key stays with the users: the estimator acts for them
         # when it predicts (it never reaches the server).
         self._users_key = out["users_key"]
-        # Each user's labels at every release of the refinement's totals
-        # (users' own records, kept for the audit's refinement_differences).
+        # Each user's labels at every release of the refinement's totals,
+        # then its final labels (users' own records, kept for the audit).
         self._refine_history = out["refine_history"]
         self.n_random_features_ = int(D)
         self._n_features_out = k  # transform: distances to the k centers

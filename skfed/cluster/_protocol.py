@@ -107,7 +107,7 @@ _LOWEST_EXPONENT, _BUCKET, _N_BUCKETS = -1080, 8, 270
 def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
                  max_iter, tol, n_lambda, n_components, n_random_features,
                  threshold, n_samples, n_clusters, coreset_size, seeds,
-                 n_oos_features, verbose, monitor, refine_iter=0):
+                 n_oos_features, verbose, monitor, refine_iter=0, refine_once=False):
     """Algorithm 1 from setup to the published map, then (``refine_iter``
     > 0) skfed's Lloyd refinement; returns a dict of results."""
     # Line 1, the inputs: row counts, the users' key, gamma (section 6.1).
@@ -139,9 +139,12 @@ def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
         refined, alive, moves = lloyd_refinement(
             fed, SERVER, users, n_clusters=n_clusters,
             n_features=n_oos_features, n_samples=n_samples,
-            max_iter=refine_iter)
+            max_iter=refine_iter, once=refine_once)
     labels = fed.gather(fed[u].call(_user_labels) for u in users)
-    history = (fed.gather(fed[u].call(user_release_history) for u in users)
+    # Each user's labels at every release of the totals, then its final
+    # labels (local records, read by the audit's refinement_differences).
+    history = ([h + [np.asarray(lab, dtype=np.int32)] for h, lab in zip(
+        fed.gather(fed[u].call(user_release_history) for u in users), labels)]
                if refine_iter else [])
     return dict(gamma=gamma, threshold=lam, eigenvalues=eigenvalues,
                 trace=trace, changes=changes, per_iteration=per_iteration,

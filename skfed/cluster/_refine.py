@@ -92,9 +92,12 @@ def totals_encoder(n_samples):
 
 
 def refine_max_iter(refine):
-    """The cap on Lloyd iterations of a ``refine`` value (0: no refinement)."""
+    """The cap on Lloyd iterations of a ``refine`` value (0: no refinement;
+    ``"once"``: one center update, by design)."""
     if refine is None:
         return 0
+    if refine == "once":
+        return 1
     return REFINE_MAX_ITER if refine == "auto" else int(refine)
 
 
@@ -206,8 +209,11 @@ def release_totals(fed, users, *, n_clusters, n_features, encoder):
 
 
 def lloyd_refinement(fed, server, users, *, n_clusters, n_features, n_samples,
-                     max_iter):
+                     max_iter, once=False):
     """Lloyd's k-means on the users' random features, from their labels.
+
+    ``once``: a single center update by design (``refine="once"``): the
+    totals are released once and no warning marks the cap.
 
     Returns ``(centers, alive, moves)``: the last released centers
     (``n_clusters x n_features``, rows of empty clusters zero), which
@@ -228,6 +234,8 @@ def lloyd_refinement(fed, server, users, *, n_clusters, n_features, n_samples,
         if moves[-1] < MIN_MOVED:
             break
         if it == max_iter - 1:
+            if once:
+                break
             warnings.warn(
                 f"FederatedKernelKMeans' refinement stopped at {max_iter} "
                 f"Lloyd iteration(s) with {moves[-1]} rows still moving (it "

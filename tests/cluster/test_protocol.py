@@ -196,10 +196,19 @@ def test_server_receives_no_raw_rows_and_no_rows_of_a(blobs):
     assert len(coreset) == 3
     assert all(np.min(m.payload[1]) >= MIN_GROUP for m in coreset)
     # Users hear from each other only to agree on the pair seeds of the
-    # secure sums.
+    # secure sums and, in the refinement, for its totals: masked uploads to
+    # the first user, who relays the decoded totals.
     between_users = [m for m in rec.messages
                      if m.sender != "server" and m.receiver != "server"]
-    assert between_users and all(m.phase.endswith("/keys") for m in between_users)
+    refinement = {"refine: totals/upload", "refine: totals/relay"}
+    assert between_users and all(m.phase.endswith("/keys")
+                                 or m.phase in refinement
+                                 for m in between_users)
+    assert {m.phase for m in between_users} & refinement == refinement
+    assert all(m.receiver == "user0" for m in between_users
+               if m.phase == "refine: totals/upload")
+    assert all(m.sender == "user0" for m in between_users
+               if m.phase == "refine: totals/relay")
 
 
 def test_server_receives_sums_only_as_masked_ring_values(blobs):
@@ -210,7 +219,8 @@ def test_server_receives_sums_only_as_masked_ring_values(blobs):
     uploads = [m for m in rec.received_by("server") if m.phase.endswith("/upload")]
     phases = {m.phase.split("/")[0] for m in uploads}
     assert phases == {"setup: scale", "setup: moments", "dspgd: lanczos",
-                      "dspgd: convergence", "oos: embedding map"}
+                      "dspgd: convergence", "oos: embedding map",
+                      "refine: moves"}
     assert all(m.payload[0].dtype == np.uint64 for m in uploads)
     # Anything else a user sends the server: its row count, one local cost
     # and its group means (plaintext, by the contract).
