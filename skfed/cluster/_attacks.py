@@ -598,8 +598,8 @@ def _others_sums(features, totals, own, own_labels, k):
 def inversion_scores(estimator, messages, X):
     """The scores of :func:`totals_inversion`, one dict per attacker and
     victim: ``attack``, ``uniform``, ``own_rows`` and ``chance`` (the better
-    baseline), each ``(recovered share, mean error, matched share)``, and
-    ``n_guesses``. A generator: BLAS threads as the caller sets them."""
+    baseline), each ``(recovered share, mean error, matched share)``, the
+    attacker's ``guesses`` and their number. A generator: BLAS threads as the caller sets them."""
     X = np.asarray(X, dtype=float)
     partition = estimator.partition_
     users = [f"user{m}" for m in range(partition.n_parties)]
@@ -652,7 +652,7 @@ def inversion_scores(estimator, messages, X):
                     min(uniform[v][1], own_rows[v][1]),
                     max(uniform[v][2], own_rows[v][2]))
             yield {"attacker": attacker, "victim": users[v],
-                   "n_guesses": len(guesses),
+                   "guesses": guesses, "n_guesses": len(guesses),
                    "attack": found[v] if len(guesses) else best,
                    "uniform": uniform[v], "own_rows": own_rows[v],
                    "chance": best}
