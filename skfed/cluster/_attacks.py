@@ -559,9 +559,10 @@ def totals_inversion(estimator, messages, X, y=None, **fit_params):
     the others' distribution). :func:`inversion_scores` gives both apart
     (the benchmark prints them). An attacker who holds no totals (the
     server: they go to the users only) guesses without a message: its value
-    is chance. No rows with ``refine=None``. The data and the users' release history (local
-    records) are used only to score; fits with ``sample_weight`` release
-    weighted sums, which this attack reads as plain ones.
+    is chance. No rows with ``refine=None``. The data and the users'
+    release history (local records) are used only to score; fits with
+    ``sample_weight`` release weighted sums, which this attack reads as
+    plain ones.
 
     The parameters and the returned rows are those of
     :func:`row_reconstruction` (``estimator`` fitted, the fit's ``messages``,
@@ -599,7 +600,8 @@ def inversion_scores(estimator, messages, X):
     """The scores of :func:`totals_inversion`, one dict per attacker and
     victim: ``attack``, ``uniform``, ``own_rows`` and ``chance`` (the better
     baseline), each ``(recovered share, mean error, matched share)``, the
-    attacker's ``guesses`` and their number. A generator: BLAS threads as the caller sets them."""
+    attacker's ``guesses`` and their number. A generator, BLAS threads as
+    the caller sets them."""
     X = np.asarray(X, dtype=float)
     partition = estimator.partition_
     users = [f"user{m}" for m in range(partition.n_parties)]
@@ -628,7 +630,8 @@ def inversion_scores(estimator, messages, X):
                                    signed=False)
         others = [v for v, u in enumerate(users) if u != attacker]
         truth = [X[partition.rows(v)] for v in others]
-        pooled, owner = np.vstack(truth), np.repeat(others, list(map(len, truth)))
+        pooled = np.vstack(truth)
+        owner = np.repeat(others, [len(t) for t in truth])
 
         def measures(points):
             # Per victim: (recovered share, mean error, matched share).

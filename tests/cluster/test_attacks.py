@@ -161,7 +161,7 @@ def test_recover_rows_solves_a_signed_sum_of_features():
     assert dist.max() < 1e-3
 
 
-# -- totals_inversion: the others' rows behind one release of the totals -------
+# -- totals_inversion: the others' rows behind one release of the totals ----
 
 def fit_once(X, k, gamma, **fit_params):
     """A fit whose refinement releases the totals once (refine=1; it warns
