@@ -27,7 +27,7 @@ from ._refine import PHASE_REFINE_RELAY, PHASE_REFINE_TOTALS, totals_encoder
 
 __all__ = ["row_reconstruction", "candidate_rows", "recover_rows",
            "refinement_differences", "totals_inversion", "inversion_scores",
-           "RECOVERY_TOLERANCE", "MAX_INVERSION_ATOMS"]
+           "RECOVERY_TOLERANCE", "MAX_INVERSION_ATOMS", "MAX_JOINT_UNKNOWNS"]
 
 _SERVER = "server"
 
@@ -295,7 +295,7 @@ def _joint_fit(features, target, signs, atoms, low, high):
 
 
 def recover_rows(features, differences, candidates, low, high, max_atoms,
-                 signed=True):
+                 signed=True, max_unknowns=None):
     """Matching pursuit on signed sums of features, refined by least squares.
 
     ``differences`` is ``(k, D')``: per cluster, the features of the rows
@@ -307,8 +307,10 @@ def recover_rows(features, differences, candidates, low, high, max_atoms,
     cluster are fitted jointly by least squares on the features. With
     ``signed=False`` the targets are plain sums (every atom counts ``+1``,
     the highest ``<residual, z(c)>`` is picked): the greedy steps are
-    kernel herding on the continuous space. Returns the atoms' positions
-    ``(n_atoms, d)``.
+    kernel herding on the continuous space. The joint fit is skipped for a
+    cluster with more than ``max_unknowns`` coordinates (``n_atoms x d``;
+    None: no limit), whose cost grows with their square. Returns the atoms'
+    positions ``(n_atoms, d)``.
     """
     Zc = features(candidates)
     caps = np.broadcast_to(np.asarray(max_atoms), (len(differences),))
@@ -328,9 +330,12 @@ def recover_rows(features, differences, candidates, low, high, max_atoms,
             signs.append(sign)
             atoms.append(x)
             residual = residual - sign * features(x)[0]
-        if atoms:
+        if atoms and (max_unknowns is None
+                      or len(atoms) * len(low) <= max_unknowns):
             out.append(_joint_fit(features, target, signs, np.vstack(atoms),
                                   low, high))
+        elif atoms:
+            out.append(np.vstack(atoms))
     return (np.vstack(out) if out
             else np.zeros((0, candidates.shape[1])))
 
@@ -518,6 +523,10 @@ def _refinement_differences(estimator, messages, X):
 #: ``atoms x n_features`` unknowns)
 MAX_INVERSION_ATOMS = 400
 
+#: the atoms of a cluster are fitted jointly while they have at most this
+#: many coordinates (one cluster of the digits, 155 atoms x 64, took 300 s)
+MAX_JOINT_UNKNOWNS = 2000
+
 _INVERSION_METRICS = ("recovered_share", "mean_relative_error",
                       "matched_share")
 
@@ -536,7 +545,8 @@ def totals_inversion(estimator, messages, X, y=None, **fit_params):
     to it (:func:`recover_rows` with ``signed=False``: kernel herding over
     candidates uniform in the data's range plus the attacker's own rows,
     each atom moved uphill by gradient steps, then all atoms of the cluster
-    fitted jointly by least squares), with at most
+    fitted jointly by least squares while they have at most
+    :data:`MAX_JOINT_UNKNOWNS` coordinates), with at most
     :data:`MAX_INVERSION_ATOMS` atoms per cluster. Later releases are not
     read (:func:`refinement_differences` reads their differences).
 
@@ -627,7 +637,8 @@ def inversion_scores(estimator, messages, X):
                 rng.uniform(low, high, (_N_CANDIDATES, X.shape[1])), own])
             guesses = recover_rows(features, sums, candidates, *box,
                                    np.minimum(counts, MAX_INVERSION_ATOMS),
-                                   signed=False)
+                                   signed=False,
+                                   max_unknowns=MAX_JOINT_UNKNOWNS)
         others = [v for v, u in enumerate(users) if u != attacker]
         truth = [X[partition.rows(v)] for v in others]
         pooled = np.vstack(truth)
