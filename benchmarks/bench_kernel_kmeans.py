@@ -1,6 +1,6 @@
 """Benchmark of FederatedKernelKMeans against the paper's comparisons.
 
-Seven tables, printed side by side with their baselines:
+Eight tables, printed side by side with their baselines:
 
 1. Acceptance sweep, default settings (only ``gamma`` given where the set
    needs it): NMI of the federated estimator (mean and minimum over seeds)
@@ -34,6 +34,15 @@ Seven tables, printed side by side with their baselines:
    data's scale, their mean error in that scale, and chance (as many
    uniform guesses in the data's range), on issue 35's moons (seeds 0-2)
    and the digits of table 6 (seed 0).
+8. What one release of the totals tells (``totals_inversion``, fits with
+   ``refine=1``: the totals are released once): per attacker and victim,
+   the share of the victim's rows with a guess within 0.1 of the data's
+   scale, the share with a guess of their own (matched, one guess per
+   row), the mean error, each beside both no-message baselines (as many
+   uniform guesses as the others' rows, and the attacker's own rows), on
+   issue 35's moons (IID, seeds 0-2; and split by terciles of the first
+   coordinate, seed 0) and the digits of table 6 (seed 0); the server
+   holds no totals (one row, mean over victims).
 
 Tables 2-4 fix ``n_random_features``, run ``max_iter`` iterations
 (``tol=None``) and use the paper's threshold and clustering
@@ -41,7 +50,7 @@ Tables 2-4 fix ``n_random_features``, run ``max_iter`` iterations
 paper's clustering too (table 1 with the other defaults, table 5 comparing
 the threshold rules); table 6 adds the refinement.
 
-Run ``python benchmarks/bench_kernel_kmeans.py [--quick] [--only 1 5 6 7]``.
+Run ``python benchmarks/bench_kernel_kmeans.py [--quick] [--only 1 5 6 7 8]``.
 """
 
 import argparse
@@ -56,13 +65,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import normalized_mutual_info_score as nmi
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
 
 from skfed.base import party_seeds
 from skfed.cluster import FederatedKernelKMeans, dspgd_uploads
+from skfed.cluster._attacks import inversion_scores
 from skfed.cluster._coreset import distributed_kmeans
 from skfed.cluster._dspgd import choose_lambda, lambda_margin, oos_seed
 from skfed.cluster._estimator import auto_random_features
-from skfed.federation import Federation
+from skfed.federation import Federation, record_messages
 from skfed.kernel_approximation import RandomFourierBasis
 from skfed.partition import HorizontalPartition
 from skfed.privacy import audit
@@ -432,15 +443,80 @@ def refinement_attack(quick):
                  "s", "CPU s"])
 
 
+def inversion_runs(quick):
+    """Table 8's fits: ``(name, seed, X, k, gamma, users, fit_params)``."""
+    sets = refine_sets(quick)
+    X, y, gamma, M = sets["moons (gamma=8)"]
+    runs = [("moons IID", seed, X, 2, gamma, M, {}) for seed in range(3)]
+    terciles = np.digitize(X[:, 0], np.quantile(X[:, 0], [1 / 3, 2 / 3]))
+    runs.append(("moons by x tercile", 0, X, 2, gamma, M,
+                 {"sample_party": terciles}))
+    X, y, gamma, M = sets["digits (10)"]
+    runs.append(("digits (10)", 0, X, 10, gamma, M, {}))
+    return runs
+
+
+def totals_inversion_table(quick):
+    print("8. totals_inversion (one release of the refinement's totals, "
+          "refine=1): the others' rows recovered from the first totals a "
+          "user holds. share: rows with a guess within 0.1 of the data's "
+          "scale; matched: rows with a guess of their own; error: mean "
+          "distance to the nearest guess in that scale; each beside uniform "
+          "guesses (as many as the others' rows) and the attacker's own "
+          "rows; s: the attacker's inversion")
+    rows = []
+    for name, seed, X, k, gamma, M, fit_params in inversion_runs(quick):
+        km = FederatedKernelKMeans(k, gamma=gamma, partition=M,
+                                   random_state=seed, refine=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            with record_messages() as rec:
+                km.fit(X, **fit_params)
+        server = []
+        with threadpool_limits(limits=1, user_api="blas"):
+            scores = inversion_scores(km, rec.messages, X)
+            last, attacker = time.perf_counter(), None
+            cpu_last = time.process_time()
+            for score in scores:
+                if score["attacker"] != attacker:
+                    attacker = score["attacker"]
+                    wall = time.perf_counter() - last
+                    cpu = time.process_time() - cpu_last
+                cells = (*score["attack"], *score["uniform"],
+                         *score["own_rows"])
+                if attacker == "server":
+                    server.append(cells)
+                else:
+                    rows.append((name, seed, attacker, score["victim"],
+                                 score["n_guesses"], *_inversion_cells(cells),
+                                 wall, cpu))
+                last, cpu_last = time.perf_counter(), time.process_time()
+        rows.append((name, seed, "server", "all (mean)", 0,
+                     *_inversion_cells(np.mean(server, axis=0)), 0.0, 0.0))
+    table(rows, ["data", "seed", "attacker", "victim", "guesses", "share",
+                 "uniform", "own rows", "matched", "uniform", "own rows",
+                 "error", "uniform", "own rows", "s", "CPU s"])
+
+
+def _inversion_cells(cells):
+    """(share, match, error) x (attack, uniform, own rows), reordered by
+    metric; an infinite error (no own rows: the server) prints as "-"."""
+    a, u, o = (cells[i:i + 3] for i in (0, 3, 6))
+    return tuple(float(v) if np.isfinite(v) else "-"
+                 for v in (a[0], u[0], o[0], a[2], u[2], o[2], a[1], u[1],
+                           o[1]))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller runs")
-    parser.add_argument("--only", nargs="*", type=int, choices=range(1, 8),
+    parser.add_argument("--only", nargs="*", type=int, choices=range(1, 9),
                         help="tables to print (default: all)")
     args = parser.parse_args()
     start = time.perf_counter()
     tables = (acceptance, communication, nmi_vs_communication, convergence,
-              thresholds, refinement, refinement_attack)
+              thresholds, refinement, refinement_attack,
+              totals_inversion_table)
     for number, print_table in enumerate(tables, start=1):
         if not args.only or number in args.only:
             print_table(args.quick)
