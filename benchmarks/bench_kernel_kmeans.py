@@ -1,6 +1,6 @@
 """Benchmark of FederatedKernelKMeans against the paper's comparisons.
 
-Eight tables, printed side by side with their baselines:
+Nine tables, printed side by side with their baselines:
 
 1. Acceptance sweep, default settings (only ``gamma`` given where the set
    needs it): NMI of the federated estimator (mean and minimum over seeds)
@@ -34,8 +34,8 @@ Eight tables, printed side by side with their baselines:
    data's scale, their mean error in that scale, and chance (as many
    uniform guesses in the data's range), on issue 35's moons (seeds 0-2)
    and the digits of table 6 (seed 0).
-8. What one release of the totals tells (``totals_inversion``, fits with
-   ``refine=1``: the totals are released once): per attacker and victim,
+8. What one release of the totals tells (``totals_inversion``, default
+   fits: ``refine="once"`` releases the totals once): per attacker and victim,
    the share of the victim's rows with a guess within 0.1 of the data's
    scale, the share with a guess of their own (matched, one guess per
    row), the mean error, each beside both no-message baselines (as many
@@ -43,6 +43,10 @@ Eight tables, printed side by side with their baselines:
    issue 35's moons (IID, seeds 0-2; and split by terciles of the first
    coordinate, seed 0) and the digits of table 6 (seed 0); the server
    holds no totals (one row, mean over victims).
+9. What the published out-of-sample map tells (``map_inversion``, default
+   fits, seed 0 of table 8's sets): the same measures for each user and
+   for the server, which publishes the map and, with the default
+   ``party_keys="random_state"``, derives the features' key.
 
 Tables 2-4 fix ``n_random_features``, run ``max_iter`` iterations
 (``tol=None``) and use the paper's threshold and clustering
@@ -50,7 +54,7 @@ Tables 2-4 fix ``n_random_features``, run ``max_iter`` iterations
 paper's clustering too (table 1 with the other defaults, table 5 comparing
 the threshold rules); table 6 adds the refinement.
 
-Run ``python benchmarks/bench_kernel_kmeans.py [--quick] [--only 1 5 6 7 8]``.
+Run ``python benchmarks/bench_kernel_kmeans.py [--quick] [--only 1 5 6 7 8 9]``.
 """
 
 import argparse
@@ -69,7 +73,7 @@ from threadpoolctl import threadpool_limits
 
 from skfed.base import party_seeds
 from skfed.cluster import FederatedKernelKMeans, dspgd_uploads
-from skfed.cluster._attacks import inversion_scores
+from skfed.cluster._attacks import inversion_scores, map_inversion_scores
 from skfed.cluster._coreset import distributed_kmeans
 from skfed.cluster._dspgd import choose_lambda, lambda_margin, oos_seed
 from skfed.cluster._estimator import auto_random_features
@@ -458,23 +462,39 @@ def inversion_runs(quick):
 
 def totals_inversion_table(quick):
     print("8. totals_inversion (one release of the refinement's totals, "
-          "refine=1): the others' rows recovered from the first totals a "
-          "user holds. share: rows with a guess within 0.1 of the data's "
-          "scale; matched: rows with a guess of their own; error: mean "
-          "distance to the nearest guess in that scale; each beside uniform "
+          "refine='once', the default): the others' rows recovered from "
+          "the first totals a user holds. share: rows with a guess within "
+          "0.1 of the data's scale; matched: rows with a guess of their "
+          "own; error: mean distance to the nearest guess in that scale; "
+          "each beside uniform "
           "guesses (as many as the others' rows) and the attacker's own "
           "rows; s: the attacker's inversion")
+    _inversion_table(inversion_runs(quick), "once", inversion_scores,
+                     per_server_victim=False)
+
+
+def map_inversion_table(quick):
+    print("9. map_inversion (the published out-of-sample map, default fits: "
+          "refine='once', party_keys='random_state'): the others' rows "
+          "recovered from the map by each user and by the server (which "
+          "derives the key from random_state); columns as in table 8")
+    runs = [run for run in inversion_runs(quick) if run[1] == 0]
+    _inversion_table(runs, "once", map_inversion_scores,
+                     per_server_victim=True)
+
+
+def _inversion_table(runs, refine, scores_of, per_server_victim):
     rows = []
-    for name, seed, X, k, gamma, M, fit_params in inversion_runs(quick):
+    for name, seed, X, k, gamma, M, fit_params in runs:
         km = FederatedKernelKMeans(k, gamma=gamma, partition=M,
-                                   random_state=seed, refine=1)
+                                   random_state=seed, refine=refine)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             with record_messages() as rec:
                 km.fit(X, **fit_params)
         server = []
         with threadpool_limits(limits=1, user_api="blas"):
-            scores = inversion_scores(km, rec.messages, X)
+            scores = scores_of(km, rec.messages, X)
             last, attacker = time.perf_counter(), None
             cpu_last = time.process_time()
             for score in scores:
@@ -484,15 +504,17 @@ def totals_inversion_table(quick):
                     cpu = time.process_time() - cpu_last
                 cells = (*score["attack"], *score["uniform"],
                          *score["own_rows"])
-                if attacker == "server":
+                if attacker == "server" and not per_server_victim:
                     server.append(cells)
                 else:
                     rows.append((name, seed, attacker, score["victim"],
                                  score["n_guesses"], *_inversion_cells(cells),
                                  wall, cpu))
                 last, cpu_last = time.perf_counter(), time.process_time()
-        rows.append((name, seed, "server", "all (mean)", 0,
-                     *_inversion_cells(np.mean(server, axis=0)), 0.0, 0.0))
+        if server:
+            rows.append((name, seed, "server", "all (mean)", 0,
+                         *_inversion_cells(np.mean(server, axis=0)), 0.0,
+                         0.0))
     table(rows, ["data", "seed", "attacker", "victim", "guesses", "share",
                  "uniform", "own rows", "matched", "uniform", "own rows",
                  "error", "uniform", "own rows", "s", "CPU s"])
@@ -510,13 +532,13 @@ def _inversion_cells(cells):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller runs")
-    parser.add_argument("--only", nargs="*", type=int, choices=range(1, 9),
+    parser.add_argument("--only", nargs="*", type=int, choices=range(1, 10),
                         help="tables to print (default: all)")
     args = parser.parse_args()
     start = time.perf_counter()
     tables = (acceptance, communication, nmi_vs_communication, convergence,
               thresholds, refinement, refinement_attack,
-              totals_inversion_table)
+              totals_inversion_table, map_inversion_table)
     for number, print_table in enumerate(tables, start=1):
         if not args.only or number in args.only:
             print_table(args.quick)

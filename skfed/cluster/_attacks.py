@@ -27,6 +27,7 @@ from ._refine import PHASE_REFINE_RELAY, PHASE_REFINE_TOTALS, totals_encoder
 
 __all__ = ["row_reconstruction", "candidate_rows", "recover_rows",
            "refinement_differences", "totals_inversion", "inversion_scores",
+           "map_inversion", "map_inversion_scores",
            "RECOVERY_TOLERANCE", "MAX_INVERSION_ATOMS", "MAX_JOINT_UNKNOWNS"]
 
 _SERVER = "server"
@@ -598,14 +599,16 @@ def totals_inversion(estimator, messages, X, y=None, **fit_params):
         return []  # no refinement, no totals
     # Many small solves: one BLAS thread, as in refinement_differences.
     with threadpool_limits(limits=1, user_api="blas"):
-        scores = list(inversion_scores(estimator, messages, X))
-    rows = []
-    for score in scores:
-        for i, metric in enumerate(_INVERSION_METRICS):
-            rows.append(attack_row(
-                "totals_inversion", score["attacker"], score["victim"], "rows",
-                metric, score["attack"][i], score["chance"][i]))
-    return rows
+        return _inversion_rows("totals_inversion",
+                               inversion_scores(estimator, messages, X))
+
+
+def _inversion_rows(attack, scores):
+    """The attack rows of an inversion's scores (three metrics each)."""
+    return [attack_row(attack, score["attacker"], score["victim"], "rows",
+                       metric, score["attack"][i], score["chance"][i])
+            for score in scores
+            for i, metric in enumerate(_INVERSION_METRICS)]
 
 
 def _others_sums(features, totals, own, own_labels, k):
@@ -633,7 +636,7 @@ def inversion_scores(estimator, messages, X):
     users = [f"user{m}" for m in range(partition.n_parties)]
     history = getattr(estimator, "_refine_history", None) or []
     k = estimator.n_clusters
-    low, high, scale, box = _search_space(X)
+    low, high, _, box = _search_space(X)
     rng = np.random.default_rng(0)
     empty = np.zeros((0, X.shape[1]))
     for attacker in [_SERVER] + users:
@@ -655,34 +658,106 @@ def inversion_scores(estimator, messages, X):
                                    np.minimum(counts, MAX_INVERSION_ATOMS),
                                    signed=False,
                                    max_unknowns=MAX_JOINT_UNKNOWNS)
-        others = [v for v, u in enumerate(users) if u != attacker]
-        truth = [X[partition.rows(v)] for v in others]
-        pooled = np.vstack(truth)
-        owner = np.repeat(others, [len(t) for t in truth])
+        yield from _scored(attacker, guesses, own, X, partition, users, rng)
 
-        def measures(points):
-            # Per victim: (recovered share, mean error, matched share).
-            err = _nearest_errors(points, pooled, scale)
-            return {v: (float(np.mean(err[owner == v] <= RECOVERY_TOLERANCE)),
-                        float(np.mean(err[owner == v])),
-                        float(np.mean(_matched(points, pooled[owner == v],
-                                               scale))))
-                    for v in others}
 
-        # Without a message: as many uniform guesses as the others' rows
-        # (20 draws), and the attacker's own rows.
-        draws = [measures(rng.uniform(low, high, (len(pooled), X.shape[1])))
-                 for _ in range(20)]
-        uniform = {v: tuple(np.mean([d[v] for d in draws], axis=0))
-                   for v in others}
-        own_rows = measures(own)
-        found = measures(guesses)
-        for v in others:
-            best = (max(uniform[v][0], own_rows[v][0]),
-                    min(uniform[v][1], own_rows[v][1]),
-                    max(uniform[v][2], own_rows[v][2]))
-            yield {"attacker": attacker, "victim": users[v],
-                   "guesses": guesses, "n_guesses": len(guesses),
-                   "attack": found[v] if len(guesses) else best,
-                   "uniform": uniform[v], "own_rows": own_rows[v],
-                   "chance": best}
+def _scored(attacker, guesses, own, X, partition, users, rng):
+    """Per victim, the scores of an inversion's ``guesses`` and of the two
+    baselines without a message (the dicts of :func:`inversion_scores`)."""
+    low, high, scale, _ = _search_space(X)
+    others = [v for v, u in enumerate(users) if u != attacker]
+    truth = [X[partition.rows(v)] for v in others]
+    pooled = np.vstack(truth)
+    owner = np.repeat(others, [len(t) for t in truth])
+
+    def measures(points):
+        # Per victim: (recovered share, mean error, matched share).
+        err = _nearest_errors(points, pooled, scale)
+        return {v: (float(np.mean(err[owner == v] <= RECOVERY_TOLERANCE)),
+                    float(np.mean(err[owner == v])),
+                    float(np.mean(_matched(points, pooled[owner == v],
+                                           scale))))
+                for v in others}
+
+    # Without a message: as many uniform guesses as the others' rows
+    # (20 draws), and the attacker's own rows.
+    draws = [measures(rng.uniform(low, high, (len(pooled), X.shape[1])))
+             for _ in range(20)]
+    uniform = {v: tuple(np.mean([d[v] for d in draws], axis=0))
+               for v in others}
+    own_rows = measures(own)
+    found = measures(guesses)
+    for v in others:
+        best = (max(uniform[v][0], own_rows[v][0]),
+                min(uniform[v][1], own_rows[v][1]),
+                max(uniform[v][2], own_rows[v][2]))
+        yield {"attacker": attacker, "victim": users[v],
+               "guesses": guesses, "n_guesses": len(guesses),
+               "attack": found[v] if len(guesses) else best,
+               "uniform": uniform[v], "own_rows": own_rows[v],
+               "chance": best}
+
+
+# -- map_inversion: the rows behind the published out-of-sample map -----------
+
+def map_inversion(estimator, messages, X, y=None, **fit_params):
+    """The other users' rows recovered from the out-of-sample map.
+
+    The map ``P = Lambda^{-1} H^T A' / D'`` (``embedding_map_``, ``s x
+    D'``; skfed's addition, published with the model so that ``predict``
+    needs no message) is, row by row, a sum of the features ``z(x)`` of all
+    rows weighted by a column of the embedding ``H``. Its row space holds,
+    nearly, a sum with positive weights of similar size (the kernel's
+    top eigenvector is positive): a kernel mean of all rows. An attacker
+    who holds ``P`` and the users' key picks the combination of ``P``'s
+    rows nearest its guess of that kernel mean (a user: the features of its
+    own rows times ``N / n_own``; the server, which owns no row: those of
+    ``N`` uniform points in the data's range), subtracts its own rows'
+    features (weight one each) and solves for the ``N - n_own`` other rows
+    as :func:`totals_inversion` does for a cluster (kernel herding, gradient
+    steps, joint least squares while at most :data:`MAX_JOINT_UNKNOWNS`
+    coordinates; at most ``2 MAX_INVERSION_ATOMS`` atoms).
+
+    Attackers: the server (it publishes ``P`` and derives the key from
+    ``random_state``: right with ``party_keys="random_state"``, a wrong
+    key with ``"os"``) and every user; victims: every other user. The rows
+    and their chance are those of :func:`totals_inversion` (recovered
+    share, mean relative error, matched share; chance the better of uniform
+    guesses and the attacker's own rows). It reads the model, so it runs
+    for every ``refine``, ``None`` included. The data are used only to
+    score.
+
+    The parameters and the returned rows are those of
+    :func:`row_reconstruction` (``estimator`` fitted, the fit's ``messages``,
+    ``X``; ``y`` and ``fit_params`` ignored).
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _inversion_rows("map_inversion",
+                               map_inversion_scores(estimator, messages, X))
+
+
+def map_inversion_scores(estimator, messages, X):
+    """The scores of :func:`map_inversion`, as :func:`inversion_scores`
+    gives them for the totals (a generator)."""
+    X = np.asarray(X, dtype=float)
+    partition = estimator.partition_
+    users = [f"user{m}" for m in range(partition.n_parties)]
+    P = np.asarray(estimator.embedding_map_, dtype=float)
+    low, high, _, box = _search_space(X)
+    n, d = X.shape
+    rng = np.random.default_rng(0)
+    for attacker in [_SERVER] + users:
+        features = _Features(_attacker_key(estimator, attacker),
+                             estimator.gamma_, P.shape[1], d)
+        own = (np.zeros((0, d)) if attacker == _SERVER
+               else X[partition.rows(users.index(attacker))])
+        prior = own if len(own) else rng.uniform(low, high, (n, d))
+        Z_prior = features(prior).sum(axis=0) * (n / len(prior))
+        weights = np.linalg.lstsq(P.T, Z_prior, rcond=None)[0]
+        target = P.T @ weights - features(own).sum(axis=0)
+        candidates = np.vstack([rng.uniform(low, high, (_N_CANDIDATES, d)),
+                                own])
+        guesses = recover_rows(features, target[None], candidates, *box,
+                               min(n - len(own), 2 * MAX_INVERSION_ATOMS),
+                               signed=False, max_unknowns=MAX_JOINT_UNKNOWNS)
+        yield from _scored(attacker, guesses, own, X, partition, users, rng)

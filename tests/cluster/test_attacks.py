@@ -19,7 +19,7 @@ import skfed.cluster._estimator as kk
 import skfed.cluster._protocol as protocol
 import skfed.cluster._refine as refine
 from skfed.cluster import FederatedKernelKMeans
-from skfed.cluster._attacks import (_Features, recover_rows,
+from skfed.cluster._attacks import (_Features, map_inversion, recover_rows,
                                    inversion_scores, refinement_differences,
                                    row_reconstruction, totals_inversion)
 from skfed.privacy import audit, check_messages
@@ -172,12 +172,11 @@ def test_recover_rows_solves_a_signed_sum_of_features():
 # -- totals_inversion: the others' rows behind one release of the totals ----
 
 def fit_once(X, k, gamma, **fit_params):
-    """A fit whose refinement releases the totals once (refine=1; it warns
-    at the cap), with its messages."""
-    est = FederatedKernelKMeans(k, gamma=gamma, partition=3, random_state=0,
-                                refine=1)
+    """A fit whose refinement releases the totals once (the default
+    refine="once"), with its messages."""
+    est = FederatedKernelKMeans(k, gamma=gamma, partition=3, random_state=0)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("error", ConvergenceWarning)
         messages = fit_recorded(est, X, **fit_params)
     return est, messages
 
@@ -254,3 +253,35 @@ def test_a_non_iid_split_leaks_beyond_the_own_rows():
         assert len(guesses) <= np.sum(owners != m)
         inside = np.digitize(guesses[:, 0], edges) == m
         assert inside.mean() < 0.1
+
+
+# -- map_inversion: the rows behind the published out-of-sample map ------------
+
+@pytest.mark.parametrize("party_keys", [
+    "random_state", pytest.param("os", marks=pytest.mark.slow)])
+def test_the_published_map_locates_the_other_users_rows(party_keys):
+    # The map is a kernel mean of all rows weighted by H (published whatever
+    # refine is). Users hold terciles of 150 moons' first coordinate: the
+    # middle user gives 0.62-0.72 of each neighbour's rows a guess of their
+    # own (chance 0.20-0.23, seeds 0-2); the server, which derives the key
+    # from random_state, 0.52-0.72 of each user's (chance 0.32-0.35). With
+    # party_keys="os" the server's key is wrong: it finds no atom.
+    X = make_moons(150, noise=0.05, random_state=0)[0]
+    owners = np.digitize(X[:, 0], np.quantile(X[:, 0], [1 / 3, 2 / 3]))
+    est = FederatedKernelKMeans(2, gamma=8.0, partition=3, random_state=0,
+                                refine=None, party_keys=party_keys)
+    est.fit(X, sample_party=owners)
+    rows = map_inversion(est, [], X)
+    matched = by_attacker(rows, "matched_share")
+    assert len(matched) == 3 + 3 * 2
+    assert {r["metric"] for r in rows} == {
+        "recovered_share", "mean_relative_error", "matched_share"}
+    for victim in ("user0", "user2"):
+        value, chance = matched["user1", victim]
+        assert value > chance + 0.3
+    for victim in ("user0", "user1", "user2"):
+        value, chance = matched["server", victim]
+        if party_keys == "random_state":
+            assert value > chance + 0.1
+        else:
+            assert value == chance
