@@ -414,9 +414,8 @@ def refinement_differences(estimator, messages, X, y=None, **fit_params):
     at random: its value is chance; the moved rows are then those of the
     update after the last release, which no total reveals. A victim none
     of whose rows moved gets a share of 0 (chance 0) and no error row. No
-    rows with
-    ``refine=None``. The data and the users' release
-    history (local records) are used only to score.
+    rows with ``refine=None``. The data and the users' release history
+    (local records) are used only to score.
 
     The parameters and the returned rows are those of
     :func:`row_reconstruction` (``estimator`` fitted, the fit's ``messages``,
@@ -581,10 +580,11 @@ def totals_inversion(estimator, messages, X, y=None, **fit_params):
     ``sample_weight`` release weighted sums, which this attack reads as
     plain ones.
 
-    Measured (``benchmarks/bench_kernel_kmeans.py --only 8``, ``refine=1``,
-    3 users on 1,000 moons, gamma=8): with an IID split each user gives
-    0.99-1.00 of another's rows a guess of their own (own rows 0.87-0.90,
-    uniform 0.67-0.69; mean error 0.026-0.029 against 0.031-0.033); split
+    Measured (``benchmarks/bench_kernel_kmeans.py --only 8``, the default
+    ``refine="once"``, 3 users on 1,000 moons, gamma=8): with an IID split
+    each user gives 0.99-1.00 of another's rows a guess of their own (own
+    rows 0.87-0.90, uniform 0.67-0.69; mean error 0.026-0.029 against
+    0.031-0.033); split
     by terciles of the first coordinate 0.89-0.99 (chance 0.29-0.33). On
     the digits (64 features, 5 users) no row is within the tolerance and
     the guesses are farther than the attacker's own rows (0.66-0.70
