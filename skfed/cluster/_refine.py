@@ -19,8 +19,10 @@ k(x, x')``. :func:`lloyd_refinement` runs Lloyd's iterations of k-means on
    (``k x D'``) of the clusters in the feature space;
 2. every user assigns each of its rows to the nearest center, and the
    users' counts of moved rows are summed, masked, to the server;
-3. if at least :data:`MIN_MOVED` rows moved in total, the server asks for
-   new totals (step 1) and the loop goes on; otherwise it stops.
+3. with ``refine="once"`` (the estimator's default) it stops here, by
+   design; otherwise, if at least :data:`MIN_MOVED` rows moved in total,
+   the server asks for new totals (step 1) and the loop goes on, and if
+   not it stops.
 
 The labels are the users' final assignment to the released centers, so a
 training row's label is always its nearest center (``predict`` on the
@@ -41,7 +43,11 @@ upload of them, only the total number of moved rows. The users
 hold the key and the totals (they need the centers to assign their rows),
 so each user learns the other users' moved rows; the :data:`MIN_MOVED`
 gate does not prevent that (the attack separates a few rows as well as
-one). See the estimator's Notes for the numbers.
+one). Hence the default of one update: a single release has no
+difference, and what it tells (the kernel mean of each cluster, the
+centers the model publishes) is measured by
+:func:`~._attacks.totals_inversion`. See the estimator's Notes for the
+numbers.
 """
 
 # Authors: The skfed developers
