@@ -421,12 +421,18 @@ def refinement_differences(estimator, messages, X, y=None, **fit_params):
     :func:`row_reconstruction` (``estimator`` fitted, the fit's ``messages``,
     ``X``; ``y`` and ``fit_params`` ignored).
     """
+    return _on_the_totals(estimator, _refinement_differences, estimator,
+                          messages, X)
+
+
+def _on_the_totals(estimator, attack, *args):
+    """Run an attack on the refinement's totals: no rows without a
+    refinement; one BLAS thread (many small solves: more threads only add
+    contention, 34x slower on two loaded cores)."""
     if estimator.refine is None:
         return []  # no refinement, no totals
-    # Many small solves: BLAS threads only add contention (34x slower on two
-    # loaded cores).
     with threadpool_limits(limits=1, user_api="blas"):
-        return _refinement_differences(estimator, messages, X)
+        return attack(*args)
 
 
 def _search_space(X):
@@ -449,14 +455,21 @@ def _attacker_features(estimator, attacker, totals, d):
                      (len(totals[0]) - k) // k, d)
 
 
-def _refinement_differences(estimator, messages, X):
+def _attack_setup(estimator, X):
+    """What the refinement's attacks start from: ``X`` as floats, the
+    partition, the users' names, their release history (local records)
+    and a fixed generator (candidates and chance)."""
     X = np.asarray(X, dtype=float)
     partition = estimator.partition_
     users = [f"user{m}" for m in range(partition.n_parties)]
     history = getattr(estimator, "_refine_history", None) or []
+    return X, partition, users, history, np.random.default_rng(0)
+
+
+def _refinement_differences(estimator, messages, X):
+    X, partition, users, history, rng = _attack_setup(estimator, X)
     k = estimator.n_clusters
     low, high, scale, box = _search_space(X)
-    rng = np.random.default_rng(0)
     rows = []
     for attacker in [_SERVER] + users:
         totals = _attacker_totals(messages, users, attacker, X.shape[0])
@@ -595,12 +608,8 @@ def totals_inversion(estimator, messages, X, y=None, **fit_params):
     :func:`row_reconstruction` (``estimator`` fitted, the fit's ``messages``,
     ``X``; ``y`` and ``fit_params`` ignored).
     """
-    if estimator.refine is None:
-        return []  # no refinement, no totals
-    # Many small solves: one BLAS thread, as in refinement_differences.
-    with threadpool_limits(limits=1, user_api="blas"):
-        return _inversion_rows("totals_inversion",
-                               inversion_scores(estimator, messages, X))
+    return _on_the_totals(estimator, lambda: _inversion_rows(
+        "totals_inversion", inversion_scores(estimator, messages, X)))
 
 
 def _inversion_rows(attack, scores):
@@ -631,13 +640,9 @@ def inversion_scores(estimator, messages, X):
     baseline), each ``(recovered share, mean error, matched share)``, the
     attacker's ``guesses`` and their number. A generator, BLAS threads as
     the caller sets them."""
-    X = np.asarray(X, dtype=float)
-    partition = estimator.partition_
-    users = [f"user{m}" for m in range(partition.n_parties)]
-    history = getattr(estimator, "_refine_history", None) or []
+    X, partition, users, history, rng = _attack_setup(estimator, X)
     k = estimator.n_clusters
     low, high, _, box = _search_space(X)
-    rng = np.random.default_rng(0)
     empty = np.zeros((0, X.shape[1]))
     for attacker in [_SERVER] + users:
         totals = _attacker_totals(messages, users, attacker, X.shape[0])
@@ -739,13 +744,10 @@ def map_inversion(estimator, messages, X, y=None, **fit_params):
 def map_inversion_scores(estimator, messages, X):
     """The scores of :func:`map_inversion`, as :func:`inversion_scores`
     gives them for the totals (a generator)."""
-    X = np.asarray(X, dtype=float)
-    partition = estimator.partition_
-    users = [f"user{m}" for m in range(partition.n_parties)]
+    X, partition, users, _, rng = _attack_setup(estimator, X)
     P = np.asarray(estimator.embedding_map_, dtype=float)
     low, high, _, box = _search_space(X)
     n, d = X.shape
-    rng = np.random.default_rng(0)
     for attacker in [_SERVER] + users:
         features = _Features(_attacker_key(estimator, attacker),
                              estimator.gamma_, P.shape[1], d)
