@@ -2,6 +2,7 @@
 transform and score, sklearn behaviour and bad input."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -126,16 +127,25 @@ def test_defaults_converge_on_the_moons():
     # then followed each iteration's fresh features, NMI 0.675 / 0.645 /
     # 0.811 after 246 / 181 / 300 (= max_iter) iterations. Exact kernel
     # k-means (the paper's CK k-means, top two eigenvectors) reaches NMI
-    # 0.776 on this table, so the median is held to 0.95 of it.
+    # 0.776 on this table; the paper's clustering gives 0.781 / 0.622 /
+    # 0.787. The acceptance: the defaults' median at least 0.8, every fit
+    # before max_iter, no warning. The default single refinement update
+    # gives 0.948 / 0.710 / 0.854 (tests/cluster/test_refine.py checks the
+    # update itself).
     X, y = make_moons(1000, noise=0.05, random_state=0)
     exact = nmi(y, exact_kernel_kmeans(X, 2, 2, 8.0))
     third = np.linalg.eigvalsh(rbf_kernel(X, gamma=8.0))[-3]
-    fits = [FederatedKernelKMeans(2, gamma=8.0, partition=3, random_state=seed
-                                  ).fit(X) for seed in range(3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fits = [FederatedKernelKMeans(2, gamma=8.0, partition=3,
+                                      random_state=seed).fit(X)
+                for seed in range(3)]
     for km in fits:
         assert km.n_iter_ < km.max_iter
         assert km.threshold_ < third  # Z* keeps the third eigenpair
-    assert np.median([nmi(y, km.labels_) for km in fits]) >= 0.95 * exact
+        assert km.n_refine_iter_ == 1
+    median = np.median([nmi(y, km.labels_) for km in fits])
+    assert median >= 0.8 and median >= exact + 0.05
 
 
 @pytest.mark.slow

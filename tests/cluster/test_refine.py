@@ -126,36 +126,6 @@ def test_one_update_never_raises_the_kernel_kmeans_objective(moons,
     assert cost(moons_default.labels_) < cost(moons_fits[0].labels_)
 
 
-@pytest.mark.slow
-def test_default_moons_of_issue_35(moons):
-    # Issue 35's acceptance with the defaults: median NMI over seeds 0-2 at
-    # least 0.8 and every fit stops before max_iter, with no warning (the
-    # paper's clustering: 0.781 / 0.622 / 0.787; one update: 0.948 / 0.710 /
-    # 0.854).
-    X, y = moons
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        fits = [FederatedKernelKMeans(2, gamma=8.0, partition=3,
-                                      random_state=seed).fit(X)
-                for seed in range(3)]
-    for km in fits:
-        assert km.n_iter_ < km.max_iter
-        assert km.n_refine_iter_ == 1
-    assert np.median([nmi(y, km.labels_) for km in fits]) >= 0.8
-
-
-@pytest.mark.slow
-def test_refined_moons_of_issue_35(moons):
-    # Lloyd to its end (refine="auto"): 0.990 on each seed.
-    X, y = moons
-    fits = [FederatedKernelKMeans(2, gamma=8.0, partition=3, random_state=seed,
-                                  refine="auto").fit(X) for seed in range(3)]
-    for km in fits:
-        assert km.n_iter_ < km.max_iter
-        assert km.n_refine_iter_ < REFINE_MAX_ITER
-    assert np.median([nmi(y, km.labels_) for km in fits]) >= 0.98
-
-
 # -- against a pooled-data Lloyd ----------------------------------------------------
 
 def check_against_pooled_lloyd(X, paper, km, weights=None):
