@@ -7,7 +7,7 @@ Federated kernel k-means on the moons: the paper's clustering refined
 (the top eigenvectors of the RBF kernel matrix by DSPGD, then a distributed
 k-means on that embedding) and, by default, one update of kernel k-means on
 random features of the kernel (``refine="once"``). Three users each hold a
-third of two interleaved half-moons.
+third of 500 rows of two interleaved half-moons.
 
 The embedding is a relaxation of kernel k-means, and on the moons it is not
 tight: even exact, centralized kernel k-means through the top eigenvectors
@@ -35,7 +35,7 @@ from sklearn.metrics.pairwise import rbf_kernel
 
 from skfed.cluster import FederatedKernelKMeans
 
-X, y = make_moons(1000, noise=0.05, random_state=0)
+X, y = make_moons(500, noise=0.05, random_state=0)
 gamma = 8.0
 w, U = np.linalg.eigh(rbf_kernel(X, gamma=gamma))
 H = U[:, -2:] * np.sqrt(w[-2:])
