@@ -753,10 +753,13 @@ def map_inversion_scores(estimator, messages, X):
                              estimator.gamma_, P.shape[1], d)
         own = (np.zeros((0, d)) if attacker == _SERVER
                else X[partition.rows(users.index(attacker))])
-        prior = own if len(own) else rng.uniform(low, high, (n, d))
-        Z_prior = features(prior).sum(axis=0) * (n / len(prior))
+        own_sum = features(own).sum(axis=0)
+        # The guess of the kernel mean of all n rows: the own rows scaled
+        # up (a user), or n uniform points (the server).
+        Z_prior = (own_sum * (n / len(own)) if len(own) else
+                   features(rng.uniform(low, high, (n, d))).sum(axis=0))
         weights = np.linalg.lstsq(P.T, Z_prior, rcond=None)[0]
-        target = P.T @ weights - features(own).sum(axis=0)
+        target = P.T @ weights - own_sum
         candidates = np.vstack([rng.uniform(low, high, (_N_CANDIDATES, d)),
                                 own])
         guesses = recover_rows(features, target[None], candidates, *box,

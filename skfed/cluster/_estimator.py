@@ -29,7 +29,7 @@ from ._contract import kernel_kmeans_contract
 from ._coreset import MIN_GROUP
 from ._protocol import (check_user_rows, run_protocol, user_embed_and_assign,
                         users_key_from_seed)
-from ._refine import refine_max_iter, user_feature_distances
+from ._refine import user_feature_distances
 
 __all__ = ["FederatedKernelKMeans"]
 
@@ -594,8 +594,7 @@ class FederatedKernelKMeans(FederatedMixin, ClassNamePrefixFeaturesOutMixin,
                 seeds=dict(server=seeds[-3], lanczos=seeds[-2]),
                 n_oos_features=min(D * self.max_iter, _MAX_OOS_FEATURES),
                 verbose=self.verbose, monitor=getattr(self, "_monitor", None),
-                refine_iter=refine_max_iter(self.refine),
-                refine_once=self.refine == "once")
+                refine=self.refine)
 
         labels = np.empty(n_samples, dtype=np.int64)
         for m, lab in enumerate(out["labels"]):

@@ -107,9 +107,9 @@ _LOWEST_EXPONENT, _BUCKET, _N_BUCKETS = -1080, 8, 270
 def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
                  max_iter, tol, n_lambda, n_components, n_random_features,
                  threshold, n_samples, n_clusters, coreset_size, seeds,
-                 n_oos_features, verbose, monitor, refine_iter=0, refine_once=False):
-    """Algorithm 1 from setup to the published map, then (``refine_iter``
-    > 0) skfed's Lloyd refinement; returns a dict of results."""
+                 n_oos_features, verbose, monitor, refine=None):
+    """Algorithm 1 from setup to the published map, then (``refine`` not
+    None) skfed's Lloyd refinement; returns a dict of results."""
     # Line 1, the inputs: row counts, the users' key, gamma (section 6.1).
     gamma = setup(fed, users, gamma, draw_key=draw_key)
     common = dict(max_iter=max_iter, n_lambda=n_lambda,
@@ -133,19 +133,19 @@ def run_protocol(fed, users, *, gamma, draw_key, communication_efficient,
     embedding_map = out_of_sample_map(fed, users, eigenvalues, n_oos_features,
                                       n_samples)
     refined, alive, moves = None, None, []
-    if refine_iter:
+    if refine is not None:
         # Not in the paper: Lloyd's k-means on the map's random features,
         # from line 19's labels (the users' labels end as its result).
         refined, alive, moves = lloyd_refinement(
             fed, SERVER, users, n_clusters=n_clusters,
             n_features=n_oos_features, n_samples=n_samples,
-            max_iter=refine_iter, once=refine_once)
+            refine=refine)
     labels = fed.gather(fed[u].call(_user_labels) for u in users)
     # Each user's labels at every release of the totals, then its final
     # labels (local records, read by the audit's refinement_differences).
     history = ([h + [np.asarray(lab, dtype=np.int32)] for h, lab in zip(
         fed.gather(fed[u].call(user_release_history) for u in users), labels)]
-               if refine_iter else [])
+               if refine is not None else [])
     return dict(gamma=gamma, threshold=lam, eigenvalues=eigenvalues,
                 trace=trace, changes=changes, per_iteration=per_iteration,
                 centers=centers, refined_centers=refined, refined_alive=alive,

@@ -215,11 +215,13 @@ def release_totals(fed, users, *, n_clusters, n_features, encoder):
 
 
 def lloyd_refinement(fed, server, users, *, n_clusters, n_features, n_samples,
-                     max_iter, once=False):
+                     refine):
     """Lloyd's k-means on the users' random features, from their labels.
 
-    ``once``: a single center update by design (``refine="once"``): the
-    totals are released once and no warning marks the cap.
+    ``refine`` is the estimator's value: ``"once"`` is a single center
+    update by design (the totals are released once, no warning marks the
+    cap); ``"auto"`` or an int caps the updates (:func:`refine_max_iter`)
+    and warns at the cap.
 
     Returns ``(centers, alive, moves)``: the last released centers
     (``n_clusters x n_features``, rows of empty clusters zero), which
@@ -231,6 +233,7 @@ def lloyd_refinement(fed, server, users, *, n_clusters, n_features, n_samples,
                   encoder=totals_encoder(n_samples))
     moves_encoder = RingEncoder.for_bound(float(n_samples), margin_bits=3)
     centers, alive = release_totals(fed, users, **common)
+    max_iter = refine_max_iter(refine)
     moves = []
     for it in range(max_iter):
         moved = secure_sum(fed, users, server, user_assign_features,
@@ -240,7 +243,7 @@ def lloyd_refinement(fed, server, users, *, n_clusters, n_features, n_samples,
         if moves[-1] < MIN_MOVED:
             break
         if it == max_iter - 1:
-            if once:
+            if refine == "once":
                 break
             warnings.warn(
                 f"FederatedKernelKMeans' refinement stopped at {max_iter} "
